@@ -1,0 +1,160 @@
+// Command edl is the Elastic Deep Learning controller: it runs PaddlePaddle
+// TrainingJobs as ReplicaSets and scales their trainers with the load of the
+// cluster. Run it in-cluster (no -kubeconfig) or from a workstation with
+// -kubeconfig.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// options are the command-line flags.
+type options struct {
+	kubeconfig     string
+	logLevel       string
+	maxLoadDesired float64
+	showVersion    bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without os.Exit, so that tests can drive it.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "edl: %v\n", err)
+		return 2
+	}
+	if opts.showVersion {
+		fmt.Fprintf(stdout, "edl %s\n", version)
+		return 0
+	}
+	logger, err := newLogger(opts.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "edl: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := start(ctx, opts, logger); err != nil {
+		fmt.Fprintf(stderr, "edl: %v\n", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+// parseFlags parses args; every problem is one line naming the flag.
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("edl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
+	fs.StringVar(&o.logLevel, "log_level", "info", "log level: debug, info, warn, error or crit")
+	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: edl [flags]")
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, fmt.Errorf("%v (run 'edl -help' for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
+	}
+	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
+		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
+	}
+	return o, nil
+}
+
+// newLogger returns a log15 logger writing logfmt lines to w at level and above.
+func newLogger(level string, w io.Writer) (log.Logger, error) {
+	lvl, err := log.LvlFromString(level)
+	if err != nil {
+		return nil, fmt.Errorf("invalid value %q for flag -log_level: must be debug, info, warn, error or crit", level)
+	}
+	logger := log.New()
+	logger.SetHandler(log.LvlFilterHandler(lvl, log.StreamHandler(w, log.LogfmtFormat())))
+	return logger, nil
+}
+
+// restConfig loads the kubeconfig, or the in-cluster configuration when the
+// path is empty.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no -kubeconfig given and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load -kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// start connects to the API server and runs until ctx is done.
+func start(ctx context.Context, opts options, logger log.Logger) error {
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "edl/" + version
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	if _, err := tjclient.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("create TrainingJob client: %w", err)
+	}
+	if err := checkServer(ctx, kubeClient, cfg.Host); err != nil {
+		return err
+	}
+	logger.Info("connected to the API server", "host", cfg.Host, "version", version)
+	<-ctx.Done()
+	return nil
+}
+
+// checkServer fails fast, with one line, when the API server cannot be
+// reached, instead of letting informers retry forever in silence.
+func checkServer(ctx context.Context, client kubernetes.Interface, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	result := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx)
+	if err := result.Error(); err != nil {
+		return fmt.Errorf("cannot reach the API server at %s: %w", host, err)
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrainingJob is a distributed PaddlePaddle training job: a master (for
+// fault-tolerant jobs), parameter servers and an elastic number of trainers.
+// The controller creates one ReplicaSet per role; the autoscaler moves the
+// trainer count between trainer.min-instance and trainer.max-instance.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=trainingjobs,singular=trainingjob,shortName=tj,scope=Namespaced,categories=paddle
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Trainers",type=string,JSONPath=`.status.trainers.summary`,description="Ready/desired trainers"
+// +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.trainer.min-instance`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TrainingJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TrainingJobSpec   `json:"spec"`
+	Status TrainingJobStatus `json:"status,omitempty"`
+}
+
+// TrainingJobSpec describes what to run and how elastic it may be.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports_num) || !has(self.ports_num_for_sparse) || self.port + self.ports_num + self.ports_num_for_sparse - 1 <= 65535",message="port + ports_num + ports_num_for_sparse - 1 must not exceed 65535",fieldPath=".port"
+type TrainingJobSpec struct {
+	// Image is the job image, normally based on paddlepaddle/paddlecloud-job,
+	// whose paddle_k8s launcher starts every role.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^\\\\s]+$')",message="image must be a container image reference without spaces"
+	Image string `json:"image"`
+
+	// Port is the first of the ports the pservers listen on.
+	// +kubebuilder:default=7164
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// PortsNum is how many consecutive dense-parameter ports start at Port.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	PortsNum *int32 `json:"ports_num,omitempty"`
+
+	// PortsNumForSparse is how many sparse-parameter ports follow the dense ones.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	PortsNumForSparse *int32 `json:"ports_num_for_sparse,omitempty"`
+
+	// FaultTolerant jobs run a master with an etcd task queue, so trainers may
+	// come and go; only fault-tolerant jobs are safe to scale.
+	// +optional
+	FaultTolerant bool `json:"fault_tolerant,omitempty"`
+
+	// Passes is the number of passes over the data. The original example
+	// wrote it under trainer; either place works, trainer.passes wins.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Passes int32 `json:"passes,omitempty"`
+
+	// Volumes are added to every pod of the job.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// VolumeMounts are added to every container of the job.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
+	// ImagePullSecrets are added to every pod of the job.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// HostNetwork runs every pod of the job in the node's network namespace.
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+
+	// NodeSelector is added to every pod of the job.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// PriorityClassName is the trainers' priority class. The autoscaler takes
+	// trainers from lower-priority jobs first and makes them yield to pending
+	// pods of higher priority.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Master is the task-queue master of a fault-tolerant job.
+	// +optional
+	Master MasterSpec `json:"master,omitempty"`
+
+	// Pserver is the parameter-server role.
+	Pserver PserverSpec `json:"pserver"`
+
+	// Trainer is the elastic trainer role.
+	Trainer TrainerSpec `json:"trainer"`
+}
+
+// TrainerSpec describes the trainers, the role the autoscaler scales.
+//
+// +kubebuilder:validation:XValidation:rule="self.min__dash__instance <= self.max__dash__instance",message="min-instance must be less than or equal to max-instance",fieldPath=".min-instance"
+type TrainerSpec struct {
+	// Entrypoint is the command the launcher runs in each trainer (ENTRY).
+	// +optional
+	Entrypoint string `json:"entrypoint,omitempty"`
+
+	// Workspace is the directory holding the training package (TRAINER_PACKAGE).
+	// +optional
+	Workspace string `json:"workspace,omitempty"`
+
+	// Passes is the number of passes over the data.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Passes int32 `json:"passes,omitempty"`
+
+	// MinInstance is the fewest trainers the job runs with; the job is
+	// created with this many and never scaled below it.
+	// +kubebuilder:validation:Minimum=1
+	MinInstance int32 `json:"min-instance"`
+
+	// MaxInstance is the most trainers the autoscaler gives the job.
+	// +kubebuilder:validation:Minimum=1
+	MaxInstance int32 `json:"max-instance"`
+
+	// MaxRestarts bounds the container restarts of any one trainer pod of a
+	// fault-tolerant job; past it the job fails. Plain jobs fail on the
+	// first non-zero exit.
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRestarts *int32 `json:"max-restarts,omitempty"`
+
+	// Resources of one trainer container.
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// PserverSpec describes the parameter servers. Their count is fixed at
+// min-instance; max-instance is kept for the original's job files.
+//
+// +kubebuilder:validation:XValidation:rule="self.min__dash__instance <= self.max__dash__instance",message="min-instance must be less than or equal to max-instance",fieldPath=".min-instance"
+type PserverSpec struct {
+	// Entrypoint overrides the launcher's pserver command, when set.
+	// +optional
+	Entrypoint string `json:"entrypoint,omitempty"`
+
+	// MinInstance is the number of parameter servers.
+	// +kubebuilder:validation:Minimum=1
+	MinInstance int32 `json:"min-instance"`
+
+	// MaxInstance must be at least MinInstance.
+	// +kubebuilder:validation:Minimum=1
+	MaxInstance int32 `json:"max-instance"`
+
+	// Resources of one pserver container.
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// MasterSpec describes the master of a fault-tolerant job.
+type MasterSpec struct {
+	// Resources of the master container.
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// EtcdEndpoint is the etcd the master keeps its task queue in; empty
+	// means the etcd the launcher runs beside the master.
+	// +optional
+	EtcdEndpoint string `json:"etcd-endpoint,omitempty"`
+}
+
+// TrainingJobPhase is where a job is in its life.
+type TrainingJobPhase string
+
+// The phases of a TrainingJob.
+const (
+	// PhasePending: not yet created, or waiting for its minimum to fit.
+	PhasePending TrainingJobPhase = "Pending"
+	// PhaseCreating: the ReplicaSets exist; pservers or min-instance
+	// trainers are not running yet.
+	PhaseCreating TrainingJobPhase = "Creating"
+	// PhaseRunning: pservers ready and at least min-instance trainers running.
+	PhaseRunning TrainingJobPhase = "Running"
+	// PhaseSucceeded: a trainer exited 0; every ReplicaSet is scaled to 0.
+	PhaseSucceeded TrainingJobPhase = "Succeeded"
+	// PhaseFailed: the job cannot go on; reason and message say why.
+	PhaseFailed TrainingJobPhase = "Failed"
+)
+
+// TrainingJobStatus is what the controller observed and decided.
+type TrainingJobStatus struct {
+	// Phase is a one-word summary of the job's state.
+	// +kubebuilder:validation:Enum=Pending;Creating;Running;Succeeded;Failed
+	// +optional
+	Phase TrainingJobPhase `json:"phase,omitempty"`
+
+	// Reason is a CamelCase word for why the job is in its phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message says the same for a person.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Conditions are the job's observations, keyed by type.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the spec generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Master counts the master's replicas.
+	// +optional
+	Master ReplicaStatus `json:"master,omitempty"`
+
+	// Pservers counts the pservers' replicas.
+	// +optional
+	Pservers ReplicaStatus `json:"pservers,omitempty"`
+
+	// Trainers counts the trainers' replicas.
+	// +optional
+	Trainers ReplicaStatus `json:"trainers,omitempty"`
+
+	// LastScale is the autoscaler's last decision for this job.
+	// +optional
+	LastScale *ScaleRecord `json:"lastScale,omitempty"`
+}
+
+// ReplicaStatus counts the replicas of one role.
+type ReplicaStatus struct {
+	// Desired is the role's ReplicaSet spec.replicas.
+	Desired int32 `json:"desired"`
+	// Current is the number of the role's pods that exist and are not finished.
+	Current int32 `json:"current"`
+	// Ready is the number of the role's pods that are ready.
+	Ready int32 `json:"ready"`
+	// Summary is "ready/desired", for kubectl's printer columns.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// ScaleRecord is one scaling decision of the autoscaler.
+type ScaleRecord struct {
+	// Time the decision was applied.
+	Time metav1.Time `json:"time"`
+	// From is the trainer count before.
+	From int32 `json:"from"`
+	// To is the trainer count after.
+	To int32 `json:"to"`
+	// Reason explains the decision with the numbers it was made on.
+	Reason string `json:"reason"`
+}
+
+// TrainingJobList is a list of TrainingJobs.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type TrainingJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []TrainingJob `json:"items"`
+}

@@ -1,0 +1,493 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/paddlepaddle/edl/test/kwok"
+)
+
+const (
+	serviceCIDR = "10.96.0.0/16"
+	serviceIP   = "10.96.0.1" // the kubernetes service, first of serviceCIDR
+	podCIDR     = "10.0.0.1/16"
+	issuer      = "https://kubernetes.default.svc.cluster.local"
+
+	// KeepDirEnv, when set to a non-empty value, keeps a work directory that
+	// Start created (logs, certificates, etcd data) after Stop.
+	KeepDirEnv = "EDL_KEEP_CONTROLPLANE"
+
+	stopGrace = 10 * time.Second
+)
+
+// Component names, as used for log files (Dir/logs/<name>.log) and LogTail.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
+	Kwok              = "kwok"
+)
+
+// Options configure Start. The zero value is a control plane without nodes
+// in a fresh temporary directory.
+type Options struct {
+	// Dir is the work directory for certificates, kubeconfigs, etcd data and
+	// logs. Empty means a new temporary directory that Stop removes.
+	Dir string
+	// Nodes are created once kwok runs; Start returns when they are Ready.
+	Nodes []NodeSpec
+	// APIServerFlags are added to kube-apiserver's command line, after and
+	// so overriding the defaults.
+	APIServerFlags []string
+	// Log, if set, receives every process's output line by line, prefixed
+	// with the component's name. It is written to Dir/logs/<name>.log in any case.
+	Log io.Writer
+}
+
+// ControlPlane is a running control plane. Its methods are safe for
+// concurrent use.
+type ControlPlane struct {
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file.
+	Kubeconfig string
+	// Dir is the work directory.
+	Dir string
+	// Client is an admin clientset.
+	Client kubernetes.Interface
+
+	binDir     string
+	removeDir  bool
+	pki        *pki
+	server     string
+	apiServer  *process
+	components []*process // in start order, etcd first
+	healthz    map[*process]string
+	etcdHealth string
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+// Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok, creates opts.Nodes and returns once the API server is ready, the
+// controller manager and scheduler are healthy and the nodes are Ready. ctx
+// bounds the start only; the control plane runs until Stop. On failure every
+// process started is stopped, the work directory is kept and the error
+// carries the end of the logs.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	binDir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBinaries(binDir); err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Dir: opts.Dir, binDir: binDir}
+	if cp.Dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "edl-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.removeDir = os.Getenv(KeepDirEnv) == ""
+	}
+	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
+		return nil, err
+	}
+	if err := cp.prepare(opts); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	track(cp)
+	if err := cp.start(ctx, opts); err != nil {
+		// Keep the logs that explain the failure.
+		cp.removeDir = false
+		cp.Stop()
+		return nil, fmt.Errorf("start control plane in %s: %w\n%s", cp.Dir, err, cp.LogTails(20))
+	}
+	return cp, nil
+}
+
+// prepare writes credentials, kubeconfigs and kwok's stages into the work
+// directory and lays out the processes.
+func (cp *ControlPlane) prepare(opts Options) error {
+	for _, sub := range []string{"logs", "etcd", "kwok/stages", "kwok/home"} {
+		if err := os.MkdirAll(filepath.Join(cp.Dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	var err error
+	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
+		return err
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	cp.server = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort))
+
+	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
+	kcmConfig := filepath.Join(cp.Dir, "controller-manager.kubeconfig")
+	schedConfig := filepath.Join(cp.Dir, "scheduler.kubeconfig")
+	for path, user := range map[string]string{cp.Kubeconfig: userAdmin, kcmConfig: userControllerManager, schedConfig: userScheduler} {
+		if err := cp.pki.writeKubeconfig(path, cp.server, user); err != nil {
+			return err
+		}
+	}
+	cp.Config = &rest.Config{
+		Host: cp.server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile:   cp.pki.caCert,
+			CertFile: cp.pki.clients[userAdmin].cert,
+			KeyFile:  cp.pki.clients[userAdmin].key,
+		},
+		QPS:   100,
+		Burst: 200,
+	}
+	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+
+	stages, err := writeStages(filepath.Join(cp.Dir, "kwok", "stages"))
+	if err != nil {
+		return err
+	}
+
+	p := cp.pki
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	newProcess := func(name string, args ...string) *process {
+		return &process{
+			name:    name,
+			path:    filepath.Join(cp.binDir, name),
+			args:    args,
+			dir:     cp.Dir,
+			logPath: logFile(cp.Dir, name),
+			log:     opts.Log,
+		}
+	}
+	etcd := newProcess(Etcd,
+		"--name=edl",
+		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=edl="+peerURL,
+		// A test cluster's data is disposable; fsync would only slow it down.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	)
+	cp.apiServer = newProcess(APIServer, append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + p.servingCert,
+		"--tls-private-key-file=" + p.servingKey,
+		"--client-ca-file=" + p.caCert,
+		"--service-account-key-file=" + p.saPub,
+		"--service-account-signing-key-file=" + p.saKey,
+		"--service-account-issuer=" + issuer,
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=RBAC",
+		// Pods need no service account tokens on kwok nodes, and without this
+		// plugin a pod created right after its namespace cannot fail for
+		// want of the namespace's default service account.
+		"--disable-admission-plugins=ServiceAccount",
+		// Endpoints may not hold a loopback address; nothing dials the
+		// kubernetes service here anyway.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+	}, opts.APIServerFlags...)...)
+	kcm := newProcess(ControllerManager,
+		"--kubeconfig="+kcmConfig,
+		"--authentication-kubeconfig="+kcmConfig,
+		"--authorization-kubeconfig="+kcmConfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(kcmPort),
+		"--tls-cert-file="+p.servingCert,
+		"--tls-private-key-file="+p.servingKey,
+		"--leader-elect=false",
+		// The cloud controllers do nothing without a cloud provider; naming
+		// them keeps the log free of their warnings.
+		"--controllers=*,-service-lb-controller,-cloud-node-lifecycle-controller,-node-route-controller",
+		"--service-account-private-key-file="+p.saKey,
+		"--root-ca-file="+p.caCert,
+		"--use-service-account-credentials=true",
+		"--cluster-signing-cert-file="+p.caCert,
+		"--cluster-signing-key-file="+p.caKey,
+		"--profiling=false",
+	)
+	scheduler := newProcess(Scheduler,
+		"--kubeconfig="+schedConfig,
+		"--authentication-kubeconfig="+schedConfig,
+		"--authorization-kubeconfig="+schedConfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(schedPort),
+		"--tls-cert-file="+p.servingCert,
+		"--tls-private-key-file="+p.servingKey,
+		"--leader-elect=false",
+		"--profiling=false",
+	)
+	kwokArgs := []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + kwok.NodeAnnotation + "=" + kwok.NodeAnnotationValue,
+		// kwok renews each node's Lease, as a kubelet does; the heartbeat stage
+		// then only refreshes node conditions now and then.
+		"--node-lease-duration-seconds=40",
+		"--cidr=" + podCIDR,
+	}
+	for _, s := range stages {
+		kwokArgs = append(kwokArgs, "--config="+s)
+	}
+	kw := newProcess(Kwok, kwokArgs...)
+	// kwok also reads ~/.kwok/kwok.yaml; a HOME of its own keeps a
+	// developer's kwok settings out of the tests.
+	kw.env = []string{"HOME=" + filepath.Join(cp.Dir, "kwok", "home")}
+
+	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
+	cp.healthz = map[*process]string{
+		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
+		scheduler: fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
+	}
+	cp.etcdHealth = etcdURL + "/health"
+	return nil
+}
+
+// start runs the processes in dependency order, waiting for each layer.
+func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
+	etcd, kcm, scheduler, kw := cp.components[0], cp.components[2], cp.components[3], cp.components[4]
+	if err := etcd.start(); err != nil {
+		return err
+	}
+	if err := cp.waitHealthy(ctx, etcd, cp.etcdHealth, 30*time.Second); err != nil {
+		return err
+	}
+	if err := cp.apiServer.start(); err != nil {
+		return err
+	}
+	if err := cp.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	for _, p := range []*process{kcm, scheduler, kw} {
+		if err := p.start(); err != nil {
+			return err
+		}
+	}
+	for _, p := range []*process{kcm, scheduler} {
+		if err := cp.waitHealthy(ctx, p, cp.healthz[p], 60*time.Second); err != nil {
+			return err
+		}
+	}
+	if err := kw.exited(); err != nil {
+		return err
+	}
+	return cp.AddNodes(ctx, opts.Nodes...)
+}
+
+// waitHealthy polls url until it answers 200, failing early if p exits.
+func (cp *ControlPlane) waitHealthy(ctx context.Context, p *process, url string, timeout time.Duration) error {
+	client := cp.httpClient()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := p.exited(); err != nil {
+			return false, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s to be healthy at %s: %w", p.name, url, err)
+	}
+	return nil
+}
+
+// waitAPIServer polls /readyz until the API server is ready to serve.
+func (cp *ControlPlane) waitAPIServer(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := cp.apiServer.exited(); err != nil {
+			return false, err
+		}
+		_, last = cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		if last != nil && !errors.Is(err, last) {
+			err = fmt.Errorf("%w (last answer: %v)", err, last)
+		}
+		return fmt.Errorf("wait for kube-apiserver to be ready: %w", err)
+	}
+	return nil
+}
+
+// httpClient trusts the control plane's CA and presents the admin certificate.
+func (cp *ControlPlane) httpClient() *http.Client {
+	pool := x509.NewCertPool()
+	if ca, err := os.ReadFile(cp.pki.caCert); err == nil {
+		pool.AppendCertsFromPEM(ca)
+	}
+	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	admin := cp.pki.clients[userAdmin]
+	if cert, err := tls.LoadX509KeyPair(admin.cert, admin.key); err == nil {
+		tlsConfig.Certificates = []tls.Certificate{cert}
+	}
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true},
+	}
+}
+
+// StopAPIServer stops kube-apiserver, leaving etcd and the other components
+// running (and failing to reach it) until StartAPIServer.
+func (cp *ControlPlane) StopAPIServer() error {
+	if cp.isStopped() {
+		return errStopped
+	}
+	cp.apiServer.stop(stopGrace)
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same
+// port with the same certificates and etcd data, and waits until it is ready.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if cp.isStopped() {
+		return errStopped
+	}
+	if err := cp.apiServer.start(); err != nil {
+		return err
+	}
+	if err := cp.waitAPIServer(ctx); err != nil {
+		return fmt.Errorf("%w\n%s", err, cp.LogTail(APIServer, 20))
+	}
+	return nil
+}
+
+// Stop stops every process, most dependent first, and removes the work
+// directory if Start created it. It is safe to call more than once.
+func (cp *ControlPlane) Stop() error {
+	cp.mu.Lock()
+	if cp.stopped {
+		cp.mu.Unlock()
+		return nil
+	}
+	cp.stopped = true
+	cp.mu.Unlock()
+	untrack(cp)
+
+	for i := len(cp.components) - 1; i >= 0; i-- {
+		cp.components[i].stop(stopGrace)
+	}
+	if cp.removeDir {
+		return os.RemoveAll(cp.Dir)
+	}
+	return nil
+}
+
+func (cp *ControlPlane) isStopped() bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.stopped
+}
+
+// Kubectl runs the kubectl built with the control plane against it and
+// returns its standard output; the error includes its standard error.
+func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(cp.binDir, "kubectl"), append([]string{"--kubeconfig=" + cp.Kubeconfig}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// BinDir returns the directory of the binaries this control plane runs.
+func (cp *ControlPlane) BinDir() string { return cp.binDir }
+
+// LogTail returns the last n lines of one component's log (Etcd, APIServer, ...).
+func (cp *ControlPlane) LogTail(component string, n int) string {
+	for _, p := range cp.components {
+		if p.name == component {
+			return p.tail(n)
+		}
+	}
+	return fmt.Sprintf("(no component %q)", component)
+}
+
+// LogTails returns the last n lines of every component's log, each under a
+// header naming its file.
+func (cp *ControlPlane) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range cp.components {
+		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
+	}
+	return b.String()
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free
+// when returned; nothing reserves them.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// writeStages copies kwok's embedded stages into dir and returns their paths.
+func writeStages(dir string) ([]string, error) {
+	var paths []string
+	err := fs.WalkDir(kwok.Stages, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := kwok.Stages.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dir, filepath.Base(path))
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			return err
+		}
+		paths = append(paths, out)
+		return nil
+	})
+	return paths, err
+}

@@ -1,0 +1,169 @@
+package framework
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one control plane component running as a child process in its
+// own process group, so that stopping it also stops anything it started.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	env     []string // added to the environment
+	dir     string
+	logPath string
+	log     io.Writer // besides logPath; may be nil
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	err  error         // cmd.Wait's result, once done is closed
+}
+
+// start launches the process, appending its output to logPath (and log).
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !isClosed(p.done) {
+		return fmt.Errorf("%s is already running", p.name)
+	}
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
+
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), p.env...)
+	var out io.Writer = f
+	if p.log != nil {
+		out = io.MultiWriter(f, &prefixWriter{prefix: "[" + p.name + "] ", w: p.log})
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	// Output copied through a pipe must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.err = cmd, done, nil
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// exited returns a non-nil error once the process has ended, saying how.
+func (p *process) exited() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("%s was never started", p.name)
+	}
+	if !isClosed(p.done) {
+		return nil
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s exited: %w", p.name, p.err)
+	}
+	return fmt.Errorf("%s exited", p.name)
+}
+
+// stop sends SIGTERM to the process group, and SIGKILL if it has not exited
+// after grace. It is a no-op for a process that is not running.
+func (p *process) stop(grace time.Duration) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || isClosed(done) {
+		return
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	// Children that outlived the leader go too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// tail returns the last n lines of the process's log file.
+func (p *process) tail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func isClosed(c chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// prefixWriter writes whole lines to w, each preceded by prefix, so that
+// several processes can share one writer legibly.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+	buf    []byte
+}
+
+var sharedWriterMu sync.Mutex
+
+func (pw *prefixWriter) Write(b []byte) (int, error) {
+	pw.buf = append(pw.buf, b...)
+	for {
+		i := bytes.IndexByte(pw.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		sharedWriterMu.Lock()
+		_, err := fmt.Fprintf(pw.w, "%s%s\n", pw.prefix, pw.buf[:i])
+		sharedWriterMu.Unlock()
+		pw.buf = pw.buf[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
+}
+
+// logFile returns where a component's output goes inside the work dir.
+func logFile(dir, name string) string {
+	return filepath.Join(dir, "logs", name+".log")
+}
+
+var errStopped = errors.New("control plane is stopped")

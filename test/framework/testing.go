@@ -1,0 +1,34 @@
+package framework
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds StartForTest: a cold start takes seconds, and waiting
+// longer only delays the report of a broken one.
+const startTimeout = 3 * time.Minute
+
+// StartForTest starts a control plane for t and stops it when t ends. If the
+// start fails, t fails with the error and the end of every component's log.
+// If t fails later, the end of the logs is logged before the control plane
+// stops.
+func StartForTest(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cp, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs in %s:\n%s", cp.Dir, cp.LogTails(30))
+		}
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return cp
+}

@@ -31,17 +31,31 @@ kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 
+# OpenAPI definitions of the types, and from them the schema that makes the
+# applyconfigurations (and so the fake clientset) know the TrainingJob's fields.
+kube::codegen::gen_openapi \
+    --output-dir "${ROOT}/pkg/generated/openapi" \
+    --output-pkg "${MODULE}/pkg/generated/openapi" \
+    --extra-pkgs k8s.io/api/core/v1 \
+    --report-filename "${ROOT}/hack/api-rule-violations.list" \
+    --update-report \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/apis"
+schema_dir="$(mktemp -d)"
+trap 'rm -rf "${schema_dir}"' EXIT
+go run ./hack/openapi-schema > "${schema_dir}/openapi.json"
+
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
+    --applyconfig-openapi-schema "${schema_dir}/openapi.json" \
     --output-dir "${ROOT}/pkg/generated" \
     --output-pkg "${MODULE}/pkg/generated" \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 
 echo "Generating the TrainingJob CRD into thirdpartyresource.yaml"
-tmp="$(mktemp -d)"
-trap 'rm -rf "${tmp}"' EXIT
+tmp="${schema_dir}/crd"
 go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir="${tmp}"
 {
     cat <<'HEADER'

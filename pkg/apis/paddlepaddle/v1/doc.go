@@ -7,6 +7,7 @@
 //
 // +k8s:deepcopy-gen=package
 // +k8s:defaulter-gen=TypeMeta
+// +k8s:openapi-gen=true
 // +groupName=paddlepaddle.org
 // +kubebuilder:object:generate=false
 package v1

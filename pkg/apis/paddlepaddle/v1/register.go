@@ -11,19 +11,13 @@ import (
 // SchemeGroupVersion is the group and version of the TrainingJob API.
 var SchemeGroupVersion = schema.GroupVersion{Group: paddlepaddle.GroupName, Version: "v1"}
 
-// Kind is the TrainingJob kind.
-const Kind = "TrainingJob"
-
-// Resource is the plural resource name of TrainingJobs.
-const Resource = "trainingjobs"
-
-// KindOf takes an unqualified kind and returns a group-qualified GroupKind.
-func KindOf(kind string) schema.GroupKind {
+// Kind takes an unqualified kind and returns a group-qualified GroupKind.
+func Kind(kind string) schema.GroupKind {
 	return SchemeGroupVersion.WithKind(kind).GroupKind()
 }
 
-// ResourceOf takes an unqualified resource and returns a group-qualified GroupResource.
-func ResourceOf(resource string) schema.GroupResource {
+// Resource takes an unqualified resource and returns a group-qualified GroupResource.
+func Resource(resource string) schema.GroupResource {
 	return SchemeGroupVersion.WithResource(resource).GroupResource()
 }
 

@@ -71,14 +71,19 @@ type TrainingJobSpec struct {
 	Passes int32 `json:"passes,omitempty"`
 
 	// Volumes are added to every pod of the job.
+	// +listType=map
+	// +listMapKey=name
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// VolumeMounts are added to every container of the job.
+	// +listType=map
+	// +listMapKey=mountPath
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 
 	// ImagePullSecrets are added to every pod of the job.
+	// +listType=atomic
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 

@@ -19,8 +19,11 @@ limitations under the License.
 package v1
 
 import (
+	paddlepaddlev1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	internal "github.com/paddlepaddle/edl/pkg/generated/applyconfiguration/internal"
 	apismetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -47,6 +50,47 @@ func TrainingJob(name, namespace string) *TrainingJobApplyConfiguration {
 	b.WithKind("TrainingJob")
 	b.WithAPIVersion("paddlepaddle.org/v1")
 	return b
+}
+
+// ExtractTrainingJobFrom extracts the applied configuration owned by fieldManager from
+// trainingJob for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// trainingJob must be a unmodified TrainingJob API object that was retrieved from the Kubernetes API.
+// ExtractTrainingJobFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractTrainingJobFrom(trainingJob *paddlepaddlev1.TrainingJob, fieldManager string, subresource string) (*TrainingJobApplyConfiguration, error) {
+	b := &TrainingJobApplyConfiguration{}
+	err := managedfields.ExtractInto(trainingJob, internal.Parser().Type("com.github.paddlepaddle.edl.pkg.apis.paddlepaddle.v1.TrainingJob"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(trainingJob.Name)
+	b.WithNamespace(trainingJob.Namespace)
+
+	b.WithKind("TrainingJob")
+	b.WithAPIVersion("paddlepaddle.org/v1")
+	return b, nil
+}
+
+// ExtractTrainingJob extracts the applied configuration owned by fieldManager from
+// trainingJob. If no managedFields are found in trainingJob for fieldManager, a
+// TrainingJobApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// trainingJob must be a unmodified TrainingJob API object that was retrieved from the Kubernetes API.
+// ExtractTrainingJob provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractTrainingJob(trainingJob *paddlepaddlev1.TrainingJob, fieldManager string) (*TrainingJobApplyConfiguration, error) {
+	return ExtractTrainingJobFrom(trainingJob, fieldManager, "")
+}
+
+// ExtractTrainingJobStatus extracts the applied configuration owned by fieldManager from
+// trainingJob for the status subresource.
+func ExtractTrainingJobStatus(trainingJob *paddlepaddlev1.TrainingJob, fieldManager string) (*TrainingJobApplyConfiguration, error) {
+	return ExtractTrainingJobFrom(trainingJob, fieldManager, "status")
 }
 
 func (b TrainingJobApplyConfiguration) IsApplyConfiguration() {}

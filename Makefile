@@ -1,0 +1,59 @@
+# EDL — Elastic Deep Learning. `make help` lists the targets.
+#
+# The control-plane binaries the tests and the local cluster use are built
+# from Go modules into $(EDL_CACHE_DIR), outside the repository, once.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+EDL_CACHE_DIR ?= $(HOME)/.cache/edl
+export EDL_CACHE_DIR
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The one build command of the edl binary; the Dockerfile runs the same.
+GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+
+# Standing local cluster size (make cluster-up).
+NODES ?= 4
+NODE_CPU ?= 18
+NODE_MEMORY ?= 100Gi
+NODE_GPU ?= 0
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/edl
+	$(GO_BUILD) -o bin/edl ./cmd/edl
+
+.PHONY: generate
+generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml)
+	hack/update-codegen.sh
+
+.PHONY: verify
+verify: ## gofmt, go vet and a check that generated code is current
+	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	hack/verify-codegen.sh
+
+.PHONY: controlplane
+controlplane: ## build etcd, kube-apiserver, -controller-manager, -scheduler, kwok and kubectl into the cache
+	hack/build-control-plane.sh
+
+.PHONY: test
+test: controlplane ## unit and integration tests (the integration tests run a real control plane)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 20m ./...
+
+.PHONY: cluster-up
+cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig
+	EDL_NODES=$(NODES) EDL_NODE_CPU=$(NODE_CPU) EDL_NODE_MEMORY=$(NODE_MEMORY) EDL_NODE_GPU=$(NODE_GPU) hack/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## stop the standing local cluster
+	hack/cluster.sh down
+
+.PHONY: clean
+clean: ## remove build output (the control-plane cache stays)
+	rm -rf bin _output

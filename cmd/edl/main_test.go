@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runEDL runs the command line and returns its exit code, stdout and stderr.
+func runEDL(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestBadInvocationsGiveOneLine checks the promise that a wrong command line
+// or an unusable cluster gives one clear line naming the problem, a non-zero
+// exit and no stack trace.
+func TestBadInvocationsGiveOneLine(t *testing.T) {
+	dir := t.TempDir()
+	unreadable := filepath.Join(dir, "missing-kubeconfig")
+	garbage := filepath.Join(dir, "garbage-kubeconfig")
+	require.NoError(t, os.WriteFile(garbage, []byte("this: [is not a kubeconfig"), 0o600))
+	// Nothing listens on port 1 of the loopback address: connection refused.
+	unreachable := filepath.Join(dir, "unreachable-kubeconfig")
+	require.NoError(t, os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined: -nope"},
+		{"stray argument", []string{"extra"}, 2, `unexpected argument "extra"`},
+		{"bad log level", []string{"-log_level", "loud"}, 2, `invalid value "loud" for flag -log_level`},
+		{"max_load_desired out of range", []string{"-max_load_desired", "1.5"}, 2, "-max_load_desired: must be greater than 0 and at most 1"},
+		{"max_load_desired not a number", []string{"-max_load_desired", "most"}, 2, `invalid value "most" for flag -max_load_desired`},
+		{"unreadable kubeconfig", []string{"-kubeconfig", unreadable}, 1, "cannot load -kubeconfig " + unreadable},
+		{"garbage kubeconfig", []string{"-kubeconfig", garbage}, 1, "cannot load -kubeconfig " + garbage},
+		{"unreachable API server", []string{"-kubeconfig", unreachable}, 1, "cannot reach the API server at https://127.0.0.1:1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runEDL(c.args...)
+			assert.Equal(t, c.code, code)
+			assert.Empty(t, stdout)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			require.Len(t, lines, 1, "want exactly one line, got:\n%s", stderr)
+			assert.True(t, strings.HasPrefix(lines[0], "edl: "), lines[0])
+			assert.Contains(t, lines[0], c.want)
+			assert.NotContains(t, stderr, "goroutine ")
+		})
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, stdout, stderr := runEDL("-version")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "edl "+version+"\n", stdout)
+	assert.Empty(t, stderr)
+
+	code, stdout, _ = runEDL("-help")
+	assert.Equal(t, 0, code)
+	for _, flag := range []string{"-kubeconfig", "-log_level", "-max_load_desired", "-version"} {
+		assert.Contains(t, stdout, flag)
+	}
+}
+
+func TestLoggerWritesLogfmtAtItsLevel(t *testing.T) {
+	var buf bytes.Buffer
+	logger, err := newLogger("info", &buf)
+	require.NoError(t, err)
+	logger.Debug("hidden", "k", 1)
+	logger.Info("scaled trainers", "job", "team-a/mnist", "from", 2, "to", 6)
+	out := buf.String()
+	assert.NotContains(t, out, "hidden")
+	assert.Regexp(t, `^t=\S+ lvl=info msg="scaled trainers" job=team-a/mnist from=2 to=6\n$`, out)
+}

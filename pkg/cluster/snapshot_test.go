@@ -1,0 +1,303 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/cache"
+)
+
+// originalLine is the line the original EDL README shows for a minikube.
+const originalLine = `resource="{NodeCount:1 GPURequest:0 GPULimit:0 GPUTotal:0 CPURequestMilli:265 CPULimitMilli:0 CPUTotalMilli:2000 MemoryRequestMega:168 MemoryLimitMega:179 MemoryTotalMega:1993 Nodes:{NodesCPUIdleMilli:map[minikube:1735] NodesMemoryFreeMega:map[minikube:1824]}}"`
+
+func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
+	var recs []*log15.Record
+	log := log15.New()
+	log.SetHandler(log15.FuncHandler(func(r *log15.Record) error { recs = append(recs, r); return nil }))
+	s := newSnapshot(Options{Logger: log})
+	// 2041048Ki is 1993.2 MiB; 172544Ki is 168.5 MiB, so the request floors to
+	// 168 and the free memory to 1824, exactly the README's numbers.
+	s.onNode(newNode("minikube", "2", "2041048Ki"))
+	s.onPod(newPod("dns", onNode("minikube"), withRequests("265m", "172544Ki"), withLimits("", "179Mi")))
+
+	s.InquiryResource()
+
+	require.Len(t, recs, 1)
+	assert.Equal(t, log15.LvlDebug, recs[0].Lvl)
+	line := string(log15.LogfmtFormat().Format(recs[0]))
+	assert.Contains(t, line, `msg="Cluster.InquiryResource done" resource="{NodeCount:1 `)
+	want := `resource="{NodeCount:1 GPURequest:0 GPULimit:0 GPUTotal:0 CPURequestMilli:265 CPULimitMilli:0 CPUTotalMilli:2000 ` +
+		`MemoryRequestMega:168 MemoryLimitMega:179 MemoryTotalMega:1993 Nodes:{NodesCPUIdleMilli:map[minikube:1735] ` +
+		`NodesMemoryFreeMega:map[minikube:1824] NodesGPUFree:map[minikube:0]} Pending:[0 pods] Trainers:[0 jobs, 0 pods]}"`
+	assert.Contains(t, line, want)
+	prefix := strings.TrimSuffix(originalLine, `}}"`)
+	assert.True(t, strings.HasPrefix(want, prefix), "the original line's prefix must survive:\n%s\n%s", prefix, want)
+}
+
+func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(newPod("a-1", trainerOf("a"), unschedulablePod(), withRequests("1", "1Gi")))
+	got := s.InquiryResource().String()
+	assert.True(t, strings.HasSuffix(got, "Pending:[1 pods] Trainers:[1 jobs, 2 pods]}"), got)
+}
+
+func TestInquiryResourceReturnsAnUnsharedCopy(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(newPod("p", unschedulablePod(), withRequests("8", "1Gi")))
+
+	first := s.InquiryResource()
+	want := first.DeepCopy()
+	first.Nodes.NodesCPUIdleMilli["n1"] = 999999
+	first.Nodes.NodesMemoryFreeMega["n1"] = 1
+	first.Nodes.NodesGPUFree["n1"] = 7
+	first.Nodes.NodesCPUIdleMilli["ghost"] = 1
+	first.Pending[0].Request.CPUMilli = 1
+	first.Trainers["ns/a"][0].Node = "elsewhere"
+	first.Trainers["ns/b"] = nil
+
+	assert.Equal(t, want, s.InquiryResource())
+	assert.Equal(t, int64(3000), want.Nodes.NodesCPUIdleMilli["n1"])
+}
+
+// snapState is the part of ClusterResource the lifecycle tables compare.
+type snapState struct {
+	nodes, cpuReq, cpuTotal, memReq, idleCPU int64
+	pending, trainers                        int
+}
+
+func stateOf(r ClusterResource, node string) snapState {
+	trainers := 0
+	for _, t := range r.Trainers {
+		trainers += len(t)
+	}
+	return snapState{
+		nodes: int64(r.NodeCount), cpuReq: r.CPURequestMilli, cpuTotal: r.CPUTotalMilli, memReq: r.MemoryRequestMega,
+		idleCPU: r.Nodes.NodesCPUIdleMilli[node], pending: len(r.Pending), trainers: trainers,
+	}
+}
+
+func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	base := []podMutator{trainerOf("job"), withRequests("1500m", "1Gi")}
+	steps := []struct {
+		name  string
+		event func()
+		want  snapState
+	}{
+		{"created, not yet scheduled", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), withRV("1"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 4000, pending: 0, trainers: 1}},
+		{"unschedulable", func() { s.onPod(newPod("t", append(base, unschedulablePod(), withRV("2"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 4000, pending: 1, trainers: 1}},
+		{"bound, still Pending", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), onNode("n1"), withRV("3"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
+		{"Running", func() { s.onPod(newPod("t", append(base, onNode("n1"), withRV("4"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
+		{"resync with the same resourceVersion changes nothing", func() { s.onPod(newPod("t", append(base, onNode("n1"), withRV("4"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
+		{"terminating still holds the node but is no trainer", func() { s.onPod(newPod("t", append(base, onNode("n1"), terminating(), withRV("5"))...)) },
+			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 0}},
+		{"Succeeded frees everything", func() {
+			s.onPod(newPod("t", append(base, onNode("n1"), withPhase(corev1.PodSucceeded), withRV("6"))...))
+		}, snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 0}},
+		{"deleted", func() { s.onPodDelete(newPod("t", append(base, onNode("n1"), withPhase(corev1.PodSucceeded))...)) },
+			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 0}},
+	}
+	for _, st := range steps {
+		st.event()
+		assert.Equal(t, st.want, stateOf(s.InquiryResource(), "n1"), st.name)
+	}
+	assert.Empty(t, s.pods)
+}
+
+func TestPodUpdateMovesContributionBetweenNodes(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onNode(newNode("n2", "4", "8Gi"))
+	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
+	// An update whose old object is unknown or stale must still subtract what
+	// was added, which is why the snapshot remembers contributions itself.
+	s.onPod(newPod("p", onNode("n2"), withRequests("2", "1Gi"), withRV("2")))
+	r := s.InquiryResource()
+	assert.Equal(t, map[string]int64{"n1": 4000, "n2": 2000}, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, int64(2000), r.CPURequestMilli)
+}
+
+func TestNodesCountOnlyWhenReadyAndSchedulable(t *testing.T) {
+	tests := []struct {
+		name      string
+		node      *corev1.Node
+		wantCount int
+		wantTotal int64
+	}{
+		{"ready", newNode("n", "4", "8Gi"), 1, 4000},
+		{"not ready", newNode("n", "4", "8Gi", notReady()), 0, 0},
+		{"no Ready condition", newNode("n", "4", "8Gi", func(n *corev1.Node) { n.Status.Conditions = nil }), 0, 0},
+		{"cordoned", newNode("n", "4", "8Gi", cordoned()), 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSnapshot(Options{})
+			s.onNode(newNode("other", "2", "2Gi"))
+			s.onNode(tt.node)
+			r := s.InquiryResource()
+			assert.Equal(t, 1+tt.wantCount, r.NodeCount)
+			assert.Equal(t, 2000+tt.wantTotal, r.CPUTotalMilli)
+			_, listed := r.Nodes.NodesCPUIdleMilli["n"]
+			assert.Equal(t, tt.wantCount == 1, listed)
+		})
+	}
+}
+
+func TestNodeLifecycle(t *testing.T) {
+	s := newSnapshot(Options{})
+	// A pod seen before its node: its request must be waiting when the node
+	// arrives.
+	s.onPod(newPod("early", onNode("n1"), withRequests("1", "1Gi")))
+	r := s.InquiryResource()
+	assert.Equal(t, 0, r.NodeCount)
+	assert.Empty(t, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, int64(1000), r.CPURequestMilli, "a live pod is load even on an unknown node")
+
+	s.onNode(newNode("n1", "4", "8Gi"))
+	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+
+	s.onNode(newNode("n1", "4", "8Gi", notReady(), nodeRV("2")))
+	r = s.InquiryResource()
+	assert.Equal(t, 0, r.NodeCount)
+	assert.Equal(t, int64(0), r.CPUTotalMilli)
+
+	s.onNode(newNode("n1", "8", "8Gi", nodeRV("3")))
+	assert.Equal(t, map[string]int64{"n1": 7000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+
+	s.onNodeDelete(newNode("n1", "8", "8Gi"))
+	r = s.InquiryResource()
+	assert.Equal(t, 0, r.NodeCount)
+	assert.Equal(t, int64(0), r.CPUTotalMilli)
+	assert.Empty(t, r.Nodes.NodesCPUIdleMilli)
+
+	// The node comes back under the same name: the pod bound to it still
+	// counts exactly once.
+	s.onNode(newNode("n1", "4", "8Gi", nodeRV("9")))
+	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+
+	s.onPodDelete(newPod("early", onNode("n1")))
+	s.onNodeDelete(newNode("n1", "4", "8Gi"))
+	assert.Empty(t, s.nodes, "no state may leak once node and pods are gone")
+}
+
+func TestTombstonesAreUnwrapped(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onNode(newNode("n2", "4", "8Gi"))
+	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
+
+	s.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: newPod("p", onNode("n1"))})
+	s.onNodeDelete(cache.DeletedFinalStateUnknown{Key: "n2", Obj: newNode("n2", "4", "8Gi")})
+	// A tombstone whose final state is stale or missing is still keyed right.
+	s.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/unknown"})
+
+	r := s.InquiryResource()
+	assert.Equal(t, int64(0), r.CPURequestMilli)
+	assert.Equal(t, map[string]int64{"n1": 4000}, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, 1, r.NodeCount)
+}
+
+func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
+	tests := []struct {
+		name             string
+		pod              *corev1.Pod
+		wantReq, wantLim amounts
+	}{
+		{"containers are summed",
+			newPod("p", withRequests("1", "1Mi"), withContainer("500m", "2Mi")),
+			amounts{cpuMilli: 1500, memBytes: 3 * mebi}, amounts{}},
+		{"init containers take the max, not the sum (defect 8)",
+			newPod("p", withRequests("1", "1Mi"), withInit("2", "1Mi"), withInit("3", "1Mi")),
+			amounts{cpuMilli: 3000, memBytes: mebi}, amounts{}},
+		{"init containers smaller than the app do not count",
+			newPod("p", withRequests("4", "8Mi"), withInit("2", "1Mi")),
+			amounts{cpuMilli: 4000, memBytes: 8 * mebi}, amounts{}},
+		{"sidecars add to the running sum",
+			newPod("p", withRequests("1", "1Mi"), withSidecar("500m", "1Mi")),
+			amounts{cpuMilli: 1500, memBytes: 2 * mebi}, amounts{}},
+		{"an init container after a sidecar runs alongside it",
+			newPod("p", withRequests("1", "1Mi"), withSidecar("1", "1Mi"), withInit("3", "1Mi")),
+			amounts{cpuMilli: 4000, memBytes: 2 * mebi}, amounts{}},
+		{"an init container before a sidecar does not",
+			newPod("p", withRequests("1", "1Mi"), withInit("3", "1Mi"), withSidecar("1", "1Mi")),
+			amounts{cpuMilli: 3000, memBytes: 2 * mebi}, amounts{}},
+		{"overhead is added to requests, and to limits only where set",
+			newPod("p", withRequests("1", "1Mi"), withLimits("2", ""), withOverhead("250m", "1Mi")),
+			amounts{cpuMilli: 1250, memBytes: 2 * mebi}, amounts{cpuMilli: 2250}},
+		{"pod-level resources replace the container aggregate",
+			newPod("p", withRequests("1", "1Mi"), func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("3", ""), Limits: rl("", "5Mi")}
+			}),
+			amounts{cpuMilli: 3000, memBytes: mebi}, amounts{memBytes: 5 * mebi}},
+		{"GPUs", newPod("p", withGPU(2)), amounts{gpu: 2}, amounts{gpu: 2}},
+	}
+	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, lim := rr.podRequestsAndLimits(&tt.pod.Spec)
+			assert.Equal(t, tt.wantReq, req)
+			assert.Equal(t, tt.wantLim, lim)
+		})
+	}
+}
+
+func TestGPUResourceNamesAreConfigurable(t *testing.T) {
+	amd := corev1.ResourceName("amd.com/gpu")
+	s := newSnapshot(Options{GPUResourceNames: []corev1.ResourceName{DefaultGPUResourceName, amd}})
+	s.onNode(newNode("n1", "4", "8Gi", nodeGPU(4), func(n *corev1.Node) {
+		n.Status.Allocatable[amd] = *resource.NewQuantity(2, resource.DecimalSI)
+	}))
+	s.onPod(newPod("p", onNode("n1"), withGPU(1), func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[amd] = *resource.NewQuantity(1, resource.DecimalSI)
+	}))
+	r := s.InquiryResource()
+	assert.Equal(t, int64(6), r.GPUTotal)
+	assert.Equal(t, int64(2), r.GPURequest)
+	assert.Equal(t, map[string]int64{"n1": 4}, r.Nodes.NodesGPUFree)
+}
+
+func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onPod(newPod("low", unschedulablePod(), withPriority(1), withRequests("8", "1Gi")))
+	s.onPod(newPod("high-new", unschedulablePod(), withPriority(1000), createdAt(2), withRequests("8", "1Gi")))
+	s.onPod(newPod("high-old", unschedulablePod(), withPriority(1000), createdAt(1), withRequests("8", "1Gi"), trainerOf("a")))
+	s.onPod(newPod("a-new", trainerOf("a"), onNode("n1"), createdAt(5), withRequests("1", "1500Ki")))
+	s.onPod(newPod("a-old", trainerOf("a"), onNode("n1"), withPhase(corev1.PodPending), createdAt(3), withRequests("1", "1Gi")))
+	s.onPod(newPod("a-done", trainerOf("a"), onNode("n1"), withPhase(corev1.PodFailed)))
+	s.onPod(newPod("pserver", withLabel(PserverLabel, "a"), onNode("n1")))
+
+	r := s.InquiryResource()
+	var names []string
+	for _, p := range r.Pending {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"high-old", "high-new", "low"}, names)
+	assert.Equal(t, "ns/a", r.Pending[0].Job)
+	assert.Equal(t, Resources{CPUMilli: 8000, MemoryMega: 1024}, r.Pending[0].Request)
+
+	require.Len(t, r.Trainers["ns/a"], 3)
+	assert.Equal(t, []TrainerPod{
+		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: Resources{CPUMilli: 8000, MemoryMega: 1024}},
+		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: t0.Add(3), Request: Resources{CPUMilli: 1000, MemoryMega: 1024}},
+		// 1500Ki rounds up to 2 MiB so that a planner never under-reserves.
+		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: t0.Add(5), Request: Resources{CPUMilli: 1000, MemoryMega: 2}},
+	}, r.Trainers["ns/a"])
+	assert.True(t, r.Trainers["ns/a"][2].Running())
+	assert.Equal(t, r.Trainers["ns/a"], r.TrainerPods("ns/a"))
+}

@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	// TrainerLabel marks trainer pods; its value is the TrainingJob name.
+	TrainerLabel = "paddle-job"
+	// PserverLabel marks parameter-server pods; its value is the TrainingJob name.
+	PserverLabel = "paddle-job-pserver"
+	// MasterLabel marks master pods; its value is the TrainingJob name.
+	MasterLabel = "paddle-job-master"
+
+	// DefaultGPUResourceName is the extended resource counted as GPUs when
+	// Options.GPUResourceNames is empty.
+	DefaultGPUResourceName corev1.ResourceName = "nvidia.com/gpu"
+
+	// mebi is the unit of every *Mega field: the original EDL printed
+	// MemoryTotalMega:1993 for a 2 GiB minikube, i.e. bytes/1024/1024.
+	mebi = 1 << 20
+)
+
+// Resources is an amount of the three resources the autoscaler balances.
+// Memory is in MiB (2^20 bytes), like every *Mega field of this package.
+type Resources struct {
+	CPUMilli   int64
+	MemoryMega int64
+	GPU        int64
+}
+
+// IsZero reports whether r asks for nothing at all.
+func (r Resources) IsZero() bool { return r == Resources{} }
+
+// String renders r for people, e.g. "2.5 CPU, 4096 MiB memory, 1 GPU", which
+// is the shape the autoscaler's reasons use.
+func (r Resources) String() string {
+	return fmt.Sprintf("%s CPU, %d MiB memory, %d GPU", FormatMilli(r.CPUMilli), r.MemoryMega, r.GPU)
+}
+
+// FormatMilli renders a milli-value in whole units without trailing zeros:
+// 2000 → "2", 2500 → "2.5", 265 → "0.265".
+func FormatMilli(m int64) string {
+	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
+}
+
+// NodeResources is the per-node free capacity of the schedulable, Ready nodes,
+// keyed by node name: allocatable minus the requests of the live pods bound to
+// the node. A value can be negative when a node's allocatable shrank below
+// what its pods already hold.
+type NodeResources struct {
+	NodesCPUIdleMilli   map[string]int64
+	NodesMemoryFreeMega map[string]int64
+	NodesGPUFree        map[string]int64
+}
+
+// PendingPod is a pod the scheduler could not place: phase Pending, no node,
+// and condition PodScheduled=False with reason Unschedulable.
+type PendingPod struct {
+	Namespace string
+	Name      string
+	// Priority is the pod's resolved spec.priority (0 when unset).
+	Priority int32
+	// Request is the pod's effective request as the scheduler counts it.
+	Request Resources
+	// Job is "namespace/job" when the pod is a trainer (labelled paddle-job),
+	// else "".
+	Job string
+	// Created orders pods of equal priority the way the scheduling queue does.
+	Created time.Time
+}
+
+// TrainerPod is what the planner needs to know about one live trainer pod.
+type TrainerPod struct {
+	Name string
+	// Node is spec.nodeName, "" while the pod is not bound.
+	Node  string
+	Phase corev1.PodPhase
+	// Unschedulable is true when the scheduler reported it cannot place the
+	// pod (see PendingPod).
+	Unschedulable bool
+	// Created is the pod's creationTimestamp; the ReplicaSet controller
+	// deletes the newest pods first when it scales down.
+	Created time.Time
+	// Request is the pod's effective request as the scheduler counts it.
+	Request Resources
+}
+
+// Running reports whether the pod's phase is Running.
+func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
+
+// ClusterResource is a point-in-time copy of the cluster's capacity and load.
+//
+// Totals are over the allocatable of Ready nodes that are not cordoned
+// (spec.unschedulable). Requests and limits are summed over every pod that is
+// neither Succeeded nor Failed, bound or not, so that pending work counts as
+// load. The field order of the first eleven fields is the original EDL's and is
+// what the "Cluster.InquiryResource done" log line shows; keep new fields
+// after Nodes.
+type ClusterResource struct {
+	NodeCount int
+
+	GPURequest int64
+	GPULimit   int64
+	GPUTotal   int64
+
+	CPURequestMilli int64
+	CPULimitMilli   int64
+	CPUTotalMilli   int64
+
+	MemoryRequestMega int64
+	MemoryLimitMega   int64
+	MemoryTotalMega   int64
+
+	Nodes NodeResources
+
+	// Pending lists the unschedulable pods, highest priority first, then
+	// oldest first, then by namespace/name.
+	Pending []PendingPod
+
+	// Trainers maps "namespace/job" to the job's live trainer pods (labelled
+	// paddle-job=<job>, not Succeeded, Failed or terminating), oldest first,
+	// then by name.
+	Trainers map[string][]TrainerPod
+}
+
+// String renders r in the original EDL's %+v shape, but summarises Pending and
+// Trainers as counts: at cluster scale they are too big for a log line.
+func (r ClusterResource) String() string {
+	pods := 0
+	for _, t := range r.Trainers {
+		pods += len(t)
+	}
+	return fmt.Sprintf("{NodeCount:%d GPURequest:%d GPULimit:%d GPUTotal:%d "+
+		"CPURequestMilli:%d CPULimitMilli:%d CPUTotalMilli:%d "+
+		"MemoryRequestMega:%d MemoryLimitMega:%d MemoryTotalMega:%d Nodes:%+v "+
+		"Pending:[%d pods] Trainers:[%d jobs, %d pods]}",
+		r.NodeCount, r.GPURequest, r.GPULimit, r.GPUTotal,
+		r.CPURequestMilli, r.CPULimitMilli, r.CPUTotalMilli,
+		r.MemoryRequestMega, r.MemoryLimitMega, r.MemoryTotalMega, r.Nodes,
+		len(r.Pending), len(r.Trainers), pods)
+}
+
+// TrainerPods returns the live trainer pods of the job "namespace/name". The
+// slice belongs to r; treat it as read-only.
+func (r ClusterResource) TrainerPods(key string) []TrainerPod { return r.Trainers[key] }
+
+// Idle returns the cluster-wide unrequested capacity: totals minus requests.
+func (r ClusterResource) Idle() Resources {
+	return Resources{
+		CPUMilli:   r.CPUTotalMilli - r.CPURequestMilli,
+		MemoryMega: r.MemoryTotalMega - r.MemoryRequestMega,
+		GPU:        r.GPUTotal - r.GPURequest,
+	}
+}
+
+// DeepCopy returns a copy of r that shares no maps or slices with it.
+func (r ClusterResource) DeepCopy() ClusterResource {
+	out := r
+	out.Nodes = NodeResources{
+		NodesCPUIdleMilli:   copyMap(r.Nodes.NodesCPUIdleMilli),
+		NodesMemoryFreeMega: copyMap(r.Nodes.NodesMemoryFreeMega),
+		NodesGPUFree:        copyMap(r.Nodes.NodesGPUFree),
+	}
+	if r.Pending != nil {
+		out.Pending = append([]PendingPod(nil), r.Pending...)
+	}
+	if r.Trainers != nil {
+		out.Trainers = make(map[string][]TrainerPod, len(r.Trainers))
+		for k, v := range r.Trainers {
+			out.Trainers[k] = append([]TrainerPod(nil), v...)
+		}
+	}
+	return out
+}
+
+func copyMap(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

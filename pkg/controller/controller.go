@@ -1,0 +1,538 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
+	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
+)
+
+// The event reasons the controller records; each marks an edge, never a sync.
+const (
+	EventCreated   = "Created"
+	EventScaled    = "Scaled"
+	EventRunning   = "Running"
+	EventSucceeded = "Succeeded"
+	EventFailed    = "Failed"
+	EventBlocked   = "Blocked"
+)
+
+// jobIndex is the pod-informer index from a pod to the key of its job.
+const jobIndex = "edl-job"
+
+// Controller runs TrainingJobs: it creates and owns each job's ReplicaSets
+// and Services and writes the job's status. The trainer count belongs to the
+// autoscaler once the trainer ReplicaSet exists; the controller only clamps
+// it into [min-instance, max-instance].
+type Controller struct {
+	kubeClient kubernetes.Interface
+	tjClient   tjclient.Interface
+
+	jobs        tjlisters.TrainingJobLister
+	replicaSets appslisters.ReplicaSetLister
+	services    corelisters.ServiceLister
+	pods        cache.Indexer
+	synced      []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	log      log.Logger
+}
+
+// NewController wires the controller to its informers. The pod informer may
+// be shared (with the cluster snapshot); NewController adds an index to it,
+// so it must be called before the informers start.
+func NewController(
+	kubeClient kubernetes.Interface,
+	tjClient tjclient.Interface,
+	jobInformer tjinformers.TrainingJobInformer,
+	rsInformer appsinformers.ReplicaSetInformer,
+	svcInformer coreinformers.ServiceInformer,
+	podInformer coreinformers.PodInformer,
+	recorder record.EventRecorder,
+	logger log.Logger,
+) (*Controller, error) {
+	c := &Controller{
+		kubeClient:  kubeClient,
+		tjClient:    tjClient,
+		jobs:        jobInformer.Lister(),
+		replicaSets: rsInformer.Lister(),
+		services:    svcInformer.Lister(),
+		pods:        podInformer.Informer().GetIndexer(),
+		synced: []cache.InformerSynced{
+			jobInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
+			svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+		},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs"},
+		),
+		recorder: recorder,
+		log:      logger,
+	}
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{jobIndex: podJobKeys}); err != nil {
+		return nil, fmt.Errorf("add the job index to the pod informer: %w", err)
+	}
+
+	jobHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(old, cur any) { c.enqueueIfChanged(old, cur, c.enqueue) },
+		DeleteFunc: c.enqueue,
+	}
+	ownedHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(old, cur any) { c.enqueueIfChanged(old, cur, c.enqueueOwner) },
+		DeleteFunc: c.enqueueOwner,
+	}
+	podHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueuePodJob,
+		UpdateFunc: func(old, cur any) { c.enqueueIfChanged(old, cur, c.enqueuePodJob) },
+		DeleteFunc: c.enqueuePodJob,
+	}
+	for _, reg := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{jobInformer.Informer(), jobHandler},
+		{rsInformer.Informer(), ownedHandler},
+		{svcInformer.Informer(), ownedHandler},
+		{podInformer.Informer(), podHandler},
+	} {
+		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
+			return nil, fmt.Errorf("add event handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// podJobKeys indexes a pod under the key of the job its role label names.
+func podJobKeys(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	for _, label := range []string{LabelTrainer, LabelPserver, LabelMaster} {
+		if job := pod.Labels[label]; job != "" {
+			return []string{pod.Namespace + "/" + job}, nil
+		}
+	}
+	return nil, nil
+}
+
+// Run starts workers and blocks until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+
+	c.log.Info("starting the TrainingJob controller", "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("the informers' caches did not sync")
+	}
+	for i := 0; i < workers; i++ {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	<-ctx.Done()
+	c.log.Info("stopping the TrainingJob controller")
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	if err := c.sync(ctx, key); err != nil {
+		c.log.Warn("sync failed; retrying", "job", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// enqueue adds a job's key; it takes jobs and their tombstones.
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// enqueueIfChanged skips the periodic resync's updates of unchanged objects.
+func (c *Controller) enqueueIfChanged(old, cur any, enqueue func(any)) {
+	o, err1 := objectMeta(old)
+	n, err2 := objectMeta(cur)
+	if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
+		return
+	}
+	enqueue(cur)
+}
+
+func objectMeta(obj any) (metav1.Object, error) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", obj)
+	}
+	return m, nil
+}
+
+// enqueueOwner maps a ReplicaSet or Service to its job: its controller when
+// that is a TrainingJob, else the job its name belongs to (a foreign object
+// in a job's way), so that the job notices when the object goes away.
+func (c *Controller) enqueueOwner(obj any) {
+	m, err := objectMeta(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		if ref.Kind == "TrainingJob" && strings.HasPrefix(ref.APIVersion, v1.SchemeGroupVersion.Group+"/") {
+			c.queue.Add(m.GetNamespace() + "/" + ref.Name)
+		}
+		return
+	}
+	for _, suffix := range []string{"-trainer", "-pserver", "-master"} {
+		if name, ok := strings.CutSuffix(m.GetName(), suffix); ok {
+			if _, err := c.jobs.TrainingJobs(m.GetNamespace()).Get(name); err == nil {
+				c.queue.Add(m.GetNamespace() + "/" + name)
+			}
+		}
+	}
+}
+
+func (c *Controller) enqueuePodJob(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	keys, _ := podJobKeys(obj)
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+}
+
+// roles are the roles a job runs: a master only when fault tolerant.
+func roles(job *v1.TrainingJob) []Role {
+	if job.Spec.FaultTolerant {
+		return []Role{RoleMaster, RolePserver, RoleTrainer}
+	}
+	return []Role{RolePserver, RoleTrainer}
+}
+
+// sync brings one job's objects and status to what its spec asks for.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	shared, err := c.jobs.TrainingJobs(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: the garbage collector removes what it owned
+	}
+	if err != nil {
+		return err
+	}
+	job := shared.DeepCopy()
+	v1.SetObjectDefaults_TrainingJob(job)
+
+	if errs := v1.Validate(job); len(errs) > 0 {
+		return c.markInvalid(ctx, shared, errs.ToAggregate().Error())
+	}
+
+	jobRoles := roles(job)
+	obs, err := c.observe(job, jobRoles)
+	if err != nil {
+		return err
+	}
+	status := computeStatus(job, obs, jobRoles)
+	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
+
+	var errs []error
+	if len(obs.blocked) == 0 {
+		for _, role := range jobRoles {
+			if role != RoleTrainer {
+				if err := c.ensureService(ctx, job, role); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], final); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	c.recordEdges(shared, status)
+	if err := c.writeStatus(ctx, shared, status); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// observe reads the job's ReplicaSets, Services and pods from the listers.
+// An object with one of the job's names that the job does not control is
+// "in the way": it is reported, never adopted, patched or deleted.
+func (c *Controller) observe(job *v1.TrainingJob, jobRoles []Role) (observed, error) {
+	obs := observed{replicaSets: map[Role]*appsv1.ReplicaSet{}, pods: map[Role][]*corev1.Pod{}}
+	for _, role := range jobRoles {
+		rs, err := c.replicaSets.ReplicaSets(job.Namespace).Get(ReplicaSetName(job.Name, role))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return obs, err
+		case !controlledBy(rs, job):
+			obs.blocked = append(obs.blocked, "ReplicaSet "+rs.Name)
+		default:
+			obs.replicaSets[role] = rs
+		}
+		if role == RoleTrainer {
+			continue
+		}
+		svc, err := c.services.Services(job.Namespace).Get(ServiceName(job.Name, role))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return obs, err
+		case !controlledBy(svc, job):
+			obs.blocked = append(obs.blocked, "Service "+svc.Name)
+		}
+	}
+	objs, err := c.pods.ByIndex(jobIndex, job.Namespace+"/"+job.Name)
+	if err != nil {
+		return obs, err
+	}
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		for _, role := range jobRoles {
+			if pod.Labels[LabelFor(role)] == job.Name {
+				obs.pods[role] = append(obs.pods[role], pod)
+			}
+		}
+	}
+	return obs, nil
+}
+
+// controlledBy: the object's controller reference is this job, by UID too,
+// so that a job re-created with the same name does not claim its
+// predecessor's objects while the garbage collector removes them.
+func controlledBy(obj metav1.Object, job *v1.TrainingJob) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == job.UID
+}
+
+// desiredReplicas is what a role's ReplicaSet should run. The trainer count
+// is the autoscaler's: it is only clamped into [min, max].
+func desiredReplicas(job *v1.TrainingJob, role Role, current *int32, final bool) int32 {
+	switch {
+	case final:
+		return 0
+	case role == RoleMaster:
+		return 1
+	case role == RolePserver:
+		return job.Spec.Pserver.MinInstance
+	case current == nil:
+		return job.Spec.Trainer.MinInstance
+	default:
+		return min(max(*current, job.Spec.Trainer.MinInstance), job.Spec.Trainer.MaxInstance)
+	}
+}
+
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role Role, existing *appsv1.ReplicaSet, final bool) error {
+	if existing == nil {
+		if final {
+			return nil
+		}
+		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false))
+		_, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache is behind; its event brings the job back
+		}
+		if err != nil {
+			return fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
+		}
+		c.log.Info("created ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", rs.Name, "replicas", *rs.Spec.Replicas)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, EventCreated, "Created ReplicaSet %s with %d replicas", rs.Name, *rs.Spec.Replicas)
+		return nil
+	}
+
+	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final))
+	have := int32(1)
+	if existing.Spec.Replicas != nil {
+		have = *existing.Spec.Replicas
+	}
+	patch := map[string]any{}
+	if have != *want.Spec.Replicas {
+		patch["spec"] = map[string]any{"replicas": *want.Spec.Replicas}
+	}
+	if existing.Annotations[AnnotationTemplateHash] != want.Annotations[AnnotationTemplateHash] {
+		// The job's spec changed: new pods start from the new template; a
+		// ReplicaSet never restarts running ones.
+		spec, _ := patch["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+		}
+		spec["template"] = want.Spec.Template
+		patch["spec"] = spec
+		patch["metadata"] = map[string]any{"annotations": want.Annotations}
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	// A JSON merge patch replaces lists (containers, env) as a whole, which is
+	// what a new template means.
+	if _, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, existing.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch ReplicaSet %s: %w", existing.Name, err)
+	}
+	if have != *want.Spec.Replicas {
+		why := fmt.Sprintf("clamped into [%d, %d]", job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance)
+		switch {
+		case final:
+			why = "the job finished"
+		case role != RoleTrainer:
+			why = "the spec asks for it"
+		}
+		c.log.Info("scaled ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", existing.Name, "from", have, "to", *want.Spec.Replicas, "reason", why)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
+	}
+	return nil
+}
+
+func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role Role) error {
+	want := Service(job, role)
+	existing, err := c.services.Services(job.Namespace).Get(want.Name)
+	if apierrors.IsNotFound(err) {
+		_, err := c.kubeClient.CoreV1().Services(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("create Service %s: %w", want.Name, err)
+		}
+		c.log.Info("created Service", "job", job.Namespace+"/"+job.Name, "service", want.Name)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, EventCreated, "Created Service %s", want.Name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(existing.Spec.Selector, want.Spec.Selector) && samePorts(existing.Spec.Ports, want.Spec.Ports) {
+		return nil
+	}
+	update := existing.DeepCopy()
+	update.Spec.Selector, update.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+	if _, err := c.kubeClient.CoreV1().Services(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update Service %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// samePorts compares the fields the controller sets; the API server fills
+// in others (NodePort, AppProtocol) that are not drift.
+func samePorts(have, want []corev1.ServicePort) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i].Name != want[i].Name || have[i].Port != want[i].Port || have[i].TargetPort != want[i].TargetPort || have[i].Protocol != want[i].Protocol {
+			return false
+		}
+	}
+	return true
+}
+
+// recordEdges records an event when the job enters a phase, or becomes blocked.
+func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatus) {
+	if status.Phase != job.Status.Phase {
+		key := job.Namespace + "/" + job.Name
+		switch status.Phase {
+		case v1.PhaseRunning:
+			c.recorder.Event(job, corev1.EventTypeNormal, EventRunning, status.Message)
+		case v1.PhaseSucceeded:
+			c.log.Info("job succeeded", "job", key, "reason", status.Reason, "message", status.Message)
+			c.recorder.Event(job, corev1.EventTypeNormal, EventSucceeded, status.Message+"; every ReplicaSet is scaled to 0")
+		case v1.PhaseFailed:
+			c.log.Warn("job failed", "job", key, "reason", status.Reason, "message", status.Message)
+			c.recorder.Event(job, corev1.EventTypeWarning, EventFailed, status.Message)
+		}
+	}
+	if isTrue(status.Conditions, ConditionBlocked) && !isTrue(job.Status.Conditions, ConditionBlocked) {
+		c.log.Warn("job blocked by a foreign object", "job", job.Namespace+"/"+job.Name, "message", status.Message)
+		c.recorder.Event(job, corev1.EventTypeWarning, EventBlocked, status.Message)
+	}
+}
+
+func isTrue(conditions []metav1.Condition, kind string) bool {
+	for _, c := range conditions {
+		if c.Type == kind {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// markInvalid fails a job whose spec breaks the schema's rules; nothing is
+// created for it.
+func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, message string) error {
+	status := *job.Status.DeepCopy()
+	status.Phase, status.Reason, status.Message = v1.PhaseFailed, ReasonInvalid, message
+	status.ObservedGeneration = job.Generation
+	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, ReasonInvalid, message}, nil)
+	if job.Status.Phase != v1.PhaseFailed || job.Status.Reason != ReasonInvalid {
+		c.log.Warn("invalid job", "job", job.Namespace+"/"+job.Name, "err", message)
+		c.recorder.Event(job, corev1.EventTypeWarning, ReasonInvalid, message)
+	}
+	return c.writeStatus(ctx, job, status)
+}
+
+// writeStatus writes the status subresource, only when it changed.
+func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, status v1.TrainingJobStatus) error {
+	if equality.Semantic.DeepEqual(job.Status, status) {
+		return nil
+	}
+	update := job.DeepCopy()
+	update.Status = status
+	_, err := c.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return nil
+}

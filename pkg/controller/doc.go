@@ -1,0 +1,12 @@
+// Package controller runs TrainingJobs. For each job it creates and owns a
+// ReplicaSet per role (master, pservers, trainers) and the Services that let
+// them find each other, follows the pods to the job's phase (Pending,
+// Creating, Running, Succeeded, Failed), and writes the status subresource.
+//
+// It is the classic client-go controller: informer event handlers only map
+// events to job keys; a rate-limited workqueue feeds a few workers; a sync
+// reads from the listers, builds the desired objects with pure functions
+// (resources.go), creates what is missing, patches what drifted, and writes
+// status only when it changed. The trainer count belongs to the autoscaler;
+// the controller only clamps it into [min-instance, max-instance].
+package controller

@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// Role is one of the three kinds of process of a job.
+type Role string
+
+// The roles, as the launcher reads them from PADDLE_TRAINING_ROLE.
+const (
+	RoleMaster  Role = "MASTER"
+	RolePserver Role = "PSERVER"
+	RoleTrainer Role = "TRAINER"
+)
+
+// The pod labels of the original EDL; each selects one role of one job.
+const (
+	LabelTrainer = "paddle-job"
+	LabelPserver = "paddle-job-pserver"
+	LabelMaster  = "paddle-job-master"
+)
+
+// AnnotationTemplateHash on a ReplicaSet records the hash of the pod template
+// the controller built, so that drift is found without comparing the
+// template field by field against the API server's defaulted copy.
+const AnnotationTemplateHash = "edl.paddlepaddle.org/template-hash"
+
+// Ports of the master pod: the master's own RPC port and the etcd beside it
+// that holds the fault-tolerant task queue.
+const (
+	MasterPort = 8080
+	EtcdPort   = 2379
+)
+
+// LabelFor returns the label key selecting a role's pods.
+func LabelFor(role Role) string {
+	switch role {
+	case RoleMaster:
+		return LabelMaster
+	case RolePserver:
+		return LabelPserver
+	default:
+		return LabelTrainer
+	}
+}
+
+// ReplicaSetName is the name of a job's ReplicaSet for a role.
+func ReplicaSetName(job string, role Role) string {
+	switch role {
+	case RoleMaster:
+		return job + "-master"
+	case RolePserver:
+		return job + "-pserver"
+	default:
+		return job + "-trainer"
+	}
+}
+
+// ServiceName is the name of a job's Service for a role (master and pserver).
+func ServiceName(job string, role Role) string { return ReplicaSetName(job, role) }
+
+// containerName is the name of a role's one container.
+func containerName(role Role) string {
+	switch role {
+	case RoleMaster:
+		return "master"
+	case RolePserver:
+		return "pserver"
+	default:
+		return "trainer"
+	}
+}
+
+// command is the paddle_k8s launcher command of a role. Fault-tolerant jobs
+// use the master/etcd path (start_new_*); the original swapped the two.
+func command(job *v1.TrainingJob, role Role) []string {
+	if role == RolePserver && job.Spec.Pserver.Entrypoint != "" {
+		return []string{"sh", "-c", job.Spec.Pserver.Entrypoint}
+	}
+	switch {
+	case role == RoleMaster:
+		return []string{"paddle_k8s", "start_master"}
+	case role == RolePserver && job.Spec.FaultTolerant:
+		return []string{"paddle_k8s", "start_new_pserver"}
+	case role == RolePserver:
+		return []string{"paddle_k8s", "start_pserver"}
+	case job.Spec.FaultTolerant:
+		return []string{"paddle_k8s", "start_new_trainer"}
+	default:
+		return []string{"paddle_k8s", "start_trainer"}
+	}
+}
+
+// ownerReference makes the job the controller of an object, so that deleting
+// the job garbage-collects it.
+func ownerReference(job *v1.TrainingJob) metav1.OwnerReference {
+	return *metav1.NewControllerRef(job, v1.SchemeGroupVersion.WithKind("TrainingJob"))
+}
+
+// ports are the job's ports, named jobport-<n> as in the original.
+func ports(job *v1.TrainingJob) []corev1.ContainerPort {
+	first := job.Spec.FirstPort()
+	n := job.Spec.DensePorts() + job.Spec.SparsePorts()
+	out := make([]corev1.ContainerPort, 0, n)
+	for i := int32(0); i < n; i++ {
+		out = append(out, corev1.ContainerPort{Name: "jobport-" + strconv.Itoa(int(i)), ContainerPort: first + i, Protocol: corev1.ProtocolTCP})
+	}
+	return out
+}
+
+// trainerCount is the number of "trainers" PaddlePaddle v1 runs inside one
+// trainer process: its GPUs, or else its whole CPUs (at least one).
+func trainerCount(job *v1.TrainingJob) (count int64, useGPU bool) {
+	res := job.Spec.Trainer.Resources
+	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
+		if gpu, ok := list[GPUResource]; ok && gpu.Value() > 0 {
+			return gpu.Value(), true
+		}
+	}
+	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
+		if cpu, ok := list[corev1.ResourceCPU]; ok && cpu.Value() > 0 {
+			return cpu.Value(), false
+		}
+	}
+	return 1, false
+}
+
+// GPUResource is the extended resource name of NVIDIA GPUs.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// Endpoints of the master Service of a fault-tolerant job.
+func masterEndpoint(job *v1.TrainingJob) string {
+	return fmt.Sprintf("%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, MasterPort)
+}
+
+func etcdEndpoint(job *v1.TrainingJob) string {
+	if job.Spec.Master.EtcdEndpoint != "" {
+		return job.Spec.Master.EtcdEndpoint
+	}
+	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, EtcdPort)
+}
+
+// Env is the environment contract of a role's container: both the names the
+// original (v1) launcher reads and those of the Fluid-era launchers. It is
+// documented in docs/api.md.
+func Env(job *v1.TrainingJob, role Role) []corev1.EnvVar {
+	spec := &job.Spec
+	trainers := strconv.Itoa(int(spec.Trainer.MinInstance))
+	pservers := strconv.Itoa(int(spec.Pserver.MinInstance))
+	count, useGPU := trainerCount(job)
+	env := []corev1.EnvVar{
+		{Name: "PADDLE_JOB_NAME", Value: job.Name},
+		{Name: "PADDLE_TRAINING_ROLE", Value: string(role)},
+		{Name: "TRAINING_ROLE", Value: string(role)},
+		{Name: "PADDLE_PORT", Value: strconv.Itoa(int(spec.FirstPort()))},
+		{Name: "PADDLE_PSERVERS_NUM", Value: pservers},
+		{Name: "PSERVERS", Value: pservers},
+		{Name: "PADDLE_TRAINERS_NUM", Value: trainers},
+		{Name: "TRAINERS", Value: trainers},
+		{Name: "ENTRY", Value: spec.Trainer.Entrypoint},
+		{Name: "TOPOLOGY", Value: spec.Trainer.Entrypoint},
+		{Name: "TRAINER_PACKAGE", Value: spec.Trainer.Workspace},
+		{Name: "PADDLE_INIT_PORT", Value: strconv.Itoa(int(spec.FirstPort()))},
+		{Name: "PADDLE_INIT_PORTS_NUM", Value: strconv.Itoa(int(spec.DensePorts()))},
+		{Name: "PADDLE_INIT_PORTS_NUM_FOR_SPARSE", Value: strconv.Itoa(int(spec.SparsePorts()))},
+		{Name: "PADDLE_INIT_TRAINER_COUNT", Value: strconv.FormatInt(count, 10)},
+		{Name: "PADDLE_INIT_NUM_GRADIENT_SERVERS", Value: trainers},
+		{Name: "PADDLE_INIT_NUM_PASSES", Value: strconv.Itoa(int(spec.TrainerPasses()))},
+		{Name: "PADDLE_INIT_USE_GPU", Value: strconv.FormatBool(useGPU)},
+		{Name: "LD_LIBRARY_PATH", Value: "/usr/local/lib:/usr/local/nvidia/lib64"},
+		fieldEnv("NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_IP", "status.podIP"),
+		fieldEnv("PADDLE_CURRENT_IP", "status.podIP"),
+	}
+	if spec.FaultTolerant {
+		env = append(env,
+			corev1.EnvVar{Name: "PADDLE_MASTER_ENDPOINT", Value: masterEndpoint(job)},
+			corev1.EnvVar{Name: "PADDLE_ETCD_ENDPOINTS", Value: etcdEndpoint(job)},
+			corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: etcdEndpoint(job)},
+		)
+	}
+	return env
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+	}}
+}
+
+// resourcesOf is the role's container resources.
+func resourcesOf(job *v1.TrainingJob, role Role) corev1.ResourceRequirements {
+	switch role {
+	case RoleMaster:
+		return *job.Spec.Master.Resources.DeepCopy()
+	case RolePserver:
+		return *job.Spec.Pserver.Resources.DeepCopy()
+	default:
+		return *job.Spec.Trainer.Resources.DeepCopy()
+	}
+}
+
+// PodTemplate builds the pod template of a role.
+func PodTemplate(job *v1.TrainingJob, role Role) corev1.PodTemplateSpec {
+	spec := &job.Spec
+	container := corev1.Container{
+		Name:            containerName(role),
+		Image:           spec.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         command(job, role),
+		Env:             Env(job, role),
+		Resources:       resourcesOf(job, role),
+		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
+	}
+	switch role {
+	case RoleMaster:
+		container.Ports = []corev1.ContainerPort{
+			{Name: "master", ContainerPort: MasterPort, Protocol: corev1.ProtocolTCP},
+			{Name: "etcd", ContainerPort: EtcdPort, Protocol: corev1.ProtocolTCP},
+		}
+	default:
+		container.Ports = ports(job)
+	}
+	pod := corev1.PodSpec{
+		Containers:       []corev1.Container{container},
+		RestartPolicy:    corev1.RestartPolicyAlways, // the only policy a ReplicaSet allows
+		Volumes:          append([]corev1.Volume(nil), spec.Volumes...),
+		ImagePullSecrets: append([]corev1.LocalObjectReference(nil), spec.ImagePullSecrets...),
+		HostNetwork:      spec.HostNetwork,
+		NodeSelector:     maps.Clone(spec.NodeSelector),
+	}
+	if spec.HostNetwork {
+		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if role == RoleTrainer {
+		pod.PriorityClassName = spec.PriorityClassName
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelFor(role): job.Name}},
+		Spec:       pod,
+	}
+}
+
+// ReplicaSet builds the ReplicaSet of a role with the given replicas.
+func ReplicaSet(job *v1.TrainingJob, role Role, replicas int32) *appsv1.ReplicaSet {
+	template := PodTemplate(job, role)
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ReplicaSetName(job.Name, role),
+			Namespace:       job.Namespace,
+			Labels:          map[string]string{LabelFor(role): job.Name},
+			Annotations:     map[string]string{AnnotationTemplateHash: TemplateHash(&template)},
+			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelFor(role): job.Name}},
+			Template: template,
+		},
+	}
+}
+
+// Service builds the Service of the master, or the headless Service of the
+// pservers, which the trainers find by DNS.
+func Service(job *v1.TrainingJob, role Role) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ServiceName(job.Name, role),
+			Namespace:       job.Namespace,
+			Labels:          map[string]string{LabelFor(role): job.Name},
+			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
+		},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{LabelFor(role): job.Name}},
+	}
+	if role == RoleMaster {
+		svc.Spec.Ports = []corev1.ServicePort{
+			{Name: "master", Port: MasterPort, TargetPort: intstr.FromInt32(MasterPort), Protocol: corev1.ProtocolTCP},
+			{Name: "etcd", Port: EtcdPort, TargetPort: intstr.FromInt32(EtcdPort), Protocol: corev1.ProtocolTCP},
+		}
+		return svc
+	}
+	svc.Spec.ClusterIP = corev1.ClusterIPNone
+	for _, p := range ports(job) {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromInt32(p.ContainerPort), Protocol: p.Protocol})
+	}
+	return svc
+}
+
+// TemplateHash is a short hash of a pod template, stable across runs.
+func TemplateHash(t *corev1.PodTemplateSpec) string {
+	data, err := json.Marshal(t)
+	if err != nil { // a PodTemplateSpec always marshals
+		panic(fmt.Sprintf("marshal pod template: %v", err))
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return strconv.FormatUint(h.Sum64(), 36)
+}

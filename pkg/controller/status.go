@@ -1,0 +1,281 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// The condition types of a TrainingJob.
+const (
+	// ConditionReady is True while the job is Running.
+	ConditionReady = "Ready"
+	// ConditionBlocked is True while an object the job needs exists and is
+	// controlled by something else.
+	ConditionBlocked = "Blocked"
+	// ConditionComplete is True once a trainer exited 0.
+	ConditionComplete = "Complete"
+	// ConditionFailed is True once the job failed.
+	ConditionFailed = "Failed"
+)
+
+// The reasons of a TrainingJob's phase.
+const (
+	ReasonCreating        = "Creating"
+	ReasonPodsStarting    = "PodsStarting"
+	ReasonUnschedulable   = "Unschedulable"
+	ReasonRunning         = "Running"
+	ReasonBlocked         = "ObjectInTheWay"
+	ReasonInvalid         = "Invalid"
+	ReasonSucceeded       = "TrainerSucceeded"
+	ReasonTrainerFailed   = "TrainerFailed"
+	ReasonPserverFailed   = "PserverFailed"
+	ReasonTooManyRestarts = "TooManyRestarts"
+)
+
+// observed is what the listers hold about one job.
+type observed struct {
+	// replicaSets are the job's own ReplicaSets by role; a missing role has none yet.
+	replicaSets map[Role]*appsv1.ReplicaSet
+	// pods are the job's pods by role.
+	pods map[Role][]*corev1.Pod
+	// blocked names the objects of the job's names that it does not control.
+	blocked []string
+}
+
+// verdict is the phase a job's pods put it in, with the reason and message.
+type verdict struct {
+	phase   v1.TrainingJobPhase
+	reason  string
+	message string
+}
+
+// computeStatus derives a job's status from what was observed. It is pure:
+// the same inputs give the same status, and it writes nothing. Succeeded and
+// Failed are final.
+func computeStatus(job *v1.TrainingJob, obs observed, roles []Role) v1.TrainingJobStatus {
+	status := *job.Status.DeepCopy()
+	status.ObservedGeneration = job.Generation
+	status.Master = replicaStatus(obs.replicaSets[RoleMaster], obs.pods[RoleMaster])
+	status.Pservers = replicaStatus(obs.replicaSets[RolePserver], obs.pods[RolePserver])
+	status.Trainers = replicaStatus(obs.replicaSets[RoleTrainer], obs.pods[RoleTrainer])
+
+	v := judge(job, obs, roles)
+	if status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed {
+		v = verdict{status.Phase, status.Reason, status.Message}
+	}
+	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message
+	setConditions(&status, job.Generation, v, obs.blocked)
+	return status
+}
+
+// judge decides the phase from the pods, in order of precedence: a success,
+// a failure, an object in the way, missing objects, then how far the pods got.
+func judge(job *v1.TrainingJob, obs observed, roles []Role) verdict {
+	if pod, c := findExit(obs.pods[RoleTrainer], func(code int32) bool { return code == 0 }); pod != nil {
+		return verdict{v1.PhaseSucceeded, ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", pod.Name, c)}
+	}
+	if !job.Spec.FaultTolerant {
+		nonZero := func(code int32) bool { return code != 0 }
+		if pod, c := findExit(obs.pods[RoleTrainer], nonZero); pod != nil {
+			return verdict{v1.PhaseFailed, ReasonTrainerFailed, exitMessage("trainer", pod, c)}
+		}
+		if pod, c := findExit(obs.pods[RolePserver], nonZero); pod != nil {
+			return verdict{v1.PhaseFailed, ReasonPserverFailed, exitMessage("pserver", pod, c)}
+		}
+	} else if msg := tooManyRestarts(obs.pods[RoleTrainer], job.Spec.TrainerMaxRestarts()); msg != "" {
+		return verdict{v1.PhaseFailed, ReasonTooManyRestarts, msg}
+	}
+	if len(obs.blocked) > 0 {
+		return verdict{v1.PhasePending, ReasonBlocked, blockedMessage(obs.blocked)}
+	}
+	for _, role := range roles {
+		if obs.replicaSets[role] == nil {
+			return verdict{v1.PhaseCreating, ReasonCreating, "creating the job's ReplicaSets and Services"}
+		}
+	}
+
+	trainersRunning := countPods(obs.pods[RoleTrainer], isRunning)
+	pserversReady := countPods(obs.pods[RolePserver], isReady)
+	mastersReady := countPods(obs.pods[RoleMaster], isReady)
+	masterOK := !job.Spec.FaultTolerant || mastersReady > 0
+	if masterOK && pserversReady >= job.Spec.Pserver.MinInstance && trainersRunning >= job.Spec.Trainer.MinInstance {
+		return verdict{v1.PhaseRunning, ReasonRunning, fmt.Sprintf("%d trainers running (min %d, max %d), %d pservers ready",
+			trainersRunning, job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance, pserversReady)}
+	}
+	var unschedulable []*corev1.Pod
+	for _, role := range roles {
+		for _, pod := range obs.pods[role] {
+			if isUnschedulable(pod) {
+				unschedulable = append(unschedulable, pod)
+			}
+		}
+	}
+	if len(unschedulable) > 0 {
+		return verdict{v1.PhasePending, ReasonUnschedulable, fmt.Sprintf("%d pods cannot be scheduled yet, e.g. %s: %s",
+			len(unschedulable), unschedulable[0].Name, unschedulableMessage(unschedulable[0]))}
+	}
+	return verdict{v1.PhaseCreating, ReasonPodsStarting, fmt.Sprintf("waiting for pods: %d/%d trainers running, %d/%d pservers ready",
+		trainersRunning, job.Spec.Trainer.MinInstance, pserversReady, job.Spec.Pserver.MinInstance)}
+}
+
+func setConditions(status *v1.TrainingJobStatus, generation int64, v verdict, blocked []string) {
+	set := func(kind string, ok bool, reason, message string) {
+		c := metav1.Condition{Type: kind, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: generation}
+		if ok {
+			c.Status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+	set(ConditionReady, v.phase == v1.PhaseRunning, v.reason, v.message)
+	if len(blocked) > 0 {
+		set(ConditionBlocked, true, ReasonBlocked, blockedMessage(blocked))
+	} else if meta.FindStatusCondition(status.Conditions, ConditionBlocked) != nil {
+		set(ConditionBlocked, false, "NothingInTheWay", "every object of the job is controlled by it")
+	}
+	switch v.phase {
+	case v1.PhaseSucceeded:
+		set(ConditionComplete, true, v.reason, v.message)
+	case v1.PhaseFailed:
+		set(ConditionFailed, true, v.reason, v.message)
+	}
+}
+
+func blockedMessage(blocked []string) string {
+	msg := "not controlled by this job, left untouched: " + blocked[0]
+	for _, b := range blocked[1:] {
+		msg += ", " + b
+	}
+	return msg
+}
+
+// replicaStatus counts one role's replicas.
+func replicaStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod) v1.ReplicaStatus {
+	var s v1.ReplicaStatus
+	if rs != nil && rs.Spec.Replicas != nil {
+		s.Desired = *rs.Spec.Replicas
+	}
+	s.Current = countPods(pods, isActive)
+	s.Ready = countPods(pods, isReady)
+	s.Summary = strconv.Itoa(int(s.Ready)) + "/" + strconv.Itoa(int(s.Desired))
+	return s
+}
+
+func countPods(pods []*corev1.Pod, pred func(*corev1.Pod) bool) int32 {
+	var n int32
+	for _, p := range pods {
+		if pred(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// isActive: the pod exists, is not being deleted and has not finished.
+func isActive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func isRunning(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
+}
+
+func isReady(p *corev1.Pod) bool {
+	if !isRunning(p) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// isUnschedulable: the scheduler tried and found no node for the pod.
+func isUnschedulable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+func unschedulableMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// findExit returns the first pod (by name, for a stable answer) with a
+// container that terminated with an exit code matching want, in its current
+// or its last state, and that container's name. Pods being deleted are left
+// out: a trainer stopped by a scale-down may exit 0 or 143, and neither says
+// anything about the job.
+func findExit(pods []*corev1.Pod, want func(int32) bool) (*corev1.Pod, string) {
+	sorted := append([]*corev1.Pod(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t != nil && want(t.ExitCode) {
+					return p, cs.Name
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// exitCode is the code of the container's current, else last, termination.
+func exitCode(p *corev1.Pod, container string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != container {
+			continue
+		}
+		if t := cs.State.Terminated; t != nil {
+			return t.ExitCode
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			return t.ExitCode
+		}
+	}
+	return 0
+}
+
+func exitMessage(role string, p *corev1.Pod, container string) string {
+	return fmt.Sprintf("%s pod %s container %s exited with code %d; the job is not fault tolerant", role, p.Name, container, exitCode(p, container))
+}
+
+// tooManyRestarts names the first trainer pod whose containers restarted more
+// than max times, or returns "".
+func tooManyRestarts(pods []*corev1.Pod, maxRestarts int32) string {
+	sorted := append([]*corev1.Pod(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > maxRestarts {
+				return fmt.Sprintf("trainer pod %s container %s restarted %d times, more than max-restarts %d; last exit code %d",
+					p.Name, cs.Name, cs.RestartCount, maxRestarts, exitCode(p, cs.Name))
+			}
+		}
+	}
+	return ""
+}

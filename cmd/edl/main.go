@@ -16,11 +16,22 @@ import (
 	"time"
 
 	log "github.com/inconshreveable/log15"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -31,6 +42,8 @@ type options struct {
 	kubeconfig     string
 	logLevel       string
 	maxLoadDesired float64
+	workers        int
+	resync         time.Duration
 	showVersion    bool
 }
 
@@ -76,6 +89,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
 	fs.StringVar(&o.logLevel, "log_level", "info", "log level: debug, info, warn, error or crit")
 	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
+	fs.IntVar(&o.workers, "workers", 2, "TrainingJobs synced in parallel")
+	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every job is synced even without events (0 disables)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
 
@@ -90,6 +105,12 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
+	}
+	if o.workers < 1 {
+		return o, fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers)
+	}
+	if o.resync < 0 {
+		return o, fmt.Errorf("invalid value %v for flag -resync: must not be negative", o.resync)
 	}
 	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
 		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
@@ -136,25 +157,76 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	if err != nil {
 		return fmt.Errorf("create Kubernetes client: %w", err)
 	}
-	if _, err := tjclient.NewForConfig(cfg); err != nil {
+	tjClient, err := tjclient.NewForConfig(cfg)
+	if err != nil {
 		return fmt.Errorf("create TrainingJob client: %w", err)
 	}
 	if err := checkServer(ctx, kubeClient, cfg.Host); err != nil {
 		return err
 	}
 	logger.Info("connected to the API server", "host", cfg.Host, "version", version)
-	<-ctx.Done()
-	return nil
+
+	kubeInformers := informers.NewSharedInformerFactory(kubeClient, opts.resync)
+	jobInformers := tjinformers.NewSharedInformerFactory(tjClient, opts.resync)
+	podInformer := kubeInformers.Core().V1().Pods()
+	// One pod informer feeds the controller and the snapshot; it keeps only
+	// the fields they read, so that a cluster of 100,000 pods stays cheap.
+	if err := podInformer.Informer().SetTransform(cluster.TransformPod); err != nil {
+		return fmt.Errorf("set the pod transform: %w", err)
+	}
+
+	recorder, stopEvents, err := eventRecorder(kubeClient)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+
+	ctrl, err := controller.NewController(kubeClient, tjClient,
+		jobInformers.Paddlepaddle().V1().TrainingJobs(),
+		kubeInformers.Apps().V1().ReplicaSets(),
+		kubeInformers.Core().V1().Services(),
+		podInformer, recorder, logger)
+	if err != nil {
+		return err
+	}
+	kubeInformers.Start(ctx.Done())
+	jobInformers.Start(ctx.Done())
+	defer kubeInformers.Shutdown()
+	defer jobInformers.Shutdown()
+	return ctrl.Run(ctx, opts.workers)
+}
+
+// eventRecorder records events as the component "edl-controller". The
+// returned func flushes and stops the broadcaster.
+func eventRecorder(kubeClient kubernetes.Interface) (record.EventRecorder, func(), error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "edl-controller"})
+	return recorder, broadcaster.Shutdown, nil
 }
 
 // checkServer fails fast, with one line, when the API server cannot be
-// reached, instead of letting informers retry forever in silence.
+// reached or does not serve TrainingJobs, instead of letting informers retry
+// forever in silence.
 func checkServer(ctx context.Context, client kubernetes.Interface, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	result := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx)
-	if err := result.Error(); err != nil {
+	if err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("cannot reach the API server at %s: %w", host, err)
+	}
+	_, err := client.Discovery().ServerResourcesForGroupVersion(v1.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the API server at %s does not serve %s TrainingJobs: install the CRD with 'kubectl create -f thirdpartyresource.yaml'", host, v1.SchemeGroupVersion)
+	}
+	if err != nil {
+		return fmt.Errorf("discover %s on the API server at %s: %w", v1.SchemeGroupVersion, host, err)
 	}
 	return nil
 }

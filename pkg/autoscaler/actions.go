@@ -1,0 +1,99 @@
+package autoscaler
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// actions turns the working copy into the plan: one action per job whose
+// replicas changed, sorted by key.
+func (p *planner) actions() []ScaleAction {
+	var out []ScaleAction
+	for _, j := range p.jobs {
+		if j.desired == int64(j.in.Current) {
+			continue
+		}
+		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes}
+		if j.grown > 0 {
+			a.Reason = p.growReason(j)
+		} else {
+			a.Reason = p.shrinkReason(j)
+		}
+		out = append(out, a)
+	}
+	sortActions(out)
+	return out
+}
+
+func sortActions(a []ScaleAction) {
+	sort.Slice(a, func(i, k int) bool { return a[i].Job < a[k].Job })
+}
+
+func (p *planner) growReason(j *jobState) string {
+	return fmt.Sprintf("scale up by %d: %s idle on %s; fulfillment %s (%d of %d..%d trainers placed) was the lowest",
+		j.grown, p.idle.resources(), plural(p.idleNodes, "node"), ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
+}
+
+func (p *planner) shrinkReason(j *jobState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scale down by %d", j.shrunk)
+	if j.unscheduledShrunk > 0 {
+		fmt.Fprintf(&b, " (%d not yet scheduled)", j.unscheduledShrunk)
+	}
+	b.WriteString(": ")
+	var parts []string
+	if len(j.yieldNodes) > 0 {
+		parts = append(parts, p.yieldReason(j))
+	}
+	if j.loadValue != 0 {
+		load := ratio(j.loadValue)
+		if math.IsInf(j.loadValue, 1) {
+			load = "unbounded (no allocatable " + resNames[j.loadRes] + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s load %s above max_load_desired %s", resNames[j.loadRes], load, ratio(p.threshold)))
+	}
+	b.WriteString(strings.Join(parts, "; "))
+	return b.String()
+}
+
+// ratio renders a load or fulfillment with up to three decimals, so that a
+// load of 0.971 is not shown as the 0.97 it exceeds.
+func ratio(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// yieldReason describes the unschedulable pods that outrank j, all of them:
+// the pods that fit once a first one made room benefit from j's trainers too.
+func (p *planner) yieldReason(j *jobState) string {
+	var need vec
+	count := 0
+	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+	for _, pod := range p.outranking {
+		if pod.Priority <= j.priority {
+			continue
+		}
+		count++
+		need = need.plus(vecOf(pod.Request))
+		lo, hi = min(lo, pod.Priority), max(hi, pod.Priority)
+	}
+	prio := strconv.Itoa(int(hi))
+	if lo != hi {
+		prio = fmt.Sprintf("%d..%d", lo, hi)
+	}
+	verb := "need"
+	if count == 1 {
+		verb = "needs"
+	}
+	return fmt.Sprintf("%s of priority %s %s %s; trainers of priority %d make room on %s",
+		plural(count, "unschedulable pod"), prio, verb, need.resources(), j.priority, plural(len(j.yieldNodes), "node"))
+}

@@ -1,0 +1,519 @@
+package autoscaler
+
+import (
+	"math/rand"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+type planCase struct {
+	name   string
+	nodes  []nodeSpec
+	jobs   []Job
+	others []otherPod
+	opts   Options
+	// want maps job keys to their replicas after the plan; jobs not listed
+	// must keep Current.
+	want map[string]int32
+	// reasons maps job keys to substrings their action's reason must hold.
+	reasons map[string][]string
+}
+
+func planCases() []planCase {
+	n4x8 := nodes("n", 4, res(8, 64, 0))
+	twoFull := nodes("n", 2, res(8, 64, 0))
+	// prioNodes: a low-priority job fills n-0 and n-1 alternately, a
+	// high-priority job fills n-2.
+	prioNodes := nodes("n", 3, res(8, 64, 0))
+	gpuNodes := nodes("g", 2, res(64, 512, 4))
+	return []planCase{
+		{
+			name:    "growth limited by CPU load",
+			nodes:   n4x8,
+			jobs:    []Job{newJob("a", withRange(1, 100), runningOn("n-0"))},
+			want:    map[string]int32{"a": 31}, // 31 CPU ≤ 0.97 × 32 < 32
+			reasons: map[string][]string{"a": {"scale up by 30", "31 CPU, 261120 MiB memory, 0 GPU idle on 4 nodes", "fulfillment 0 (1 of 1..100 trainers placed) was the lowest"}},
+		},
+		{
+			name:  "growth limited by memory load",
+			nodes: nodes("n", 4, res(64, 8, 0)),
+			jobs:  []Job{newJob("a", withRange(1, 100), withRequest(res(0.5, 2, 0)), runningOn("n-0"))},
+			want:  map[string]int32{"a": 15}, // 15 × 2 GiB ≤ 0.97 × 32 GiB < 16 × 2 GiB
+		},
+		{
+			name:  "growth limited by GPU load",
+			nodes: gpuNodes,
+			jobs:  []Job{newJob("a", withRange(1, 100), withRequest(res(1, 1, 1)), runningOn("g-0"))},
+			want:  map[string]int32{"a": 7}, // 7 ≤ 0.97 × 8 < 8
+		},
+		{
+			name:  "a CPU-only job is not held back by GPU load",
+			nodes: gpuNodes,
+			jobs: []Job{
+				newJob("gpu", withRange(8, 8), withRequest(res(1, 1, 1)), runningOn("g-0", "g-0", "g-0", "g-0", "g-1", "g-1", "g-1", "g-1")),
+				newJob("cpu", withRange(1, 3), runningOn("g-0")),
+			},
+			want: map[string]int32{"cpu": 3},
+		},
+		{
+			name:  "growth limited by per-node fit: 12 CPU idle in total, 3 per node, trainer needs 4",
+			nodes: append(nodes("n", 4, res(4, 16, 0)), nodeSpec{"big", res(4, 16, 0)}),
+			jobs:  []Job{newJob("a", withRange(1, 10), withRequest(res(4, 1, 0)), runningOn("big"))},
+			others: []otherPod{
+				{name: "o0", node: "n-0", req: res(1, 1, 0)}, {name: "o1", node: "n-1", req: res(1, 1, 0)},
+				{name: "o2", node: "n-2", req: res(1, 1, 0)}, {name: "o3", node: "n-3", req: res(1, 1, 0)},
+			},
+			want: map[string]int32{},
+		},
+		{
+			name:  "growth stops at max",
+			nodes: n4x8,
+			jobs:  []Job{newJob("a", withRange(1, 3), runningOn("n-0"))},
+			want:  map[string]int32{"a": 3},
+		},
+		{
+			name:  "a job at max is not grown",
+			nodes: n4x8,
+			jobs:  []Job{newJob("a", withRange(1, 3), runningOn("n-0", "n-1", "n-2"))},
+			want:  map[string]int32{},
+		},
+		{
+			name:  "over max_load_desired trainers are given back until under it",
+			nodes: nodes("n", 1, res(10, 100, 0)),
+			jobs:  []Job{newJob("a", withRange(2, 10), spread(8, nodes("n", 1, res(10, 100, 0))))},
+			// 8 trainers + 3 CPU of pending equal-priority work = 11 > 9.7.
+			others:  pendingPods(1, 0, res(3, 1, 0)),
+			want:    map[string]int32{"a": 6},
+			reasons: map[string][]string{"a": {"scale down by 2: CPU load 1.1 above max_load_desired 0.97"}},
+		},
+		{
+			name:    "load yield never goes below min",
+			nodes:   nodes("n", 1, res(10, 100, 0)),
+			jobs:    []Job{newJob("a", withRange(7, 10), spread(8, nodes("n", 1, res(10, 100, 0))))},
+			others:  pendingPods(1, 0, res(3, 1, 0)),
+			want:    map[string]int32{"a": 7},
+			reasons: map[string][]string{"a": {"scale down by 1: CPU load 1.1 above"}},
+		},
+		{
+			name:  "a custom max_load_desired",
+			nodes: n4x8,
+			opts:  Options{MaxLoadDesired: 0.5},
+			jobs:  []Job{newJob("a", withRange(1, 100), runningOn("n-0"))},
+			want:  map[string]int32{"a": 16},
+		},
+		{
+			name:  "yield to higher priority per node, not in total",
+			nodes: prioNodes,
+			jobs: []Job{
+				// 8 trainers alternate n-0, n-1; the newest is on n-1. Six CPU
+				// on one node means three trainers there, and the ReplicaSet
+				// deletes newest first: t7 (n-1), t6 (n-0), t5 (n-1), t4
+				// (n-0), t3 (n-1).
+				newJob("low", withRange(1, 10), withRequest(res(2, 1, 0)), spread(8, prioNodes[:2])),
+				newJob("high", withRange(1, 10), withPriority(2000), withRequest(res(2, 1, 0)), spread(4, prioNodes[2:])),
+			},
+			others: pendingPods(1, 1000, res(6, 1, 0)),
+			want:   map[string]int32{"low": 3},
+			reasons: map[string][]string{"low": {
+				"scale down by 5: 1 unschedulable pod of priority 1000 needs 6 CPU, 1024 MiB memory, 0 GPU; trainers of priority 0 make room on 1 node",
+			}},
+		},
+		{
+			name:  "many small high-priority pods share the room one yield makes",
+			nodes: twoFull,
+			jobs:  []Job{newJob("low", withRange(1, 16), withRequest(res(4, 1, 0)), spread(4, twoFull))},
+			// 12 × 0.5 CPU: each freed 4-CPU trainer fits 8 of them.
+			others: pendingPods(12, 1000, res(0.5, 0, 0)),
+			want:   map[string]int32{"low": 2},
+			reasons: map[string][]string{"low": {
+				"scale down by 2: 12 unschedulable pods of priority 1000 need 6 CPU, 0 MiB memory, 0 GPU; trainers of priority 0 make room on 2 nodes",
+			}},
+		},
+		{
+			name:  "no yield to pods of lower priority",
+			nodes: nodes("n", 3, res(8, 64, 0)),
+			jobs:  []Job{newJob("a", withRange(1, 10), withRequest(res(2, 1, 0)), spread(4, nodes("n", 1, res(8, 64, 0))))},
+			others: append([]otherPod{{name: "o1", node: "n-1", req: res(4, 1, 0)}, {name: "o2", node: "n-2", req: res(4, 1, 0)}},
+				pendingPods(1, -5, res(6, 1, 0))...),
+			want: map[string]int32{},
+		},
+		{
+			name:  "no yield from jobs of equal or higher priority",
+			nodes: twoFull,
+			opts:  Options{MaxLoadDesired: 2}, // isolate the priority rule
+			jobs: []Job{
+				newJob("same", withRange(1, 10), withPriority(1000), withRequest(res(4, 1, 0)), spread(2, twoFull[:1])),
+				newJob("higher", withRange(1, 10), withPriority(1001), withRequest(res(4, 1, 0)), spread(2, twoFull[1:])),
+			},
+			others: pendingPods(1, 1000, res(4, 1, 0)),
+			want:   map[string]int32{},
+		},
+		{
+			name:  "a pod no yield can fit costs nothing",
+			nodes: twoFull,
+			jobs:  []Job{newJob("low", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull))},
+			// Needs 9 CPU; no node has more than 8.
+			others: pendingPods(1, 1000, res(9, 1, 0)),
+			// Load is 25/16 though, so the load rule still applies.
+			want:    map[string]int32{"low": 1},
+			reasons: map[string][]string{"low": {"scale down by 3: CPU load 1.563 above max_load_desired 0.97"}},
+		},
+		{
+			name:  "fairness: equal jobs share spare capacity",
+			nodes: nodes("n", 1, res(17, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("c", withRange(1, 20), runningOn("n-0")),
+				newJob("a", withRange(1, 20), runningOn("n-0")),
+				newJob("b", withRange(1, 20), runningOn("n-0")),
+			},
+			want: map[string]int32{"a": 6, "b": 6, "c": 5},
+		},
+		{
+			name:  "fairness across ranges: growth levels fulfillment, not counts",
+			nodes: nodes("n", 1, res(14, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("small", withRange(2, 4), runningOn("n-0", "n-0")),
+				newJob("big", withRange(2, 14), runningOn("n-0", "n-0")),
+			},
+			// 10 spare: small reaches 4 (f=1) while big reaches 10 (f=0.67):
+			// small's steps are 1/2, big's 1/12.
+			want: map[string]int32{"small": 4, "big": 10},
+		},
+		{
+			name:  "ties go to the higher priority",
+			nodes: nodes("n", 1, res(3, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("a", withRange(1, 20), runningOn("n-0")),
+				newJob("b", withRange(1, 20), withPriority(10), runningOn("n-0")),
+			},
+			want: map[string]int32{"b": 2},
+		},
+		{
+			name:  "cool-down blocks growth after a recent scale-down only",
+			nodes: n4x8,
+			opts:  Options{Now: t0.Add(time.Minute), CoolDown: 5 * time.Minute},
+			jobs: []Job{
+				newJob("recent", withRange(1, 3), runningOn("n-0"), scaledDownAt(t0)),
+				newJob("old", withRange(1, 3), runningOn("n-0"), scaledDownAt(t0.Add(-10*time.Minute))),
+				newJob("never", withRange(1, 3), runningOn("n-0")),
+			},
+			want: map[string]int32{"old": 3, "never": 3},
+		},
+		{
+			name:  "MaxGrowPerCycle caps each job's growth",
+			nodes: n4x8,
+			opts:  Options{MaxGrowPerCycle: 2},
+			jobs:  []Job{newJob("a", withRange(1, 20), runningOn("n-0")), newJob("b", withRange(1, 20), runningOn("n-0"))},
+			want:  map[string]int32{"a": 3, "b": 3},
+		},
+		{
+			name:  "min == max is never moved, even over the threshold",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs:  []Job{newJob("fixed", withRange(4, 4), runningOn("n-0", "n-0", "n-0", "n-0"))},
+			others: append(pendingPods(1, 0, res(2, 1, 0)),
+				pendingPods(1, 1000, res(2, 1, 0))...),
+			want: map[string]int32{},
+		},
+		{
+			name:  "Current outside [Min, Max] is left to the controller",
+			nodes: n4x8,
+			jobs: []Job{
+				newJob("above", withRange(1, 2), runningOn("n-0", "n-0", "n-0")),
+				newJob("below", withRange(3, 5), runningOn("n-0")),
+			},
+			want: map[string]int32{},
+		},
+		{
+			name:  "a job whose own trainers are unschedulable gets no more",
+			nodes: n4x8,
+			jobs: []Job{
+				newJob("stuck", withRange(1, 10), withRequest(res(1, 1, 0)), runningOn("n-0"), unschedulableTrainers(1)),
+				newJob("ok", withRange(1, 3), runningOn("n-0")),
+			},
+			want: map[string]int32{"ok": 3},
+		},
+		{
+			name:  "a job with zero trainer pods is not all pending (defect 3): its replicas are reserved, then it grows",
+			nodes: nodes("n", 1, res(5, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs:  []Job{newJob("new", withRange(2, 10), withCurrent(2))},
+			want:  map[string]int32{"new": 5},
+			reasons: map[string][]string{"new": {
+				"scale up by 3: 3 CPU, 63488 MiB memory, 0 GPU idle on 1 node; fulfillment 0 (2 of 2..10 trainers placed)",
+			}},
+		},
+		{
+			name:  "replicas not created yet count as load, and are trimmed first",
+			nodes: nodes("n", 1, res(2, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("starved", withRange(1, 10), withCurrent(3), withRequest(res(1, 1, 0)), runningOn("n-0")),
+			},
+			want:    map[string]int32{"starved": 2},
+			reasons: map[string][]string{"starved": {"scale down by 1 (1 not yet scheduled): CPU load 1.5 above max_load_desired 1"}},
+		},
+		{
+			name:  "room a yield frees is not regrown in the same plan",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("low", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+				newJob("other", withRange(0, 10), withPriority(500), withCurrent(0), withRequest(res(1, 1, 0))),
+			},
+			others: pendingPods(1, 1000, res(1, 1, 0)),
+			// The freed trainer leaves 3 CPU on a node, but that pod is still
+			// terminating; "other" must wait for the next cycle.
+			want: map[string]int32{"low": 3},
+		},
+		{
+			name:  "a pending high-priority pod that fits keeps its room from growth",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs:  []Job{newJob("a", withRange(1, 10), runningOn("n-0"))},
+			// The scheduler has not retried the pod yet; the planner leaves
+			// it its 2 CPU and grows a into the last one.
+			others: pendingPods(1, 1000, res(2, 1, 0)),
+			want:   map[string]int32{"a": 2},
+		},
+		{
+			name:  "pending trainers of a job go before running ones when over the threshold",
+			nodes: nodes("n", 1, res(10, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("pending", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0"), unschedulableTrainers(2)),
+				newJob("running", withRange(1, 10), withPriority(-1), runningOn("n-0", "n-0", "n-0", "n-0", "n-0")),
+			},
+			// 12 CPU requested of 10: the two unschedulable trainers hold no
+			// node, so removing them stops nothing that runs.
+			want:    map[string]int32{"pending": 5},
+			reasons: map[string][]string{"pending": {"scale down by 2 (2 not yet scheduled): CPU load 1.2 above max_load_desired 1"}},
+		},
+		{
+			name:  "the lowest priority yields to load first, then the most fulfilled",
+			nodes: nodes("n", 1, res(10, 64, 0)),
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{
+				newJob("lowprio", withRange(1, 10), withPriority(-1), runningOn("n-0", "n-0", "n-0")),
+				newJob("rich", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0")),
+				newJob("poor", withRange(1, 10), runningOn("n-0", "n-0", "n-0")),
+			},
+			// 14 CPU requested of 10: lowprio goes to its min (-2), rich to
+			// poor's fulfillment (-1), then the tie goes by key (-1).
+			others: pendingPods(1, 0, res(4, 1, 0)),
+			want:   map[string]int32{"lowprio": 1, "rich": 3, "poor": 2},
+		},
+	}
+}
+
+func TestPlan(t *testing.T) {
+	for _, tc := range planCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+			actions := Plan(snap, tc.jobs, tc.opts)
+			for _, j := range tc.jobs {
+				want, ok := tc.want[j.Key]
+				if !ok {
+					want = j.Current
+				}
+				assert.Equal(t, want, toOf(actions, j), "job %s", j.Key)
+			}
+			for key, subs := range tc.reasons {
+				a, ok := actionFor(actions, key)
+				require.True(t, ok, "no action for %s", key)
+				for _, s := range subs {
+					assert.Contains(t, a.Reason, s, "job %s", key)
+				}
+			}
+			assertWellFormed(t, snap, tc.jobs, tc.opts, actions)
+		})
+	}
+}
+
+var hasNumber = regexp.MustCompile(`^scale (up|down) by [1-9][0-9]*[ :].*[0-9]`)
+
+// assertWellFormed checks what every plan must satisfy.
+func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, opts Options, actions []ScaleAction) {
+	t.Helper()
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	for i, a := range actions {
+		j, ok := byKey[a.Job]
+		require.True(t, ok, "action for unknown job %s", a.Job)
+		assert.NotEqual(t, a.From, a.To, "no-op action for %s", a.Job)
+		assert.Equal(t, j.Current, a.From)
+		assert.GreaterOrEqual(t, a.To, j.Min, a.Job)
+		assert.LessOrEqual(t, a.To, j.Max, a.Job)
+		assert.NotEqual(t, j.Min, j.Max, "a job with Min == Max moved")
+		assert.Len(t, a.Nodes, int(abs(a.To-a.From)))
+		assert.Regexp(t, hasNumber, a.Reason)
+		if i > 0 {
+			assert.Less(t, actions[i-1].Job, a.Job, "actions are sorted by job")
+		}
+	}
+	assertGrowthFits(t, snap, jobs, opts, actions)
+}
+
+// assertGrowthFits simulates the scale-ups onto the snapshot: no node may go
+// over its allocatable and no resource a grown trainer asks for over the
+// threshold.
+func assertGrowthFits(t *testing.T, snap cluster.ClusterResource, jobs []Job, opts Options, actions []ScaleAction) {
+	t.Helper()
+	threshold := opts.MaxLoadDesired
+	if threshold <= 0 {
+		threshold = DefaultMaxLoadDesired
+	}
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	free := snap.DeepCopy().Nodes
+	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
+	var grownRes [numRes]bool
+	for _, a := range actions {
+		if a.To <= a.From {
+			continue
+		}
+		req := byKey[a.Job].Request
+		for _, n := range a.Nodes {
+			free.NodesCPUIdleMilli[n] -= req.CPUMilli
+			free.NodesMemoryFreeMega[n] -= req.MemoryMega
+			free.NodesGPUFree[n] -= req.GPU
+			assert.GreaterOrEqual(t, free.NodesCPUIdleMilli[n], int64(0), "CPU of %s overcommitted", n)
+			assert.GreaterOrEqual(t, free.NodesMemoryFreeMega[n], int64(0), "memory of %s overcommitted", n)
+			assert.GreaterOrEqual(t, free.NodesGPUFree[n], int64(0), "GPU of %s overcommitted", n)
+		}
+		v := vecOf(req)
+		for r := range numRes {
+			load[r] += v[r] * int64(a.To-a.From)
+			grownRes[r] = grownRes[r] || v[r] > 0
+		}
+	}
+	for r := range numRes {
+		if grownRes[r] {
+			assert.LessOrEqual(t, float64(load[r]), threshold*float64(total[r]), "growth pushed %s over the threshold", resNames[r])
+		}
+	}
+}
+
+func abs(x int32) int32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestPlanDoesNotMutateItsInputs(t *testing.T) {
+	// Defect 1: the original's dry run added to the snapshot's shared maps.
+	for _, tc := range planCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+			jobs := applyPlan(tc.jobs, nil) // a copy with fresh Trainers slices
+			wantSnap, wantJobs := snap.DeepCopy(), applyPlan(jobs, nil)
+			Plan(snap, jobs, tc.opts)
+			assert.Equal(t, wantSnap, snap)
+			assert.Equal(t, wantJobs, jobs)
+		})
+	}
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, tc := range planCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+			first := Plan(snap, tc.jobs, tc.opts)
+			for range 5 {
+				jobs := append([]Job(nil), tc.jobs...)
+				rng.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
+				assert.Equal(t, first, Plan(snap, jobs, tc.opts))
+			}
+		})
+	}
+}
+
+// TestPlanSettlesWithGPUJobs replays defect 2: with fewer than 34 GPUs the
+// original added a GPU trainer and removed it again every round, forever.
+func TestPlanSettlesWithGPUJobs(t *testing.T) {
+	ns := nodes("g", 5, res(32, 256, 4)) // 20 GPUs
+	jobs := []Job{
+		newJob("gpu", withRange(1, 40), withRequest(res(1, 4, 1)), runningOn("g-0")),
+		newJob("cpu", withRange(1, 40), withRequest(res(1, 4, 0)), runningOn("g-1")),
+	}
+	var history [][]ScaleAction
+	for range 6 {
+		actions := Plan(clusterOf(ns, jobs), jobs, Options{})
+		history = append(history, actions)
+		jobs = applyPlan(jobs, actions)
+	}
+	require.Len(t, history[0], 2)
+	assert.Equal(t, int32(19), jobs[0].Current, "19 GPUs ≤ 0.97 × 20 < 20")
+	for i, h := range history[1:] {
+		assert.Empty(t, h, "round %d must not move anything once settled", i+2)
+	}
+}
+
+// TestPlanFulfillmentCountsPlacedTrainers replays defect 9: the original took
+// fulfillment from the desired count, so a job whose trainers were mostly
+// pending looked rich and was the one to give up a running trainer.
+func TestPlanFulfillmentCountsPlacedTrainers(t *testing.T) {
+	ns := nodes("n", 1, res(7, 64, 0))
+	jobs := []Job{
+		// Desired 8 (f=0.78 by desired) but only 2 running (f=0.11).
+		newJob("mostly-pending", withRange(1, 10), runningOn("n-0", "n-0"), unschedulableTrainers(6)),
+		// Desired 5, all running (f=0.44).
+		newJob("running", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0")),
+	}
+	others := pendingPods(1, 1000, res(1, 1, 0))
+	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{MaxLoadDesired: 2})
+	assert.Equal(t, int32(4), toOf(actions, jobs[1]), "the job that really runs the most gives back")
+	assert.Equal(t, int32(8), toOf(actions, jobs[0]), "the mostly pending job keeps its 2 running trainers")
+}
+
+func TestJobsFromSnapshot(t *testing.T) {
+	ns := nodes("n", 1, res(8, 64, 0))
+	withPods := []Job{newJob("ns/a", runningOn("n-0", "n-0"))}
+	snap := clusterOf(ns, withPods)
+	jobs := []Job{{Key: "ns/a", Min: 1, Max: 4, Current: 2}, {Key: "ns/none", Min: 1, Max: 4, Current: 1}}
+
+	got := JobsFromSnapshot(snap, jobs)
+	assert.Equal(t, withPods[0].Trainers, got[0].Trainers)
+	assert.Empty(t, got[1].Trainers)
+	assert.Nil(t, jobs[0].Trainers, "the input is not modified")
+}
+
+func TestFitIndexFindsTheFirstNodeThatFitsInEveryDimension(t *testing.T) {
+	free := []vec{{4, 1, 0}, {1, 4, 0}, {2, 2, 1}, {8, 8, 0}, {-1, 100, 0}}
+	idx := newFitIndex(free)
+	tests := []struct {
+		req  vec
+		want int
+	}{
+		{vec{1, 1, 0}, 0},
+		{vec{2, 2, 0}, 2},
+		{vec{1, 1, 1}, 2},
+		{vec{5, 5, 0}, 3},
+		{vec{0, 9, 0}, -1},
+		{vec{9, 0, 0}, -1},
+		{vec{0, 0, 0}, 0},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, idx.firstFit(tt.req), "%v", tt.req)
+	}
+	idx.set(0, vec{0, 0, 0})
+	idx.set(3, vec{1, 1, 0})
+	assert.Equal(t, 1, idx.firstFit(vec{1, 1, 0}))
+	assert.Equal(t, 2, idx.firstFit(vec{2, 2, 0}))
+	assert.Equal(t, -1, idx.firstFit(vec{5, 5, 0}))
+	assert.Equal(t, -1, newFitIndex(nil).firstFit(vec{}))
+}

@@ -1,0 +1,89 @@
+package autoscaler
+
+import (
+	"time"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// Resources is one trainer's effective request (CPU millicores, memory MiB,
+// GPUs), the same type the cluster snapshot reports in.
+type Resources = cluster.Resources
+
+// TrainerPod is one live trainer pod as the cluster snapshot reports it.
+type TrainerPod = cluster.TrainerPod
+
+// DefaultMaxLoadDesired is the original EDL's -max_load_desired default, used
+// when Options.MaxLoadDesired is not positive.
+const DefaultMaxLoadDesired = 0.97
+
+// Job is one elastic TrainingJob as the planner sees it. The caller fills the
+// scalar fields from the TrainingJob and its trainer ReplicaSet, and Trainers
+// from the snapshot (see JobsFromSnapshot).
+type Job struct {
+	// Key is "namespace/name", the key of the snapshot's Trainers map.
+	Key string
+	// Min and Max are the trainer's min-instance and max-instance.
+	Min, Max int32
+	// Current is the trainer ReplicaSet's spec.replicas: what was asked for,
+	// not what runs. Plan scales from it (ScaleAction.From) and keeps it in
+	// [Min, Max]; fulfillment is measured from Trainers instead (defect 9).
+	Current int32
+	// Priority is the trainers' pod priority, resolved from their
+	// priorityClassName by the caller.
+	Priority int32
+	// Request is one trainer's effective request, from the ReplicaSet's pod
+	// template; new trainers are planned with it.
+	Request Resources
+	// Trainers are the job's live trainer pods. Existing pods are accounted
+	// with their own requests, which may differ from Request after a template
+	// change.
+	Trainers []TrainerPod
+	// LastScaleDown is when the job was last scaled down; zero for never.
+	LastScaleDown time.Time
+}
+
+// Options tunes Plan.
+type Options struct {
+	// MaxLoadDesired is the highest share of allocatable CPU, memory and GPU
+	// that requests may reach; above it trainers are given back. Not positive
+	// means DefaultMaxLoadDesired.
+	MaxLoadDesired float64
+	// Now is the planning time, used only for the cool-down.
+	Now time.Time
+	// CoolDown is how long after a scale-down a job is not grown again, to
+	// stop a job from flapping when capacity comes and goes.
+	CoolDown time.Duration
+	// MaxGrowPerCycle caps the trainers one plan adds to any one job; 0 means
+	// no cap. It bounds the burst of pod creations and of trainer re-sharding
+	// a single job sees per cycle, without starving the other jobs, which
+	// still get their turn by fulfillment.
+	MaxGrowPerCycle int32
+}
+
+// ScaleAction is one decision of a plan: set the job's trainer replicas from
+// From to To, for Reason.
+type ScaleAction struct {
+	Job      string
+	From, To int32
+	// Reason explains the decision with the numbers behind it.
+	Reason string
+	// Nodes lists, for a scale-up, the node the planner found room on for each
+	// added trainer and, for a scale-down, the node each trainer the
+	// ReplicaSet controller is expected to delete runs on ("" for one not yet
+	// scheduled). The scheduler and the ReplicaSet controller make the real
+	// choices; this is for logs, dry runs and tests.
+	Nodes []string
+}
+
+// JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so
+// that the caller only supplies what the TrainingJobs and ReplicaSets say. The
+// Trainers slices are shared with snap, which Plan never modifies.
+func JobsFromSnapshot(snap cluster.ClusterResource, jobs []Job) []Job {
+	out := make([]Job, len(jobs))
+	for i, j := range jobs {
+		j.Trainers = snap.TrainerPods(j.Key)
+		out[i] = j
+	}
+	return out
+}

@@ -1,0 +1,358 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/controller"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// jobClient returns the generated TrainingJob client of the shared cluster.
+func jobClient(t *testing.T) tjclient.Interface {
+	t.Helper()
+	c, err := tjclient.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	return c
+}
+
+// startController runs the TrainingJob controller in-process, its informers
+// limited to one namespace so that tests cannot disturb each other's jobs,
+// until the test ends.
+func startController(t *testing.T, ns string) {
+	t.Helper()
+	installCRD(t)
+	kubeClient, err := kubernetes.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	tj := jobClient(t)
+
+	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
+	jobInformers := tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(ns))
+	podInformer := kubeInformers.Core().V1().Pods()
+	require.NoError(t, podInformer.Informer().SetTransform(cluster.TransformPod))
+
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1.AddToScheme(scheme))
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events(ns)})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "edl-controller"})
+
+	logger := log.New("test", t.Name())
+	logger.SetHandler(log.LvlFilterHandler(log.LvlInfo, log.StreamHandler(testWriter{t}, log.LogfmtFormat())))
+	ctrl, err := controller.NewController(kubeClient, tj,
+		jobInformers.Paddlepaddle().V1().TrainingJobs(), kubeInformers.Apps().V1().ReplicaSets(),
+		kubeInformers.Core().V1().Services(), podInformer, recorder, logger)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	kubeInformers.Start(ctx.Done())
+	jobInformers.Start(ctx.Done())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ctrl.Run(ctx, 2); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		kubeInformers.Shutdown()
+		jobInformers.Shutdown()
+		broadcaster.Shutdown()
+	})
+}
+
+// testWriter sends the controller's log lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// jobMutator changes a job that exampleJob builds.
+type jobMutator func(*v1.TrainingJob)
+
+// exampleJob is example/examplejob.yaml, placed in ns, changed by mutators.
+func exampleJob(t *testing.T, ns string, mutators ...jobMutator) *v1.TrainingJob {
+	t.Helper()
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "example", "examplejob.yaml"))
+	require.NoError(t, err)
+	job := &v1.TrainingJob{}
+	require.NoError(t, yaml.UnmarshalStrict(data, job))
+	job.Namespace = ns
+	for _, m := range mutators {
+		m(job)
+	}
+	return job
+}
+
+func plain(job *v1.TrainingJob) { job.Spec.FaultTolerant = false }
+
+func withTrainers(minInstance, maxInstance int32) jobMutator {
+	return func(job *v1.TrainingJob) {
+		job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance = minInstance, maxInstance
+	}
+}
+
+// waitForJob waits until the job's status satisfies cond and returns it.
+func waitForJob(t *testing.T, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {
+	t.Helper()
+	var last *v1.TrainingJob
+	err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		job, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = job
+		return cond(job), nil
+	})
+	require.NoError(t, err, "job %s/%s never became %s; last status: %+v", ns, name, what, statusOf(last))
+	return last
+}
+
+func statusOf(job *v1.TrainingJob) any {
+	if job == nil {
+		return nil
+	}
+	return job.Status
+}
+
+func phaseIs(phase v1.TrainingJobPhase) func(*v1.TrainingJob) bool {
+	return func(job *v1.TrainingJob) bool { return job.Status.Phase == phase }
+}
+
+// podsOf lists the pods carrying a role label of the job.
+func podsOf(t *testing.T, ns, label, job string) []corev1.Pod {
+	t.Helper()
+	pods, err := cp.Client.CoreV1().Pods(ns).List(testContext(t), metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{label: job}).String(),
+	})
+	require.NoError(t, err)
+	return pods.Items
+}
+
+// eventReasons lists the reasons of the events recorded for an object.
+func eventReasons(t *testing.T, ns, name string) []string {
+	t.Helper()
+	events, err := cp.Client.CoreV1().Events(ns).List(testContext(t), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + name,
+	})
+	require.NoError(t, err)
+	var reasons []string
+	for _, e := range events.Items {
+		for i := int32(0); i < max(e.Count, 1); i++ {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+// TestJobRunsOnKwokNodes submits the original-format example job and follows
+// it to Running: owned ReplicaSets and Services, pods Running on kwok nodes,
+// status counts, kubectl's columns; then deleting the job removes everything.
+func TestJobRunsOnKwokNodes(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns)
+	tj := jobClient(t)
+
+	created, err := tj.PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	job := waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
+
+	assert.Equal(t, v1.ReplicaStatus{Desired: 2, Current: 2, Ready: 2, Summary: "2/2"}, job.Status.Trainers)
+	assert.Equal(t, v1.ReplicaStatus{Desired: 2, Current: 2, Ready: 2, Summary: "2/2"}, job.Status.Pservers)
+	assert.Equal(t, v1.ReplicaStatus{Desired: 1, Current: 1, Ready: 1, Summary: "1/1"}, job.Status.Master)
+	assert.Equal(t, job.Generation, job.Status.ObservedGeneration)
+
+	for _, name := range []string{"example-master", "example-pserver", "example-trainer"} {
+		rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(testContext(t), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		ref := metav1.GetControllerOf(rs)
+		require.NotNil(t, ref, "ReplicaSet %s has no controller", name)
+		assert.Equal(t, created.UID, ref.UID)
+		assert.Equal(t, "TrainingJob", ref.Kind)
+	}
+	for _, name := range []string{"example-master", "example-pserver"} {
+		svc, err := cp.Client.CoreV1().Services(ns).Get(testContext(t), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, created.UID, metav1.GetControllerOf(svc).UID)
+	}
+	trainers := podsOf(t, ns, controller.LabelTrainer, "example")
+	require.Len(t, trainers, 2)
+	for _, pod := range trainers {
+		assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
+		assert.True(t, strings.HasPrefix(pod.Spec.NodeName, "node-"), "trainer %s runs on kwok node %q", pod.Name, pod.Spec.NodeName)
+		assert.Equal(t, []string{"paddle_k8s", "start_new_trainer"}, pod.Spec.Containers[0].Command)
+	}
+
+	out, err := cp.Kubectl(testContext(t), "get", "tj", "-n", ns)
+	require.NoError(t, err, out)
+	assert.Regexp(t, `(?m)^NAME\s+PHASE\s+TRAINERS\s+MIN\s+MAX\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^example\s+Running\s+2/2\s+2\s+6\s+\S+$`, out)
+
+	reasons := eventReasons(t, ns, "example")
+	assert.Equal(t, 5, count(reasons, controller.EventCreated), "one Created event per object: %v", reasons)
+	assert.Equal(t, 1, count(reasons, controller.EventRunning), "%v", reasons)
+
+	// Deleting the job garbage-collects its ReplicaSets, Services and pods.
+	require.NoError(t, tj.PaddlepaddleV1().TrainingJobs(ns).Delete(testContext(t), "example", metav1.DeleteOptions{
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	}))
+	err = wait.PollUntilContextTimeout(testContext(t), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		rs, err := cp.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		svc, err := cp.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return len(rs.Items) == 0 && len(svc.Items) == 0 && len(pods.Items) == 0, nil
+	})
+	require.NoError(t, err, "the job's objects were not garbage-collected")
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestForeignReplicaSetIsLeftAlone puts a ReplicaSet the job does not own in
+// the way of its trainers: the controller must neither adopt, patch nor
+// delete it, and must say so on the job.
+func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns)
+	replicas := int32(0)
+	foreign, err := cp.Client.AppsV1().ReplicaSets(ns).Create(testContext(t), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "example-trainer"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "someone-else"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "someone-else"}},
+				Spec:       newPod("x").Spec,
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	_, err = jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})
+	require.NoError(t, err)
+	job := waitForJob(t, ns, "example", "Blocked", func(j *v1.TrainingJob) bool { return j.Status.Reason == controller.ReasonBlocked })
+	assert.Equal(t, v1.PhasePending, job.Status.Phase)
+	assert.Contains(t, job.Status.Message, "ReplicaSet example-trainer")
+
+	// Let a few syncs pass (pod events of nothing, a status write), then check.
+	time.Sleep(2 * time.Second)
+	after, err := cp.Client.AppsV1().ReplicaSets(ns).Get(testContext(t), "example-trainer", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, foreign.ResourceVersion, after.ResourceVersion, "the foreign ReplicaSet was written to")
+	assert.Nil(t, metav1.GetControllerOf(after), "the foreign ReplicaSet was adopted")
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventBlocked), "one Blocked event, on the edge")
+	_, err = cp.Client.AppsV1().ReplicaSets(ns).Get(testContext(t), "example-pserver", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "nothing is created while the job is blocked: %v", err)
+
+	// Once the foreign object is gone, the job proceeds.
+	require.NoError(t, cp.Client.AppsV1().ReplicaSets(ns).Delete(testContext(t), "example-trainer", metav1.DeleteOptions{}))
+	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
+}
+
+// annotateExit makes kwok terminate the pod's container with code (the
+// test/kwok pod-exit stage).
+func annotateExit(t *testing.T, ns, pod string, code int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"edl.paddlepaddle.org/fake-exit-code":"%d"}}}`, code)
+	_, err := cp.Client.CoreV1().Pods(ns).Patch(testContext(t), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// TestTrainerExitZeroSucceedsTheJob: a trainer that exits 0 finishes the
+// job, which scales every ReplicaSet to 0.
+func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns)
+	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
+
+	trainers := podsOf(t, ns, controller.LabelTrainer, "example")
+	require.NotEmpty(t, trainers)
+	annotateExit(t, ns, trainers[0].Name, 0)
+	job := waitForJob(t, ns, "example", "Succeeded", phaseIs(v1.PhaseSucceeded))
+	assert.Equal(t, controller.ReasonSucceeded, job.Status.Reason)
+	assert.Contains(t, job.Status.Message, trainers[0].Name)
+
+	for _, name := range []string{"example-master", "example-pserver", "example-trainer"} {
+		err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && *rs.Spec.Replicas == 0 && rs.Status.Replicas == 0, nil
+		})
+		require.NoError(t, err, "ReplicaSet %s was not scaled to 0", name)
+	}
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventSucceeded))
+}
+
+// TestPserverFailureFailsAPlainJob: in a job that is not fault tolerant, a
+// pserver exiting non-zero fails the job, naming the pod and the code.
+func TestPserverFailureFailsAPlainJob(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, ns)
+	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
+
+	pservers := podsOf(t, ns, controller.LabelPserver, "example")
+	require.NotEmpty(t, pservers)
+	assert.Equal(t, []string{"paddle_k8s", "start_pserver"}, pservers[0].Spec.Containers[0].Command)
+	annotateExit(t, ns, pservers[0].Name, 3)
+	job := waitForJob(t, ns, "example", "Failed", phaseIs(v1.PhaseFailed))
+	assert.Equal(t, controller.ReasonPserverFailed, job.Status.Reason)
+	assert.Contains(t, job.Status.Message, pservers[0].Name)
+	assert.Contains(t, job.Status.Message, "exited with code 3")
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventFailed))
+}

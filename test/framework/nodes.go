@@ -48,6 +48,9 @@ type NodeSpec struct {
 	GPU int64
 	// Labels are added to the node's well-known labels.
 	Labels map[string]string
+	// Taints keep pods without a matching toleration off the node, say to
+	// give one test a node of its own.
+	Taints []corev1.Taint
 	// Count is the number of such nodes; 0 means 1.
 	Count int
 }
@@ -105,6 +108,7 @@ func (s NodeSpec) nodes() ([]*corev1.Node, error) {
 				Labels:      labels,
 				Annotations: map[string]string{kwok.NodeAnnotation: kwok.NodeAnnotationValue},
 			},
+			Spec: corev1.NodeSpec{Taints: slices.Clone(s.Taints)},
 			Status: corev1.NodeStatus{
 				Capacity:    resources.DeepCopy(),
 				Allocatable: resources.DeepCopy(),
@@ -219,4 +223,3 @@ func (cp *ControlPlane) DeleteNode(ctx context.Context, name string) error {
 	}
 	return nil
 }
-

@@ -5,11 +5,13 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"testing"
 )
 
 // running holds the control planes not yet stopped, so that a signal that
-// ends the program stops them first. Pdeathsig covers a crash on Linux; this
-// covers ^C and kill, and keeps Stop's ordered shutdown.
+// ends a test binary stops them first. Pdeathsig covers a crash on Linux;
+// this covers ^C and kill, and keeps Stop's ordered shutdown. Programs other
+// than tests (test/cmd/localcluster) handle signals themselves.
 var running = struct {
 	sync.Mutex
 	set  map[*ControlPlane]struct{}
@@ -17,6 +19,9 @@ var running = struct {
 }{set: map[*ControlPlane]struct{}{}}
 
 func track(cp *ControlPlane) {
+	if !testing.Testing() {
+		return
+	}
 	running.once.Do(func() {
 		signals := make(chan os.Signal, 1)
 		signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

@@ -1,0 +1,320 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/paddlepaddle/edl/test/framework"
+	"github.com/paddlepaddle/edl/test/kwok"
+)
+
+// These tests check the control plane itself: that what EDL's controller
+// relies on (scheduling, preemption, garbage collection, watch recovery, the
+// fake exit of a trainer) behaves as on a real cluster.
+
+func TestControlPlaneVersions(t *testing.T) {
+	ctx := testContext(t)
+
+	info, err := cp.Client.Discovery().ServerVersion()
+	require.NoError(t, err)
+	assert.Equal(t, "v1.36.3", info.GitVersion, "kube-apiserver version; are the -ldflags of hack/build-control-plane.sh applied?")
+
+	out, err := cp.Kubectl(ctx, "get", "nodes", "-o", "name")
+	require.NoError(t, err)
+	for i := range sharedNodes.Count {
+		assert.Contains(t, out, fmt.Sprintf("node/%s-%d", sharedNodes.Name, i))
+	}
+}
+
+func TestReplicaSetPodsRunOnKwokNodes(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t)
+
+	rs := newReplicaSet("trainer", 4)
+	_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	pods := waitForPods(ctx, t, ns, "app=trainer", "4 Running pods", func(pods []corev1.Pod) bool {
+		return len(pods) == 4 && all(pods, podRunning)
+	})
+	for _, pod := range pods {
+		node, err := cp.Client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		require.NoError(t, err, "pod %s is bound to node %q", pod.Name, pod.Spec.NodeName)
+		assert.Equal(t, kwok.NodeAnnotationValue, node.Annotations[kwok.NodeAnnotation], "node %s is not a kwok node", node.Name)
+		assert.NotEmpty(t, pod.Status.PodIP, "kwok gives running pods an IP")
+		require.Len(t, pod.Status.ContainerStatuses, 1)
+		assert.NotNil(t, pod.Status.ContainerStatuses[0].State.Running)
+	}
+}
+
+func TestPreemption(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t)
+
+	// A node of the test's own, with room for one of its pods.
+	node := framework.NodeSpec{
+		Name:   "preemption",
+		CPU:    "2",
+		Memory: "4Gi",
+		Labels: map[string]string{"edl-test": "preemption"},
+		Taints: []corev1.Taint{{Key: "edl-test", Value: "preemption", Effect: corev1.TaintEffectNoSchedule}},
+	}
+	require.NoError(t, cp.AddNodes(ctx, node))
+	t.Cleanup(func() { assert.NoError(t, cp.DeleteNode(context.Background(), node.Name)) })
+
+	low := createPriorityClass(ctx, t, "low", 100)
+	high := createPriorityClass(ctx, t, "high", 1000)
+	onNode := func(priorityClass string) podMutator {
+		return func(pod *corev1.Pod) {
+			pod.Spec.NodeSelector = node.Labels
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: "edl-test", Operator: corev1.TolerationOpEqual, Value: "preemption", Effect: corev1.TaintEffectNoSchedule}}
+			pod.Spec.PriorityClassName = priorityClass
+			pod.Spec.Containers[0].Resources = requests("1500m", "1Gi")
+		}
+	}
+
+	victim, err := cp.Client.CoreV1().Pods(ns).Create(ctx, newPod("victim", onNode(low)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitForPods(ctx, t, ns, "app=victim", "the low-priority pod Running", func(pods []corev1.Pod) bool {
+		return len(pods) == 1 && podRunning(pods[0])
+	})
+
+	_, err = cp.Client.CoreV1().Pods(ns).Create(ctx, newPod("preemptor", onNode(high)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	pods := waitForPods(ctx, t, ns, "app=preemptor", "the high-priority pod Running", func(pods []corev1.Pod) bool {
+		return len(pods) == 1 && podRunning(pods[0])
+	})
+	assert.Equal(t, node.Name, pods[0].Spec.NodeName)
+
+	_, err = cp.Client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the low-priority pod should have been preempted, got err=%v", err)
+}
+
+func TestGarbageCollectorDeletesOwnedPods(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t)
+
+	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, newReplicaSet("owned", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	pods := waitForPods(ctx, t, ns, "app=owned", "2 Running pods", func(pods []corev1.Pod) bool {
+		return len(pods) == 2 && all(pods, podRunning)
+	})
+	for _, pod := range pods {
+		owner := metav1.GetControllerOf(&pod)
+		require.NotNil(t, owner, "pod %s has no controller", pod.Name)
+		assert.Equal(t, rs.UID, owner.UID)
+	}
+
+	err = cp.Client.AppsV1().ReplicaSets(ns).Delete(ctx, rs.Name, metav1.DeleteOptions{
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	require.NoError(t, err)
+	waitForPods(ctx, t, ns, "app=owned", "no pods left", func(pods []corev1.Pod) bool {
+		return len(pods) == 0
+	})
+}
+
+// TestInformerRecoversAfterAPIServerRestart stops the API server that every
+// test shares; it must not call t.Parallel.
+func TestInformerRecoversAfterAPIServerRestart(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	configMaps := factory.Core().V1().ConfigMaps()
+	lister := configMaps.Lister().ConfigMaps(ns)
+	informer := configMaps.Informer()
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced), "informer never synced")
+
+	create := func(name string) {
+		t.Helper()
+		_, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	waitListed := func(name string) {
+		t.Helper()
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			_, err := lister.Get(name)
+			return err == nil, nil
+		})
+		require.NoError(t, err, "the informer never saw configmap %s/%s", ns, name)
+	}
+
+	create("before")
+	waitListed("before")
+
+	require.NoError(t, cp.StopAPIServer())
+	_, err := cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, "before", metav1.GetOptions{})
+	require.Error(t, err, "the API server should be down")
+	require.NoError(t, cp.StartAPIServer(ctx))
+
+	create("after")
+	waitListed("after")
+	_, err = lister.Get("before")
+	assert.NoError(t, err, "the informer lost an object created before the restart")
+}
+
+func TestKwokExitStage(t *testing.T) {
+	tests := []struct {
+		name          string
+		restartPolicy corev1.RestartPolicy
+		exitCode      int32
+		// annotateLater adds the annotation to the pod once it is Running,
+		// as a test does to end a trainer it started.
+		annotateLater bool
+		wantPhase     corev1.PodPhase
+	}{
+		{name: "always-fails", restartPolicy: corev1.RestartPolicyAlways, exitCode: 3, wantPhase: corev1.PodRunning},
+		{name: "always-succeeds-later", restartPolicy: corev1.RestartPolicyAlways, exitCode: 0, annotateLater: true, wantPhase: corev1.PodRunning},
+		{name: "never-succeeds", restartPolicy: corev1.RestartPolicyNever, exitCode: 0, wantPhase: corev1.PodSucceeded},
+		{name: "never-fails-later", restartPolicy: corev1.RestartPolicyNever, exitCode: 1, annotateLater: true, wantPhase: corev1.PodFailed},
+		{name: "onfailure-fails", restartPolicy: corev1.RestartPolicyOnFailure, exitCode: 2, wantPhase: corev1.PodRunning},
+	}
+	ns := newNamespace(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t)
+			code := fmt.Sprint(tt.exitCode)
+			pod := newPod(tt.name, func(pod *corev1.Pod) {
+				pod.Spec.RestartPolicy = tt.restartPolicy
+				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
+				if !tt.annotateLater {
+					pod.Annotations = map[string]string{kwok.ExitCodeAnnotation: code}
+				}
+			})
+			_, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+			require.NoError(t, err)
+
+			if tt.annotateLater {
+				waitForPods(ctx, t, ns, "app="+tt.name, "the pod Running", func(pods []corev1.Pod) bool {
+					return len(pods) == 1 && podRunning(pods[0])
+				})
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kwok.ExitCodeAnnotation, code)
+				_, err := cp.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				require.NoError(t, err)
+			}
+
+			pods := waitForPods(ctx, t, ns, "app="+tt.name, "every container terminated", func(pods []corev1.Pod) bool {
+				return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 2 &&
+					all(pods[0].Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Terminated != nil })
+			})
+			got := pods[0]
+			for _, s := range got.Status.ContainerStatuses {
+				assert.Equal(t, tt.exitCode, s.State.Terminated.ExitCode, "container %s", s.Name)
+				assert.False(t, s.Ready, "container %s", s.Name)
+			}
+			assert.Equal(t, tt.wantPhase, got.Status.Phase)
+			for _, c := range got.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					assert.Equal(t, corev1.ConditionFalse, c.Status, "pod Ready condition")
+				}
+			}
+		})
+	}
+}
+
+func newReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
+	pod := newPod(name)
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
+		},
+	}
+}
+
+// createPriorityClass creates a PriorityClass named after the test and
+// deletes it when the test ends.
+func createPriorityClass(ctx context.Context, t *testing.T, name string, value int32) string {
+	t.Helper()
+	pc, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(t.Name()) + "-" + name},
+		Value:      value,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		err := cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+		assert.NoError(t, err)
+	})
+	return pc.Name
+}
+
+// waitForPods polls the pods matching selector until done accepts them and
+// returns them; on timeout it fails the test, describing what it waited for
+// and what it last saw.
+func waitForPods(ctx context.Context, t *testing.T, ns, selector, what string, done func([]corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	sel, err := labels.Parse(selector)
+	require.NoError(t, err)
+	var last []corev1.Pod
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return false, nil // the API server may be restarting
+		}
+		last = list.Items
+		return done(last), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s (%s in %s): %v; last seen:\n%s", what, selector, ns, err, describePods(last))
+	}
+	return last
+}
+
+func describePods(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "  no pods"
+	}
+	var b strings.Builder
+	for _, pod := range pods {
+		fmt.Fprintf(&b, "  %s node=%q phase=%s deleting=%t", pod.Name, pod.Spec.NodeName, pod.Status.Phase, pod.DeletionTimestamp != nil)
+		for _, c := range pod.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			fmt.Fprintf(&b, " %s=%+v", s.Name, s.State)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func podRunning(pod corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil &&
+		all(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Ready })
+}
+
+func all[T any](items []T, ok func(T) bool) bool {
+	for _, item := range items {
+		if !ok(item) {
+			return false
+		}
+	}
+	return true
+}

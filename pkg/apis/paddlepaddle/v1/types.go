@@ -148,9 +148,9 @@ type TrainerSpec struct {
 	MaxRestarts *int32 `json:"max-restarts,omitempty"`
 
 	// Resources of one trainer container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
@@ -173,9 +173,9 @@ type PserverSpec struct {
 	MaxInstance int32 `json:"max-instance"`
 
 	// Resources of one pserver container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
@@ -183,9 +183,9 @@ type PserverSpec struct {
 // MasterSpec describes the master of a fault-tolerant job.
 type MasterSpec struct {
 	// Resources of the master container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).sign() >= 0)",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).sign() >= 0)",message="limits must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 

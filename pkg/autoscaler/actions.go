@@ -33,8 +33,12 @@ func sortActions(a []ScaleAction) {
 }
 
 func (p *planner) growReason(j *jobState) string {
-	return fmt.Sprintf("scale up by %d: %s idle on %s; fulfillment %s (%d of %d..%d trainers placed) was the lowest",
-		j.grown, p.idle.resources(), plural(p.idleNodes, "node"), ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
+	if p.idleText == "" {
+		// The same for every job of the plan: format it once.
+		p.idleText = p.idle.resources().String() + " idle on " + plural(p.idleNodes, "node")
+	}
+	return fmt.Sprintf("scale up by %d: %s; fulfillment %s (%d of %d..%d trainers placed) was the lowest",
+		j.grown, p.idleText, ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
 }
 
 func (p *planner) shrinkReason(j *jobState) string {

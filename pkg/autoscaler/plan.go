@@ -66,12 +66,28 @@ func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction 
 // victim is one trainer a job can lose, in the order the ReplicaSet controller
 // deletes them.
 type victim struct {
-	req      vec
-	node     int32  // index of the node it holds or is reserved on; -1 if none
-	nodeName string // the node it is bound to, "" if not bound
-	bound    bool   // bound by the scheduler: its node's capacity is in the snapshot
-	unsched  bool   // the scheduler reported it unschedulable
-	created  bool   // the pod exists; false for replicas not yet created
+	req     vec
+	node    int32 // index of the node it holds or is reserved on; -1 if none
+	pod     int32 // index in Job.Trainers; -1 for a replica not created yet
+	bound   bool  // bound by the scheduler: its node's capacity is in the snapshot
+	unsched bool  // the scheduler reported it unschedulable
+	created bool  // the pod exists; false for replicas not yet created
+}
+
+// unresolved marks a bound victim whose node index is not looked up yet:
+// most trainers are never touched by a plan, so the name lookup is lazy.
+const unresolved = -2
+
+// nodeOf returns the index of the node v holds or is reserved on, -1 if none
+// or if the node is not in the snapshot.
+func (p *planner) nodeOf(j *jobState, v *victim) int32 {
+	if v.node == unresolved {
+		v.node = -1
+		if n, ok := p.nodeIdx[j.in.Trainers[v.pod].Node]; ok {
+			v.node = n
+		}
+	}
+	return v.node
 }
 
 // holds reports whether the trainer has a node, for real or in the plan.
@@ -88,9 +104,8 @@ type jobState struct {
 	movable  bool
 
 	victims []victim
-	next    int     // victims[:next] are gone (or being deleted already)
-	bounds  []int32 // bounds[i] = bound victims in victims[:i]; built on demand
-	placed  int64   // victims[next:] that hold a node, plus trainers grown
+	next    int   // victims[:next] are gone (or being deleted already)
+	placed  int64 // victims[next:] that hold a node, plus trainers grown
 
 	unschedulable bool // a kept trainer is pending unschedulable
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
@@ -147,20 +162,25 @@ type planner struct {
 	jobs     []*jobState
 	byKey    map[string]*jobState
 	movable  []*jobState
-	minPrio  int32                 // lowest priority of a movable job
-	onNode   [][]slot              // movable trainers per node; built on demand
-	hopeless map[pendingShape]bool // pending shapes no yield can fit
+	minPrio  int32                  // lowest priority of a movable job
+	cands    [][]slot               // per-node scratch of the eviction search
+	hopeless map[pendingShape]bool  // pending shapes no yield can fit
+	depth    map[pendingShape]int32 // search depth that made room for a shape
 	// outranking are the unschedulable pods that outrank a movable job, for
 	// the reasons.
 	outranking []*cluster.PendingPod
 
 	idle      vec // capacity growth could use, for the reasons
 	idleNodes int
+	idleText  string
 }
 
+// slot is a trainer that could be removed to free its node: victims[pos] of
+// job, costing cost running trainers (itself and the newer ones before it).
 type slot struct {
-	job *jobState
-	pos int32
+	job  *jobState
+	pos  int32
+	cost int32
 }
 
 type pendingShape struct {
@@ -235,52 +255,92 @@ func (p *planner) newJobState(in *Job) *jobState {
 
 	// The ReplicaSet controller deletes, in order: replicas it has not
 	// created yet, unscheduled pods, scheduled pods that are not running,
-	// running pods; newest first within each group.
-	order := make([]int, len(in.Trainers))
-	for i := range order {
-		order[i] = i
-	}
-	rank := func(t *TrainerPod) int {
-		switch {
-		case t.Node == "":
-			return 0
-		case !t.Running():
-			return 1
+	// running pods; newest first within each group. The snapshot lists pods
+	// oldest first, so that order is three backward passes; other input is
+	// sorted first.
+	ts := in.Trainers
+	var byAge []int32 // nil: ts is already oldest first
+	if !oldestFirst(ts) {
+		byAge = make([]int32, len(ts))
+		for i := range byAge {
+			byAge[i] = int32(i)
 		}
-		return 2
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ta, tb := &in.Trainers[order[a]], &in.Trainers[order[b]]
-		if ra, rb := rank(ta), rank(tb); ra != rb {
-			return ra < rb
-		}
-		if !ta.Created.Equal(tb.Created) {
-			return ta.Created.After(tb.Created)
-		}
-		return ta.Name > tb.Name
-	})
-	existing := int64(len(in.Trainers))
-	missing := max(0, j.desired-existing)
-	j.victims = make([]victim, 0, missing+existing)
-	for range missing {
-		j.victims = append(j.victims, victim{req: j.req, node: -1})
-	}
-	for _, i := range order {
-		t := &in.Trainers[i]
-		v := victim{req: vecOf(t.Request), node: -1, nodeName: t.Node, bound: t.Node != "",
-			unsched: t.Unschedulable && t.Node == "", created: true}
-		if v.bound {
-			if n, ok := p.nodeIdx[t.Node]; ok {
-				v.node = n
+		slices.SortFunc(byAge, func(a, b int32) int {
+			switch {
+			case olderTrainer(&ts[a], &ts[b]):
+				return -1
+			case olderTrainer(&ts[b], &ts[a]):
+				return 1
 			}
+			return int(a - b)
+		})
+	}
+	existing := int64(len(ts))
+	missing := max(0, j.desired-existing)
+	j.victims = make([]victim, missing+existing)
+	var start [3]int64 // where each deletion group begins in victims
+	for i := range ts {
+		if g := deletionGroup(&ts[i]); g < 2 {
+			start[g+1]++
 		}
-		j.victims = append(j.victims, v)
+	}
+	start[0] = missing
+	start[1] += start[0]
+	start[2] += start[1]
+	for k := range missing {
+		j.victims[k] = victim{req: j.req, node: -1, pod: -1}
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		pod := int32(i)
+		if byAge != nil {
+			pod = byAge[i]
+		}
+		t := &ts[pod]
+		g := deletionGroup(t)
+		v := victim{req: vecOf(t.Request), node: -1, pod: pod, created: true}
+		if t.Node != "" {
+			v.bound, v.node = true, unresolved
+		} else {
+			v.unsched = t.Unschedulable
+		}
+		j.victims[start[g]] = v
+		start[g]++
 	}
 	// More pods than desired: the controller is already deleting the first
 	// ones. They still hold their nodes in the snapshot, so the plan leaves
 	// their capacity occupied.
 	j.next = int(max(0, existing-j.desired))
 	return j
+}
+
+// olderTrainer orders trainers by creation, then name.
+func olderTrainer(a, b *TrainerPod) bool {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c < 0
+	}
+	return a.Name < b.Name
+}
+
+func oldestFirst(ts []TrainerPod) bool {
+	for i := 1; i < len(ts); i++ {
+		if olderTrainer(&ts[i], &ts[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// deletionGroup is the ReplicaSet controller's first criterion for which pod
+// to delete: unscheduled (0) before scheduled but not running (1) before
+// running (2).
+func deletionGroup(t *TrainerPod) int {
+	switch {
+	case t.Node == "":
+		return 0
+	case !t.Running():
+		return 1
+	}
+	return 2
 }
 
 // reserve finds room for every kept trainer that is not scheduled yet, so that
@@ -339,15 +399,19 @@ func (p *planner) removeNext(j *jobState) {
 	if !v.bound {
 		j.unscheduledShrunk++
 	}
-	if v.node >= 0 {
-		p.free[v.node] = p.free[v.node].plus(v.req)
+	if n := p.nodeOf(j, v); n >= 0 {
+		p.free[n] = p.free[n].plus(v.req)
 		if v.bound {
-			p.freed[v.node] = p.freed[v.node].plus(v.req)
+			p.freed[n] = p.freed[n].plus(v.req)
 		}
-		p.index.set(int(v.node), p.free[v.node])
+		p.index.set(int(n), p.free[n])
 	}
 	p.requested = p.requested.minus(v.req)
-	j.nodes = append(j.nodes, v.nodeName)
+	node := ""
+	if v.pod >= 0 {
+		node = j.in.Trainers[v.pod].Node
+	}
+	j.nodes = append(j.nodes, node)
 }
 
 // over returns a bit per resource whose load exceeds the threshold. Growth
@@ -370,273 +434,6 @@ func (p *planner) load(r int) float64 {
 		return math.Inf(1)
 	}
 	return float64(p.requested[r]) / float64(p.total[r])
-}
-
-// yieldToPriority fits the unschedulable pending pods that outrank some
-// movable job, taking trainers back where needed.
-func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
-	if len(p.movable) == 0 {
-		return
-	}
-	quota := make(map[string]int64, len(p.jobs))
-	for _, j := range p.jobs {
-		// An elastic job's trainers beyond Min are opportunistic: nobody
-		// yields for them. Up to Min they are the job's right to run.
-		quota[j.key] = max(0, j.min-j.placed)
-	}
-	order := make([]int, 0, len(pending))
-	for i := range pending {
-		if pending[i].Priority > p.minPrio {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		pa, pb := &pending[order[a]], &pending[order[b]]
-		if pa.Priority != pb.Priority {
-			return pa.Priority > pb.Priority
-		}
-		if !pa.Created.Equal(pb.Created) {
-			return pa.Created.Before(pb.Created)
-		}
-		if pa.Namespace != pb.Namespace {
-			return pa.Namespace < pb.Namespace
-		}
-		return pa.Name < pb.Name
-	})
-	for _, i := range order {
-		pod := &pending[i]
-		if pod.Job != "" {
-			if _, known := p.byKey[pod.Job]; known {
-				if quota[pod.Job] <= 0 {
-					continue
-				}
-				quota[pod.Job]--
-			}
-		}
-		req := vecOf(pod.Request)
-		if req.negative() {
-			continue
-		}
-		p.outranking = append(p.outranking, pod)
-		if n := p.index.firstFit(req); n >= 0 {
-			// It fits (the scheduler may not have retried yet): keep the room
-			// for it so that growth does not take it.
-			p.take(n, req)
-			continue
-		}
-		shape := pendingShape{priority: pod.Priority, req: req}
-		if p.hopeless[shape] {
-			continue
-		}
-		if !p.makeRoom(pod, req) {
-			if p.hopeless == nil {
-				p.hopeless = map[pendingShape]bool{}
-			}
-			p.hopeless[shape] = true
-		}
-	}
-}
-
-// eviction is a way to make room for one pending pod on one node: cut[i]
-// trainers taken from jobs[i].
-type eviction struct {
-	node     int
-	jobs     []*jobState
-	cuts     []int // victims index (inclusive) up to which each job is cut
-	maxPrio  int32
-	running  int64 // bound trainers removed: the real disruption
-	removed  int64
-	fulfilPr float64
-}
-
-func (e *eviction) better(o *eviction) bool {
-	if o == nil {
-		return true
-	}
-	if e.maxPrio != o.maxPrio {
-		return e.maxPrio < o.maxPrio
-	}
-	if e.running != o.running {
-		return e.running < o.running
-	}
-	// Among equal disruption, the most fulfilled job gives back (defect 9:
-	// by placed trainers, so a job whose trainers are mostly pending is not
-	// mistaken for a rich one); not-yet-scheduled removals cost nothing.
-	if e.fulfilPr != o.fulfilPr {
-		return e.fulfilPr > o.fulfilPr
-	}
-	if e.removed != o.removed {
-		return e.removed < o.removed
-	}
-	return e.node < o.node
-}
-
-// makeRoom removes trainers of lower-priority jobs so that req fits on one
-// node, and places the pod there. It reports false, changing nothing, when no
-// node can be freed enough.
-func (p *planner) makeRoom(pod *cluster.PendingPod, req vec) bool {
-	best := p.singleVictim(pod.Priority, req)
-	if best == nil {
-		best = p.scanNodes(pod.Priority, req)
-	}
-	if best == nil {
-		return false
-	}
-	for i, j := range best.jobs {
-		if j.yieldNodes == nil {
-			j.yieldNodes = map[int32]bool{}
-		}
-		j.yieldNodes[int32(best.node)] = true
-		for j.next <= best.cuts[i] {
-			p.removeNext(j)
-		}
-	}
-	p.take(best.node, req)
-	return true
-}
-
-func (p *planner) yieldable(j *jobState, priority int32) bool {
-	return j.movable && j.priority < priority && j.slack() > 0
-}
-
-// bounded returns how many bound trainers lie in victims[from:to].
-func (j *jobState) bounded(from, to int) int64 {
-	if j.bounds == nil {
-		j.bounds = make([]int32, len(j.victims)+1)
-		for i, v := range j.victims {
-			j.bounds[i+1] = j.bounds[i]
-			if v.bound {
-				j.bounds[i+1]++
-			}
-		}
-	}
-	return int64(j.bounds[to] - j.bounds[from])
-}
-
-// singleVictim is the common case: removing, from one job, everything up to
-// and including its next trainer that holds a node frees enough on that node.
-// It costs O(jobs) instead of a scan of every node.
-func (p *planner) singleVictim(priority int32, req vec) *eviction {
-	var best *eviction
-	lowest := int32(math.MaxInt32)
-	for _, j := range p.movable {
-		if !p.yieldable(j, priority) {
-			continue
-		}
-		lowest = min(lowest, j.priority)
-		last := j.next + int(j.slack())
-		k := j.next
-		for k < last && j.victims[k].node < 0 {
-			k++
-		}
-		if k == last {
-			continue
-		}
-		n := int(j.victims[k].node)
-		if !req.fitsIn(p.free[n].plus(j.victims[k].req)) {
-			continue
-		}
-		e := &eviction{node: n, jobs: []*jobState{j}, cuts: []int{k}, maxPrio: j.priority,
-			running: j.bounded(j.next, k+1), removed: int64(k - j.next + 1), fulfilPr: j.fulfillment()}
-		if e.better(best) {
-			best = e
-		}
-	}
-	if best != nil && best.maxPrio != lowest {
-		// A node scan may find room by taking only from the lowest
-		// priority, which is what preemption would do too.
-		return nil
-	}
-	return best
-}
-
-// scanNodes finds, over all nodes, the cheapest set of job cuts that frees
-// enough on one node. Per node it takes trainers of the lowest priorities
-// first and, within a priority, those needing the fewest removals.
-func (p *planner) scanNodes(priority int32, req vec) *eviction {
-	p.buildOnNode()
-	var best *eviction
-	var cands []slot
-	for n := range p.names {
-		cands = cands[:0]
-		upper := p.free[n]
-		for _, s := range p.onNode[n] {
-			j := s.job
-			if int(s.pos) < j.next || !p.yieldable(j, priority) || int64(s.pos) >= int64(j.next)+j.slack() {
-				continue
-			}
-			cands = append(cands, s)
-			upper = upper.plus(j.victims[s.pos].req)
-		}
-		if !req.fitsIn(upper) {
-			continue
-		}
-		slices.SortFunc(cands, func(a, b slot) int {
-			if a.job.priority != b.job.priority {
-				return int(a.job.priority) - int(b.job.priority)
-			}
-			ca, cb := a.job.bounded(a.job.next, int(a.pos)+1), b.job.bounded(b.job.next, int(b.pos)+1)
-			if ca != cb {
-				return int(ca - cb)
-			}
-			if c := cmpString(a.job.key, b.job.key); c != 0 {
-				return c
-			}
-			return int(a.pos - b.pos)
-		})
-		e := &eviction{node: n}
-		avail := p.free[n]
-		for _, s := range cands {
-			if req.fitsIn(avail) {
-				break
-			}
-			ji := slices.Index(e.jobs, s.job)
-			if ji < 0 {
-				e.jobs = append(e.jobs, s.job)
-				e.cuts = append(e.cuts, s.job.next-1)
-				ji = len(e.jobs) - 1
-			}
-			if int(s.pos) <= e.cuts[ji] {
-				continue
-			}
-			// Cutting the job at s.pos also frees its other trainers on this
-			// node that come before s in deletion order.
-			for _, o := range cands {
-				if o.job == s.job && int(o.pos) > e.cuts[ji] && o.pos <= s.pos {
-					avail = avail.plus(s.job.victims[o.pos].req)
-				}
-			}
-			e.cuts[ji] = int(s.pos)
-		}
-		if !req.fitsIn(avail) || len(e.jobs) == 0 {
-			continue
-		}
-		e.maxPrio = math.MinInt32
-		e.fulfilPr = e.jobs[0].fulfillment()
-		for i, j := range e.jobs {
-			e.maxPrio = max(e.maxPrio, j.priority)
-			e.running += j.bounded(j.next, e.cuts[i]+1)
-			e.removed += int64(e.cuts[i] - j.next + 1)
-		}
-		if e.better(best) {
-			best = e
-		}
-	}
-	return best
-}
-
-func (p *planner) buildOnNode() {
-	if p.onNode != nil {
-		return
-	}
-	p.onNode = make([][]slot, len(p.names))
-	for _, j := range p.movable {
-		for k := j.next; k < len(j.victims); k++ {
-			if n := j.victims[k].node; n >= 0 {
-				p.onNode[n] = append(p.onNode[n], slot{job: j, pos: int32(k)})
-			}
-		}
-	}
 }
 
 // yieldToLoad takes trainers back while any resource is over the threshold.

@@ -1,0 +1,109 @@
+package autoscaler
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// benchScenario builds a cluster at the scale of the goal (5,000 nodes,
+// 150,000 pods, 1,000 jobs at nodes=5000) that exercises every phase: 30 pods
+// per node (10 ordinary pods, 20 trainers of nodes/5 jobs), about 6% of
+// capacity idle so that growth runs into the 0.97 threshold, a few replicas
+// not created yet, and unschedulable high-priority pods that fit only after
+// one, two or seven trainers leave a node.
+func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
+	rng := rand.New(rand.NewSource(int64(nodeCount)))
+	ns := make([]nodeSpec, nodeCount)
+	for i := range ns {
+		alloc := res(64, 256, 0)
+		if i%10 == 0 {
+			alloc.GPU = 8
+		}
+		ns[i] = nodeSpec{name: fmt.Sprintf("node-%05d", i), alloc: alloc}
+	}
+	var others []otherPod
+	for i, n := range ns {
+		for k := range 10 {
+			others = append(others, otherPod{name: fmt.Sprintf("o-%d-%d", i, k), node: n.name, req: res(1, 2, 0)})
+		}
+	}
+	jobs := make([]Job, nodeCount/5)
+	slots := make([]int, 0, nodeCount*20)
+	for i := range ns {
+		for range 20 {
+			slots = append(slots, i)
+		}
+	}
+	rng.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	for i := range jobs {
+		j := Job{Key: fmt.Sprintf("ns/job-%04d", i), Min: 10, Max: 200, Priority: int32(i % 3), Request: res(2.5, 8, 0)}
+		for k := range 100 {
+			j.Trainers = append(j.Trainers, TrainerPod{
+				Name: fmt.Sprintf("job-%04d-%03d", i, k), Node: ns[slots[i*100+k]].name, Phase: corev1.PodRunning,
+				Created: t0.Add(time.Duration(rng.Intn(3600)) * time.Second), Request: j.Request,
+			})
+		}
+		// Oldest first, as the snapshot reports them.
+		sort.Slice(j.Trainers, func(a, b int) bool { return olderTrainer(&j.Trainers[a], &j.Trainers[b]) })
+		j.Current = 100
+		if i%10 == 0 {
+			j.Current = 102 // two replicas the ReplicaSet controller has not created yet
+		}
+		jobs[i] = j
+	}
+	for k := range max(1, nodeCount/100) {
+		others = append(others,
+			otherPod{name: fmt.Sprintf("p3-%d", k), priority: 1000, req: res(3, 4, 0)},
+			otherPod{name: fmt.Sprintf("p8-%d", k), priority: 1000, req: res(8, 16, 0)},
+		)
+	}
+	for k := range max(1, nodeCount/1000) {
+		others = append(others, otherPod{name: fmt.Sprintf("p20-%d", k), priority: 1000, req: res(20, 16, 0)})
+	}
+	return clusterOf(ns, jobs, others...), jobs
+}
+
+// cpuTime is the user and system CPU time the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			snap, jobs := benchScenario(n)
+			actions := Plan(snap, jobs, Options{})
+			up, down := 0, 0
+			for _, a := range actions {
+				if a.To > a.From {
+					up += int(a.To - a.From)
+				} else {
+					down += int(a.From - a.To)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := cpuTime()
+			for range b.N {
+				Plan(snap, jobs, Options{})
+			}
+			// Wall time is noisy on a shared machine; the process's CPU time
+			// (GC included) per plan is what the goal is about.
+			b.ReportMetric(float64((cpuTime()-before).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(up), "trainers-added")
+			b.ReportMetric(float64(down), "trainers-removed")
+		})
+	}
+}

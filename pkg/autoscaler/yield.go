@@ -1,0 +1,283 @@
+package autoscaler
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// yieldToPriority fits the unschedulable pending pods that outrank some
+// movable job, taking trainers back where needed.
+func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
+	if len(p.movable) == 0 {
+		return
+	}
+	quota := make(map[string]int64, len(p.jobs))
+	for _, j := range p.jobs {
+		// An elastic job's trainers beyond Min are opportunistic: nobody
+		// yields for them. Up to Min they are the job's right to run.
+		quota[j.key] = max(0, j.min-j.placed)
+	}
+	order := make([]int, 0, len(pending))
+	for i := range pending {
+		if pending[i].Priority > p.minPrio {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := &pending[order[a]], &pending[order[b]]
+		if pa.Priority != pb.Priority {
+			return pa.Priority > pb.Priority
+		}
+		if !pa.Created.Equal(pb.Created) {
+			return pa.Created.Before(pb.Created)
+		}
+		if pa.Namespace != pb.Namespace {
+			return pa.Namespace < pb.Namespace
+		}
+		return pa.Name < pb.Name
+	})
+	for _, i := range order {
+		pod := &pending[i]
+		if pod.Job != "" {
+			if _, known := p.byKey[pod.Job]; known {
+				if quota[pod.Job] <= 0 {
+					continue
+				}
+				quota[pod.Job]--
+			}
+		}
+		req := vecOf(pod.Request)
+		if req.negative() {
+			continue
+		}
+		p.outranking = append(p.outranking, pod)
+		if n := p.index.firstFit(req); n >= 0 {
+			// It fits (the scheduler may not have retried yet): keep the room
+			// for it so that growth does not take it.
+			p.take(n, req)
+			continue
+		}
+		shape := pendingShape{priority: pod.Priority, req: req}
+		if p.hopeless[shape] {
+			// Nothing was freed for an identical pod; removals since then
+			// were made for other pods and used by them.
+			continue
+		}
+		if !p.makeRoom(pod.Priority, req) {
+			if p.hopeless == nil {
+				p.hopeless = map[pendingShape]bool{}
+			}
+			p.hopeless[shape] = true
+		}
+	}
+}
+
+// eviction is a way to make room on one node: every trainer of jobs[i] up to
+// victims index cuts[i] goes.
+type eviction struct {
+	node    int
+	jobs    []*jobState
+	cuts    []int
+	maxPrio int32   // the highest priority that loses a trainer
+	running int64   // bound trainers removed: the real disruption
+	removed int64   // all trainers removed
+	fulfil  float64 // fulfillment of the first job cut
+}
+
+// better orders evictions the way kube-scheduler's preemption orders nodes:
+// the lowest highest-victim priority, then the fewest victims.
+func (e *eviction) better(o *eviction) bool {
+	if o == nil {
+		return true
+	}
+	if e.maxPrio != o.maxPrio {
+		return e.maxPrio < o.maxPrio
+	}
+	if e.running != o.running {
+		return e.running < o.running
+	}
+	// Among equal disruption the most fulfilled job gives back, by placed
+	// trainers (defect 9: a job whose trainers are mostly pending is not a
+	// rich one). Removing not-yet-scheduled trainers costs nothing.
+	if e.fulfil != o.fulfil {
+		return e.fulfil > o.fulfil
+	}
+	if e.removed != o.removed {
+		return e.removed < o.removed
+	}
+	return e.node < o.node
+}
+
+func (p *planner) yieldable(j *jobState, priority int32) bool {
+	return j.movable && j.priority < priority && j.slack() > 0
+}
+
+// makeRoom removes trainers of lower-priority jobs so that req fits on one
+// node, and places the pod there. It reports false, changing nothing, when no
+// node can be freed enough.
+func (p *planner) makeRoom(priority int32, req vec) bool {
+	best := p.cheapestEviction(priority, req)
+	if best == nil {
+		return false
+	}
+	for i, j := range best.jobs {
+		if j.yieldNodes == nil {
+			j.yieldNodes = map[int32]bool{}
+		}
+		j.yieldNodes[int32(best.node)] = true
+		for j.next <= best.cuts[i] {
+			p.removeNext(j)
+		}
+	}
+	p.take(best.node, req)
+	return true
+}
+
+// cheapestEviction searches with growing cost: victims of the lowest
+// priority first, and within a priority level cuts that take at most C
+// running trainers from any one job, C = 1, 2, 4, … (the first C that works
+// for one pod is where the search starts for an identical one). A ReplicaSet deletes
+// newest first, so freeing a node may mean removing a job's newer trainers
+// elsewhere too; the search counts them. Typical pods are placed at C = 1 or
+// 2 in O(jobs); the worst case is a few passes over all trainers.
+func (p *planner) cheapestEviction(priority int32, req vec) *eviction {
+	var levels []int32
+	for _, j := range p.movable {
+		if p.yieldable(j, priority) {
+			levels = append(levels, j.priority)
+		}
+	}
+	slices.Sort(levels)
+	levels = slices.Compact(levels)
+	shape := pendingShape{priority: priority, req: req}
+	for _, level := range levels {
+		// Identical pods (a Deployment's replicas) tend to need the same
+		// depth: start where the last one succeeded. A larger c only adds
+		// candidates, so this never finds a costlier eviction.
+		c := max(1, p.depth[shape])
+		for {
+			e, truncated := p.evictionWithin(priority, level, c, req)
+			if e != nil {
+				if p.depth == nil {
+					p.depth = map[pendingShape]int32{}
+				}
+				p.depth[shape] = c
+				return e
+			}
+			if !truncated || c >= math.MaxInt32/2 {
+				break
+			}
+			c *= 2
+		}
+	}
+	return nil
+}
+
+// evictionWithin finds the best eviction taking only from jobs of priority at
+// most level, at most c running trainers per job. truncated reports whether c
+// held any job back, i.e. whether a larger c could find more.
+func (p *planner) evictionWithin(priority, level, c int32, req vec) (best *eviction, truncated bool) {
+	if p.cands == nil {
+		p.cands = make([][]slot, len(p.names))
+	}
+	var touched []int32
+	for _, j := range p.movable {
+		if !p.yieldable(j, priority) || j.priority > level {
+			continue
+		}
+		last := j.next + int(j.slack())
+		cost := int32(0)
+		for k := j.next; k < last; k++ {
+			v := &j.victims[k]
+			if v.bound {
+				if cost == c {
+					truncated = true
+					break
+				}
+				cost++
+			}
+			if n := p.nodeOf(j, v); n >= 0 {
+				if len(p.cands[n]) == 0 {
+					touched = append(touched, n)
+				}
+				p.cands[n] = append(p.cands[n], slot{job: j, pos: int32(k), cost: cost})
+			}
+		}
+	}
+	// better breaks ties by node index, so the visiting order does not
+	// matter for the result.
+	for _, n := range touched {
+		if e := p.nodeEviction(int(n), p.cands[n], req); e != nil && e.better(best) {
+			best = e
+		}
+	}
+	for _, n := range touched {
+		p.cands[n] = p.cands[n][:0]
+	}
+	return best, truncated
+}
+
+// nodeEviction greedily frees node n for req from its candidate trainers:
+// lowest priority first, then cheapest, then from the most fulfilled job. Cutting a job at one trainer also
+// frees its other trainers on n that the ReplicaSet deletes before it.
+func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
+	upper := p.free[n]
+	for _, s := range cands {
+		upper = upper.plus(s.job.victims[s.pos].req)
+	}
+	if !req.fitsIn(upper) {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b slot) int {
+		if a.job.priority != b.job.priority {
+			return int(a.job.priority) - int(b.job.priority)
+		}
+		if a.cost != b.cost {
+			return int(a.cost - b.cost)
+		}
+		if c := fulfillmentCmp(a.job, b.job); c != 0 {
+			return -c // the most fulfilled gives back first
+		}
+		if c := cmpString(a.job.key, b.job.key); c != 0 {
+			return c
+		}
+		return int(a.pos - b.pos)
+	})
+	e := &eviction{node: n, maxPrio: math.MinInt32}
+	var costs []int32
+	avail := p.free[n]
+	for _, s := range cands {
+		if req.fitsIn(avail) {
+			break
+		}
+		ji := slices.Index(e.jobs, s.job)
+		if ji < 0 {
+			e.jobs = append(e.jobs, s.job)
+			e.cuts = append(e.cuts, s.job.next-1)
+			costs = append(costs, 0)
+			ji = len(e.jobs) - 1
+		}
+		if int(s.pos) <= e.cuts[ji] {
+			continue
+		}
+		for _, o := range cands {
+			if o.job == s.job && int(o.pos) > e.cuts[ji] && o.pos <= s.pos {
+				avail = avail.plus(s.job.victims[o.pos].req)
+			}
+		}
+		e.cuts[ji], costs[ji] = int(s.pos), s.cost
+	}
+	if !req.fitsIn(avail) || len(e.jobs) == 0 {
+		return nil
+	}
+	e.fulfil = e.jobs[0].fulfillment()
+	for i, j := range e.jobs {
+		e.maxPrio = max(e.maxPrio, j.priority)
+		e.running += int64(costs[i])
+		e.removed += int64(e.cuts[i] - j.next + 1)
+	}
+	return e
+}

@@ -1,0 +1,445 @@
+package controller
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+var allRoles = []Role{RoleMaster, RolePserver, RoleTrainer}
+
+func TestNamesAndLabels(t *testing.T) {
+	tests := []struct {
+		role          Role
+		name, label   string
+		containerName string
+	}{
+		{RoleMaster, "mnist-master", "paddle-job-master", "master"},
+		{RolePserver, "mnist-pserver", "paddle-job-pserver", "pserver"},
+		{RoleTrainer, "mnist-trainer", "paddle-job", "trainer"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.role), func(t *testing.T) {
+			job := newJob("mnist", faultTolerant())
+			assert.Equal(t, tt.name, ReplicaSetName("mnist", tt.role))
+			assert.Equal(t, tt.name, ServiceName("mnist", tt.role))
+			assert.Equal(t, tt.label, LabelFor(tt.role))
+
+			rs := ReplicaSet(job, tt.role, 1)
+			assert.Equal(t, tt.name, rs.Name)
+			assert.Equal(t, testNamespace, rs.Namespace)
+			want := map[string]string{tt.label: "mnist"}
+			assert.Equal(t, want, rs.Labels)
+			assert.Equal(t, want, rs.Spec.Selector.MatchLabels)
+			assert.Equal(t, want, rs.Spec.Template.Labels, "the selector must select the template's pods")
+			require.Len(t, rs.Spec.Template.Spec.Containers, 1)
+			assert.Equal(t, tt.containerName, rs.Spec.Template.Spec.Containers[0].Name)
+		})
+	}
+}
+
+func TestOwnerReference(t *testing.T) {
+	job := newJob("mnist", faultTolerant())
+	want := []metav1.OwnerReference{{
+		APIVersion:         "paddlepaddle.org/v1",
+		Kind:               "TrainingJob",
+		Name:               "mnist",
+		UID:                "uid-mnist",
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}}
+	for _, role := range allRoles {
+		t.Run(string(role), func(t *testing.T) {
+			assert.Equal(t, want, ReplicaSet(job, role, 1).OwnerReferences)
+			if role != RoleTrainer {
+				assert.Equal(t, want, Service(job, role).OwnerReferences)
+			}
+		})
+	}
+}
+
+// TestStartCommands pins defect 6 of the original: fault-tolerant jobs start
+// the etcd/master path (start_new_*), plain jobs the plain one.
+func TestStartCommands(t *testing.T) {
+	tests := []struct {
+		name string
+		job  *v1.TrainingJob
+		role Role
+		want []string
+	}{
+		{"fault-tolerant master", newJob("a", faultTolerant()), RoleMaster, []string{"paddle_k8s", "start_master"}},
+		{"fault-tolerant pserver", newJob("a", faultTolerant()), RolePserver, []string{"paddle_k8s", "start_new_pserver"}},
+		{"fault-tolerant trainer", newJob("a", faultTolerant()), RoleTrainer, []string{"paddle_k8s", "start_new_trainer"}},
+		{"plain pserver", newJob("a"), RolePserver, []string{"paddle_k8s", "start_pserver"}},
+		{"plain trainer", newJob("a"), RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
+		{"pserver entrypoint override", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
+			RolePserver, []string{"sh", "-c", "python ps.py"}},
+		{"pserver entrypoint override, fault-tolerant", newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
+			RolePserver, []string{"sh", "-c", "python ps.py"}},
+		{"trainer entrypoint goes to ENTRY, not the command", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python t.py" })),
+			RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			container := PodTemplate(tt.job, tt.role).Spec.Containers[0]
+			assert.Equal(t, tt.want, container.Command)
+			assert.Empty(t, container.Args)
+		})
+	}
+}
+
+func TestPorts(t *testing.T) {
+	tests := []struct {
+		name      string
+		job       *v1.TrainingJob
+		wantFirst int32
+		wantCount int
+	}{
+		{"defaults", newJob("a"), 7164, 2},
+		{"dense and sparse", newJob("a", withPorts(7000, 2, 3)), 7000, 5},
+		{"no sparse ports", newJob("a", withPorts(9000, 3, 0)), 9000, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []corev1.ContainerPort
+			var wantSvc []corev1.ServicePort
+			for i := 0; i < tt.wantCount; i++ {
+				name := "jobport-" + strconv.Itoa(i)
+				port := tt.wantFirst + int32(i)
+				want = append(want, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+				wantSvc = append(wantSvc, corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
+			}
+			assert.Equal(t, want, PodTemplate(tt.job, RolePserver).Spec.Containers[0].Ports)
+			assert.Equal(t, want, PodTemplate(tt.job, RoleTrainer).Spec.Containers[0].Ports)
+
+			svc := Service(tt.job, RolePserver)
+			assert.Equal(t, wantSvc, svc.Spec.Ports)
+		})
+	}
+}
+
+func TestServices(t *testing.T) {
+	job := newJob("mnist", faultTolerant(), withPorts(7164, 1, 1))
+
+	t.Run("pserver is headless with the job ports", func(t *testing.T) {
+		svc := Service(job, RolePserver)
+		assert.Equal(t, "mnist-pserver", svc.Name)
+		assert.Equal(t, testNamespace, svc.Namespace)
+		assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
+		assert.Equal(t, map[string]string{"paddle-job-pserver": "mnist"}, svc.Spec.Selector)
+		assert.Equal(t, map[string]string{"paddle-job-pserver": "mnist"}, svc.Labels)
+		assert.Equal(t, []corev1.ServicePort{
+			{Name: "jobport-0", Port: 7164, TargetPort: intstr.FromInt32(7164), Protocol: corev1.ProtocolTCP},
+			{Name: "jobport-1", Port: 7165, TargetPort: intstr.FromInt32(7165), Protocol: corev1.ProtocolTCP},
+		}, svc.Spec.Ports)
+	})
+	t.Run("master serves 8080 and etcd 2379", func(t *testing.T) {
+		svc := Service(job, RoleMaster)
+		assert.Equal(t, "mnist-master", svc.Name)
+		assert.Empty(t, svc.Spec.ClusterIP, "the master Service gets a cluster IP")
+		assert.Equal(t, map[string]string{"paddle-job-master": "mnist"}, svc.Spec.Selector)
+		assert.Equal(t, []corev1.ServicePort{
+			{Name: "master", Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
+			{Name: "etcd", Port: 2379, TargetPort: intstr.FromInt32(2379), Protocol: corev1.ProtocolTCP},
+		}, svc.Spec.Ports)
+		assert.Equal(t, []corev1.ContainerPort{
+			{Name: "master", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{Name: "etcd", ContainerPort: 2379, Protocol: corev1.ProtocolTCP},
+		}, PodTemplate(job, RoleMaster).Spec.Containers[0].Ports)
+	})
+}
+
+func TestResourcesPerRole(t *testing.T) {
+	master := corev1.ResourceRequirements{Requests: resourceList("cpu", "500m", "memory", "256Mi")}
+	pserver := corev1.ResourceRequirements{Requests: resourceList("cpu", "4", "memory", "5Gi"), Limits: resourceList("memory", "6Gi")}
+	trainer := corev1.ResourceRequirements{Requests: resourceList("cpu", "5", "memory", "8Gi"), Limits: resourceList("nvidia.com/gpu", "1")}
+	job := newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) {
+		s.Master.Resources, s.Pserver.Resources, s.Trainer.Resources = master, pserver, trainer
+	}))
+	for role, want := range map[Role]corev1.ResourceRequirements{RoleMaster: master, RolePserver: pserver, RoleTrainer: trainer} {
+		t.Run(string(role), func(t *testing.T) {
+			got := PodTemplate(job, role).Spec.Containers[0].Resources
+			assert.Equal(t, want, got)
+			// The template owns its copy: changing it leaves the job alone.
+			got.Requests[corev1.ResourceCPU] = resourceList("cpu", "99")[corev1.ResourceCPU]
+			assert.Equal(t, want, resourcesOf(job, role))
+		})
+	}
+}
+
+func TestPodSpecOptions(t *testing.T) {
+	volumes := []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
+	mounts := []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	secrets := []corev1.LocalObjectReference{{Name: "registry"}}
+	selector := map[string]string{"disk": "ssd"}
+	job := newJob("a", faultTolerant(), withImage("registry.example/paddle:1.0"), withSpec(func(s *v1.TrainingJobSpec) {
+		s.Volumes, s.VolumeMounts, s.ImagePullSecrets, s.NodeSelector = volumes, mounts, secrets, selector
+		s.HostNetwork = true
+		s.PriorityClassName = "batch-low"
+	}))
+	for _, role := range allRoles {
+		t.Run(string(role), func(t *testing.T) {
+			pod := PodTemplate(job, role).Spec
+			c := pod.Containers[0]
+			assert.Equal(t, "registry.example/paddle:1.0", c.Image)
+			assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
+			assert.Equal(t, mounts, c.VolumeMounts)
+			assert.Equal(t, volumes, pod.Volumes)
+			assert.Equal(t, secrets, pod.ImagePullSecrets)
+			assert.Equal(t, selector, pod.NodeSelector)
+			assert.True(t, pod.HostNetwork)
+			assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy, "host-network pods must still resolve cluster names")
+			assert.Equal(t, corev1.RestartPolicyAlways, pod.RestartPolicy)
+			if role == RoleTrainer {
+				assert.Equal(t, "batch-low", pod.PriorityClassName)
+			} else {
+				assert.Empty(t, pod.PriorityClassName, "only trainers yield to higher-priority work")
+			}
+		})
+	}
+
+	t.Run("no host network keeps the default DNS policy", func(t *testing.T) {
+		pod := PodTemplate(newJob("a"), RoleTrainer).Spec
+		assert.False(t, pod.HostNetwork)
+		assert.Empty(t, pod.DNSPolicy)
+	})
+	t.Run("the template does not alias the job's slices and maps", func(t *testing.T) {
+		pod := PodTemplate(job, RoleTrainer).Spec
+		pod.NodeSelector["disk"] = "hdd"
+		pod.Volumes[0].Name = "changed"
+		assert.Equal(t, "ssd", job.Spec.NodeSelector["disk"])
+		assert.Equal(t, "data", job.Spec.Volumes[0].Name)
+	})
+}
+
+func envMap(t *testing.T, env []corev1.EnvVar) map[string]corev1.EnvVar {
+	t.Helper()
+	out := map[string]corev1.EnvVar{}
+	for _, e := range env {
+		_, dup := out[e.Name]
+		assert.False(t, dup, "duplicate env %s", e.Name)
+		out[e.Name] = e
+	}
+	return out
+}
+
+func envValue(t *testing.T, env []corev1.EnvVar, name string) string {
+	t.Helper()
+	e, ok := envMap(t, env)[name]
+	require.True(t, ok, "env %s missing", name)
+	require.Nil(t, e.ValueFrom, "env %s should be a plain value", name)
+	return e.Value
+}
+
+func TestEnvContract(t *testing.T) {
+	job := newJob("mnist", withTrainers(3, 8), withPservers(2), withPorts(7000, 2, 1), withSpec(func(s *v1.TrainingJobSpec) {
+		s.Trainer.Entrypoint = "python train.py --epochs 2"
+		s.Trainer.Workspace = "/workspace/mnist"
+		s.Trainer.Passes = 4
+	}))
+	for _, role := range allRoles {
+		t.Run(string(role), func(t *testing.T) {
+			env := Env(job, role)
+			want := map[string]string{
+				"PADDLE_JOB_NAME":                  "mnist",
+				"PADDLE_TRAINING_ROLE":             string(role),
+				"TRAINING_ROLE":                    string(role),
+				"PADDLE_PORT":                      "7000",
+				"PADDLE_PSERVERS_NUM":              "2",
+				"PSERVERS":                         "2",
+				"PADDLE_TRAINERS_NUM":              "3",
+				"TRAINERS":                         "3",
+				"ENTRY":                            "python train.py --epochs 2",
+				"TOPOLOGY":                         "python train.py --epochs 2",
+				"TRAINER_PACKAGE":                  "/workspace/mnist",
+				"PADDLE_INIT_PORT":                 "7000",
+				"PADDLE_INIT_PORTS_NUM":            "2",
+				"PADDLE_INIT_PORTS_NUM_FOR_SPARSE": "1",
+				"PADDLE_INIT_TRAINER_COUNT":        "1",
+				"PADDLE_INIT_NUM_GRADIENT_SERVERS": "3",
+				"PADDLE_INIT_NUM_PASSES":           "4",
+				"PADDLE_INIT_USE_GPU":              "false",
+			}
+			for name, value := range want {
+				assert.Equal(t, value, envValue(t, env, name), name)
+			}
+			downward := map[string]string{
+				"POD_IP":            "status.podIP",
+				"PADDLE_CURRENT_IP": "status.podIP",
+				"POD_NAME":          "metadata.name",
+				"NAMESPACE":         "metadata.namespace",
+			}
+			m := envMap(t, env)
+			for name, path := range downward {
+				e, ok := m[name]
+				require.True(t, ok, "env %s missing", name)
+				require.NotNil(t, e.ValueFrom, name)
+				require.NotNil(t, e.ValueFrom.FieldRef, name)
+				assert.Equal(t, path, e.ValueFrom.FieldRef.FieldPath, name)
+				assert.Empty(t, e.Value, name)
+			}
+			for _, name := range []string{"PADDLE_MASTER_ENDPOINT", "PADDLE_ETCD_ENDPOINTS", "ETCD_ENDPOINTS"} {
+				assert.NotContains(t, m, name, "a plain job has no master")
+			}
+			assert.Equal(t, env, PodTemplate(job, role).Spec.Containers[0].Env, "the container carries the contract")
+		})
+	}
+}
+
+func TestEnvFaultTolerantEndpoints(t *testing.T) {
+	tests := []struct {
+		name       string
+		job        *v1.TrainingJob
+		master     string
+		etcd       string
+		noEndpoint bool
+	}{
+		{"plain job: none", newJob("mnist"), "", "", true},
+		{"fault-tolerant: the master Service", newJob("mnist", faultTolerant()),
+			"mnist-master.team-a.svc:8080", "http://mnist-master.team-a.svc:2379", false},
+		{"fault-tolerant with etcd-endpoint", newJob("mnist", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) {
+			s.Master.EtcdEndpoint = "http://etcd.infra:2379"
+		})), "mnist-master.team-a.svc:8080", "http://etcd.infra:2379", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, role := range allRoles {
+				env := Env(tt.job, role)
+				m := envMap(t, env)
+				if tt.noEndpoint {
+					assert.NotContains(t, m, "PADDLE_MASTER_ENDPOINT")
+					assert.NotContains(t, m, "PADDLE_ETCD_ENDPOINTS")
+					assert.NotContains(t, m, "ETCD_ENDPOINTS")
+					continue
+				}
+				assert.Equal(t, tt.master, envValue(t, env, "PADDLE_MASTER_ENDPOINT"), role)
+				assert.Equal(t, tt.etcd, envValue(t, env, "PADDLE_ETCD_ENDPOINTS"), role)
+				assert.Equal(t, tt.etcd, envValue(t, env, "ETCD_ENDPOINTS"), role)
+			}
+		})
+	}
+}
+
+func TestEnvTrainerCount(t *testing.T) {
+	tests := []struct {
+		name      string
+		resources corev1.ResourceRequirements
+		count     string
+		useGPU    string
+	}{
+		{"nothing requested: one", corev1.ResourceRequirements{}, "1", "false"},
+		{"whole CPUs requested", corev1.ResourceRequirements{Requests: resourceList("cpu", "4")}, "4", "false"},
+		{"whole CPUs as limits", corev1.ResourceRequirements{Limits: resourceList("cpu", "3")}, "3", "false"},
+		{"less than one CPU: one", corev1.ResourceRequirements{Requests: resourceList("cpu", "500m")}, "1", "false"},
+		// "its whole CPUs": 2.5 CPUs hold two whole CPUs, not three.
+		{"fractional CPUs: the whole ones", corev1.ResourceRequirements{Requests: resourceList("cpu", "2500m")}, "2", "false"},
+		{"GPUs as limits", corev1.ResourceRequirements{Requests: resourceList("cpu", "8"), Limits: resourceList("nvidia.com/gpu", "2")}, "2", "true"},
+		{"GPUs as requests", corev1.ResourceRequirements{Requests: resourceList("nvidia.com/gpu", "1", "cpu", "4")}, "1", "true"},
+		{"zero GPUs: CPUs", corev1.ResourceRequirements{Requests: resourceList("cpu", "2"), Limits: resourceList("nvidia.com/gpu", "0")}, "2", "false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := Env(newJob("a", withTrainerResources(tt.resources)), RoleTrainer)
+			assert.Equal(t, tt.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
+			assert.Equal(t, tt.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
+		})
+	}
+}
+
+func TestEnvPasses(t *testing.T) {
+	tests := []struct {
+		name          string
+		spec, trainer int32
+		want          string
+	}{
+		{"trainer.passes", 0, 3, "3"},
+		{"spec.passes when trainer.passes is unset", 7, 0, "7"},
+		{"trainer.passes wins", 7, 3, "3"},
+		{"neither", 0, 0, "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Passes, s.Trainer.Passes = tt.spec, tt.trainer }))
+			assert.Equal(t, tt.want, envValue(t, Env(job, RoleTrainer), "PADDLE_INIT_NUM_PASSES"))
+		})
+	}
+}
+
+func TestTemplateHash(t *testing.T) {
+	base := func(muts ...jobMutator) string {
+		job := newJob("a", append([]jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
+			s.NodeSelector = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+		})}, muts...)...)
+		tpl := PodTemplate(job, RoleTrainer)
+		return TemplateHash(&tpl)
+	}
+	first := base()
+	require.NotEmpty(t, first)
+
+	t.Run("stable across builds", func(t *testing.T) {
+		for i := 0; i < 20; i++ {
+			require.Equal(t, first, base(), "map order must not change the hash")
+		}
+	})
+	t.Run("the ReplicaSet carries its template's hash", func(t *testing.T) {
+		rs := ReplicaSet(newJob("a"), RoleTrainer, 2)
+		assert.Equal(t, TemplateHash(&rs.Spec.Template), rs.Annotations[AnnotationTemplateHash])
+	})
+	t.Run("replicas do not change it", func(t *testing.T) {
+		job := newJob("a")
+		assert.Equal(t, ReplicaSet(job, RoleTrainer, 2).Annotations, ReplicaSet(job, RoleTrainer, 5).Annotations)
+	})
+	changes := []struct {
+		name string
+		mut  jobMutator
+	}{
+		{"image", withImage("paddlepaddle/paddlecloud-job:v2")},
+		{"entrypoint", withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
+		{"resources", withTrainerResources(corev1.ResourceRequirements{Requests: resourceList("cpu", "2")})},
+		{"host network", withSpec(func(s *v1.TrainingJobSpec) { s.HostNetwork = true })},
+	}
+	for _, c := range changes {
+		t.Run("changes with "+c.name, func(t *testing.T) {
+			assert.NotEqual(t, first, base(c.mut))
+		})
+	}
+}
+
+func TestReplicaSetReplicas(t *testing.T) {
+	job := newJob("mnist", faultTolerant(), withTrainers(2, 6), withPservers(3))
+	tests := []struct {
+		name    string
+		role    Role
+		current *int32
+		final   bool
+		want    int32
+	}{
+		{"new trainer ReplicaSet starts at min-instance", RoleTrainer, nil, false, 2},
+		{"trainers below min are raised", RoleTrainer, ptr.To[int32](1), false, 2},
+		{"trainers above max are lowered", RoleTrainer, ptr.To[int32](99), false, 6},
+		{"trainers inside the range are the autoscaler's", RoleTrainer, ptr.To[int32](4), false, 4},
+		{"pservers are min-instance", RolePserver, ptr.To[int32](1), false, 3},
+		{"one master", RoleMaster, ptr.To[int32](0), false, 1},
+		{"a finished job runs nothing", RoleTrainer, ptr.To[int32](4), true, 0},
+		{"a finished job runs no pservers", RolePserver, ptr.To[int32](3), true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, desiredReplicas(job, tt.role, tt.current, tt.final))
+		})
+	}
+
+	t.Run("the builder takes the replicas", func(t *testing.T) {
+		rs := ReplicaSet(job, RoleTrainer, desiredReplicas(job, RoleTrainer, nil, false))
+		require.NotNil(t, rs.Spec.Replicas)
+		assert.Equal(t, int32(2), *rs.Spec.Replicas)
+	})
+}

@@ -1,0 +1,336 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// trainerPod, pserverPod and masterPod build pods of the job named "mnist",
+// whatever its spec.
+func trainerPod(name string, muts ...podMutator) *corev1.Pod {
+	return newPod(newJob("mnist"), RoleTrainer, name, muts...)
+}
+
+func pserverPod(name string, muts ...podMutator) *corev1.Pod {
+	return newPod(newJob("mnist"), RolePserver, name, muts...)
+}
+
+func masterPod(name string, muts ...podMutator) *corev1.Pod {
+	return newPod(newJob("mnist"), RoleMaster, name, muts...)
+}
+
+// observation builds what the listers would hold: the job's own ReplicaSets
+// for the given roles (at their desired replicas) and the pods by role.
+func observation(job *v1.TrainingJob, rsRoles []Role, pods ...*corev1.Pod) observed {
+	obs := observed{replicaSets: map[Role]*appsv1.ReplicaSet{}, pods: map[Role][]*corev1.Pod{}}
+	for _, role := range rsRoles {
+		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false))
+	}
+	for _, p := range pods {
+		for _, role := range allRoles {
+			if p.Labels[LabelFor(role)] == job.Name {
+				obs.pods[role] = append(obs.pods[role], p)
+			}
+		}
+	}
+	return obs
+}
+
+func blockedBy(obs observed, objects ...string) observed {
+	obs.blocked = objects
+	return obs
+}
+
+func TestJudge(t *testing.T) {
+	plain := newJob("mnist")
+	ft := newJob("mnist", faultTolerant())
+	all := func(job *v1.TrainingJob) []Role { return roles(job) }
+	// healthy pods of a plain job: one ready pserver, two running trainers.
+	healthy := []*corev1.Pod{pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())}
+	with := func(extra ...*corev1.Pod) []*corev1.Pod {
+		return append(append([]*corev1.Pod(nil), healthy...), extra...)
+	}
+
+	tests := []struct {
+		name       string
+		job        *v1.TrainingJob
+		obs        observed
+		wantPhase  v1.TrainingJobPhase
+		wantReason string
+		wantMsg    []string
+	}{
+		// Creating
+		{name: "no ReplicaSets yet", job: plain, obs: observation(plain, nil),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
+		{name: "trainer ReplicaSet missing", job: plain, obs: observation(plain, []Role{RolePserver}, healthy...),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
+		{name: "fault-tolerant job without its master ReplicaSet", job: ft, obs: observation(ft, []Role{RolePserver, RoleTrainer}),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
+		{name: "ReplicaSets without pods", job: plain, obs: observation(plain, all(plain)),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"0/2 trainers running", "0/1 pservers ready"}},
+		{name: "pods pending", job: plain, obs: observation(plain, all(plain), pserverPod("mnist-pserver-a"), trainerPod("mnist-trainer-a"), trainerPod("mnist-trainer-b")),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+		{name: "pserver running but not ready", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", notReady()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"2/2 trainers running", "0/1 pservers ready"}},
+		{name: "fewer trainers running than min-instance", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b")),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"1/2 trainers running"}},
+		{name: "running trainers being deleted do not count", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running(), deleting())),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+		{name: "fault-tolerant job with its master not ready", job: ft,
+			obs:       observation(ft, all(ft), append(with(), masterPod("mnist-master-a", notReady()))...),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+
+		// Pending
+		{name: "a trainer cannot be scheduled", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", unschedulable("0/3 nodes are available: 3 Insufficient cpu."))),
+			wantPhase: v1.PhasePending, wantReason: ReasonUnschedulable, wantMsg: []string{"1 pods", "mnist-trainer-b", "Insufficient cpu"}},
+		{name: "a pserver cannot be scheduled", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", unschedulable("0/3 nodes are available: 3 Insufficient memory."))),
+			wantPhase: v1.PhasePending, wantReason: ReasonUnschedulable, wantMsg: []string{"mnist-pserver-a", "Insufficient memory"}},
+		{name: "a scheduled pod with a stale Unschedulable condition is starting", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", unschedulable("old"), onNode("node-1"))),
+			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+		{name: "an object in the way", job: plain, obs: blockedBy(observation(plain, []Role{RolePserver}), "ReplicaSet mnist-trainer"),
+			wantPhase: v1.PhasePending, wantReason: ReasonBlocked, wantMsg: []string{"ReplicaSet mnist-trainer"}},
+
+		// Running
+		{name: "pservers ready and min-instance trainers running", job: plain, obs: observation(plain, all(plain), healthy...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning, wantMsg: []string{"2 trainers running (min 2, max 6)", "1 pservers ready"}},
+		{name: "running with some trainers unschedulable above min", job: plain,
+			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", unschedulable("0/3 nodes are available")))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+		{name: "fault-tolerant job with its master ready", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+
+		// Succeeded
+		{name: "a trainer exited 0", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(0)))...),
+			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded, wantMsg: []string{"mnist-trainer-c", "code 0"}},
+		{name: "a trainer exited 0 and was restarted", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", running(), lastExited(0), restarts(1)))...),
+			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded, wantMsg: []string{"mnist-trainer-c"}},
+		{name: "a fault-tolerant trainer exited 0", job: ft, obs: observation(ft, all(ft), trainerPod("mnist-trainer-c", exited(0))),
+			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+		{name: "success is judged before missing ReplicaSets", job: plain, obs: observation(plain, nil, trainerPod("mnist-trainer-c", exited(0))),
+			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+		{name: "a trainer being deleted that exited 0 is no success", job: plain,
+			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(0), deleting()))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+		{name: "a trainer being deleted that exited 143 is no failure", job: plain,
+			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(143), deleting()))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+		{name: "a fault-tolerant trainer scaled down exits 143", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", exited(143), deleting()))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+
+		// Failed, plain job
+		{name: "a plain trainer exited non-zero", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(1)))...),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 1"}},
+		{name: "a plain trainer exited non-zero and was restarted", job: plain,
+			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", running(), lastExited(137), restarts(1)))...),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 137"}},
+		{name: "the first failed trainer by name is named", job: plain,
+			obs:       observation(plain, all(plain), trainerPod("mnist-trainer-z", exited(2)), trainerPod("mnist-trainer-m", exited(3))),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-m", "code 3"}},
+		{name: "a plain pserver exited non-zero", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", exited(1)), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 1"}},
+		// The pserver's last run failed with 2; it then ran again and
+		// exited 0. The job fails for the 2, and the message must say 2.
+		{name: "a plain pserver failure names the code that failed it", job: plain,
+			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", exited(0), lastExited(2), restarts(1))),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 2"}},
+
+		// Failed, fault-tolerant job
+		{name: "a fault-tolerant trainer may fail and restart up to max-restarts", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(5)))...),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+		{name: "a fault-tolerant pserver may fail", job: ft,
+			obs: observation(ft, all(ft), masterPod("mnist-master-a", ready()), pserverPod("mnist-pserver-a", ready(), lastExited(1), restarts(1)),
+				trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
+			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+		{name: "a fault-tolerant trainer restarted more than max-restarts (default 5)", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(6)))...),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonTooManyRestarts,
+			wantMsg: []string{"mnist-trainer-c", "restarted 6 times", "max-restarts 5", "last exit code 1"}},
+		{name: "max-restarts 0 fails on the first restart", job: newJob("mnist", faultTolerant(), withMaxRestarts(0)),
+			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(3), restarts(1))),
+			wantPhase: v1.PhaseFailed, wantReason: ReasonTooManyRestarts, wantMsg: []string{"max-restarts 0", "last exit code 3"}},
+		{name: "success wins over too many restarts", job: ft,
+			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(9)), trainerPod("mnist-trainer-d", exited(0))),
+			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := judge(tt.job, tt.obs, roles(tt.job))
+			assert.Equal(t, tt.wantPhase, v.phase, v.message)
+			assert.Equal(t, tt.wantReason, v.reason, v.message)
+			for _, part := range tt.wantMsg {
+				assert.Contains(t, v.message, part)
+			}
+
+			status := computeStatus(tt.job, tt.obs, roles(tt.job))
+			assert.Equal(t, tt.wantPhase, status.Phase)
+			assert.Equal(t, tt.wantReason, status.Reason)
+			assert.Equal(t, v.message, status.Message)
+		})
+	}
+}
+
+func TestComputeStatusFinalPhases(t *testing.T) {
+	plain := newJob("mnist")
+	allRunning := observation(plain, roles(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running()))
+	tests := []struct {
+		name       string
+		job        *v1.TrainingJob
+		obs        observed
+		wantPhase  v1.TrainingJobPhase
+		wantReason string
+		wantMsg    string
+	}{
+		{"succeeded stays succeeded when a trainer later fails",
+			newJob("mnist", withPhase(v1.PhaseSucceeded, ReasonSucceeded, "trainer pod x exited with code 0")),
+			observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(1))),
+			v1.PhaseSucceeded, ReasonSucceeded, "trainer pod x exited with code 0"},
+		{"succeeded stays succeeded when every pod is gone",
+			newJob("mnist", withPhase(v1.PhaseSucceeded, ReasonSucceeded, "done")),
+			observation(plain, nil),
+			v1.PhaseSucceeded, ReasonSucceeded, "done"},
+		{"failed stays failed while pods run",
+			newJob("mnist", withPhase(v1.PhaseFailed, ReasonTrainerFailed, "trainer pod y exited with code 1")),
+			allRunning, v1.PhaseFailed, ReasonTrainerFailed, "trainer pod y exited with code 1"},
+		{"failed stays failed when a trainer later exits 0",
+			newJob("mnist", withPhase(v1.PhaseFailed, ReasonInvalid, "spec.trainer.min-instance: bad")),
+			observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(0))),
+			v1.PhaseFailed, ReasonInvalid, "spec.trainer.min-instance: bad"},
+		{"running is not final",
+			newJob("mnist", withPhase(v1.PhaseRunning, ReasonRunning, "2 trainers running")),
+			observation(plain, roles(plain)),
+			v1.PhaseCreating, ReasonPodsStarting, "waiting for pods: 0/2 trainers running, 0/1 pservers ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := computeStatus(tt.job, tt.obs, roles(tt.job))
+			assert.Equal(t, tt.wantPhase, status.Phase)
+			assert.Equal(t, tt.wantReason, status.Reason)
+			assert.Equal(t, tt.wantMsg, status.Message)
+		})
+	}
+}
+
+func TestComputeStatusCounts(t *testing.T) {
+	job := newJob("mnist", withTrainers(2, 6))
+	obs := observation(job, roles(job),
+		pserverPod("mnist-pserver-a", ready()),
+		trainerPod("mnist-trainer-a", ready()),
+		trainerPod("mnist-trainer-b", running()),
+		trainerPod("mnist-trainer-c"),
+		trainerPod("mnist-trainer-d", podPhase(corev1.PodSucceeded)),
+		trainerPod("mnist-trainer-e", podPhase(corev1.PodFailed)),
+		trainerPod("mnist-trainer-f", ready(), deleting()),
+	)
+	three := int32(3)
+	obs.replicaSets[RoleTrainer].Spec.Replicas = &three
+
+	status := computeStatus(job, obs, roles(job))
+	assert.Equal(t, v1.ReplicaStatus{Desired: 3, Current: 3, Ready: 1, Summary: "1/3"}, status.Trainers,
+		"current: a, b, c (not the finished d, e nor the deleted f); ready: a")
+	assert.Equal(t, v1.ReplicaStatus{Desired: 1, Current: 1, Ready: 1, Summary: "1/1"}, status.Pservers)
+	assert.Equal(t, v1.ReplicaStatus{Desired: 0, Current: 0, Ready: 0, Summary: "0/0"}, status.Master, "a plain job has no master")
+}
+
+func TestComputeStatusConditions(t *testing.T) {
+	plain := newJob("mnist", withGeneration(7))
+	runningObs := observation(plain, roles(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running()))
+	type want struct {
+		kind   string
+		status metav1.ConditionStatus // "" means absent
+		reason string
+	}
+	tests := []struct {
+		name string
+		job  *v1.TrainingJob
+		obs  observed
+		want []want
+	}{
+		{"running is ready", plain, runningObs, []want{
+			{ConditionReady, metav1.ConditionTrue, ReasonRunning},
+			{ConditionBlocked, "", ""}, {ConditionComplete, "", ""}, {ConditionFailed, "", ""},
+		}},
+		{"starting is not ready", plain, observation(plain, roles(plain)), []want{
+			{ConditionReady, metav1.ConditionFalse, ReasonPodsStarting},
+			{ConditionComplete, "", ""}, {ConditionFailed, "", ""},
+		}},
+		{"succeeded is complete", plain, observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(0))), []want{
+			{ConditionReady, metav1.ConditionFalse, ReasonSucceeded},
+			{ConditionComplete, metav1.ConditionTrue, ReasonSucceeded},
+			{ConditionFailed, "", ""},
+		}},
+		{"failed", plain, observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(1))), []want{
+			{ConditionReady, metav1.ConditionFalse, ReasonTrainerFailed},
+			{ConditionFailed, metav1.ConditionTrue, ReasonTrainerFailed},
+			{ConditionComplete, "", ""},
+		}},
+		{"blocked", plain, blockedBy(observation(plain, nil), "Service mnist-pserver"), []want{
+			{ConditionReady, metav1.ConditionFalse, ReasonBlocked},
+			{ConditionBlocked, metav1.ConditionTrue, ReasonBlocked},
+		}},
+		{"no longer blocked", newJob("mnist", withGeneration(7), withCondition(ConditionBlocked, metav1.ConditionTrue, ReasonBlocked)), runningObs, []want{
+			{ConditionReady, metav1.ConditionTrue, ReasonRunning},
+			{ConditionBlocked, metav1.ConditionFalse, "NothingInTheWay"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := computeStatus(tt.job, tt.obs, roles(tt.job))
+			assert.Equal(t, int64(7), status.ObservedGeneration)
+			for _, w := range tt.want {
+				c := condition(status, w.kind)
+				if w.status == "" {
+					assert.Nil(t, c, "condition %s", w.kind)
+					continue
+				}
+				require.NotNil(t, c, "condition %s", w.kind)
+				assert.Equal(t, w.status, c.Status, w.kind)
+				assert.Equal(t, w.reason, c.Reason, w.kind)
+				assert.Equal(t, int64(7), c.ObservedGeneration, w.kind)
+				assert.False(t, c.LastTransitionTime.IsZero(), w.kind)
+			}
+			if c := condition(status, ConditionBlocked); c != nil && c.Status == metav1.ConditionTrue {
+				assert.Contains(t, c.Message, "Service mnist-pserver")
+			}
+		})
+	}
+}
+
+func TestComputeStatusIsPure(t *testing.T) {
+	job := newJob("mnist", withGeneration(3),
+		withPhase(v1.PhaseCreating, ReasonPodsStarting, "waiting"),
+		withCondition(ConditionReady, metav1.ConditionFalse, ReasonPodsStarting))
+	before := job.DeepCopy()
+	obs := observation(job, roles(job), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running()))
+
+	first := computeStatus(job, obs, roles(job))
+	assert.Equal(t, before, job, "computeStatus must not change the job it is given")
+	assert.Equal(t, v1.PhaseRunning, first.Phase)
+	second := computeStatus(job, obs, roles(job))
+	assert.Equal(t, first.Phase, second.Phase)
+	assert.Equal(t, first.Message, second.Message)
+
+	t.Run("an unchanged condition keeps its transition time", func(t *testing.T) {
+		idle := computeStatus(job, observation(job, roles(job)), roles(job))
+		c := condition(idle, ConditionReady)
+		require.NotNil(t, c)
+		assert.Equal(t, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), c.LastTransitionTime.UTC())
+	})
+}

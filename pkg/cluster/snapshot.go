@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +37,7 @@ type Snapshot struct {
 	nodes     map[string]*nodeState
 	pods      map[string]*podRecord
 	pending   map[string]*podRecord
-	trainers  map[string]map[string]*podRecord
+	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
 	nodeCount int
 	total     amounts // allocatable of counted nodes
 	requested amounts // requests of live pods
@@ -124,7 +126,7 @@ func newSnapshot(opts Options) *Snapshot {
 		nodes:    map[string]*nodeState{},
 		pods:     map[string]*podRecord{},
 		pending:  map[string]*podRecord{},
-		trainers: map[string]map[string]*podRecord{},
+		trainers: map[string][]*podRecord{},
 	}
 }
 
@@ -224,11 +226,12 @@ func (s *Snapshot) applyLocked(r *podRecord) {
 	}
 	if r.job != "" && !r.terminating {
 		pods := s.trainers[r.job]
-		if pods == nil {
-			pods = map[string]*podRecord{}
-			s.trainers[r.job] = pods
+		i, found := slices.BinarySearchFunc(pods, r, olderRecord)
+		if found {
+			pods[i] = r
+		} else {
+			s.trainers[r.job] = slices.Insert(pods, i, r)
 		}
-		pods[r.key] = r
 	}
 }
 
@@ -251,13 +254,25 @@ func (s *Snapshot) unapplyLocked(r *podRecord) {
 		delete(s.pending, r.key)
 	}
 	if r.job != "" && !r.terminating {
-		if pods := s.trainers[r.job]; pods != nil {
-			delete(pods, r.key)
+		pods := s.trainers[r.job]
+		if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
+			pods = slices.Delete(pods, i, i+1)
 			if len(pods) == 0 {
 				delete(s.trainers, r.job)
+			} else {
+				s.trainers[r.job] = pods
 			}
 		}
 	}
+}
+
+// olderRecord orders a job's trainers by creation, then name; a pod keeps
+// both for life, so a sorted slice stays sorted across updates.
+func olderRecord(a, b *podRecord) int {
+	if c := a.created.Compare(b.created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func (s *Snapshot) onNode(obj interface{}) {
@@ -321,9 +336,9 @@ func nodeReady(node *corev1.Node) bool {
 
 // InquiryResource returns a deep copy of the current aggregates: the caller
 // owns every map and slice in it. It logs the result at debug level in the
-// original EDL's format. The lock is held only while copying; sorting and
-// formatting happen after it is released so that event handlers are not
-// stalled.
+// original EDL's format (see ClusterResource.String). The lock is held only
+// while copying; sorting the pending pods and formatting the log line happen
+// after it is released so that event handlers are not stalled.
 func (s *Snapshot) InquiryResource() ClusterResource {
 	s.mu.Lock()
 	r := ClusterResource{
@@ -373,27 +388,22 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 	}
 	s.mu.Unlock()
 
-	sort.Slice(r.Pending, func(i, j int) bool {
-		a, b := &r.Pending[i], &r.Pending[j]
+	slices.SortFunc(r.Pending, func(a, b PendingPod) int {
 		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
+			return cmp.Compare(b.Priority, a.Priority)
 		}
-		if !a.Created.Equal(b.Created) {
-			return a.Created.Before(b.Created)
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
 		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.Name, b.Name)
 	})
-	for _, list := range r.Trainers {
-		sort.Slice(list, func(i, j int) bool {
-			if !list[i].Created.Equal(list[j].Created) {
-				return list[i].Created.Before(list[j].Created)
-			}
-			return list[i].Name < list[j].Name
-		})
-	}
-	s.log.Debug("Cluster.InquiryResource done", "resource", fmt.Sprintf("%+v", r))
+	// Formatting per-node maps of thousands of nodes is costly, so it is
+	// deferred: log15's stream handlers evaluate a Lazy value only when the
+	// record passes the level filter, and then print exactly
+	// fmt.Sprintf("%+v", r).
+	s.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
 	return r
 }

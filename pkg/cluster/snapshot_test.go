@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inconshreveable/log15"
 	"github.com/stretchr/testify/assert"
@@ -18,7 +20,8 @@ const originalLine = `resource="{NodeCount:1 GPURequest:0 GPULimit:0 GPUTotal:0 
 func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 	var recs []*log15.Record
 	log := log15.New()
-	log.SetHandler(log15.FuncHandler(func(r *log15.Record) error { recs = append(recs, r); return nil }))
+	// LazyHandler is what log15's StreamHandler puts in front of a writer.
+	log.SetHandler(log15.LazyHandler(log15.FuncHandler(func(r *log15.Record) error { recs = append(recs, r); return nil })))
 	s := newSnapshot(Options{Logger: log})
 	// 2041048Ki is 1993.2 MiB; 172544Ki is 168.5 MiB, so the request floors to
 	// 168 and the free memory to 1824, exactly the README's numbers.
@@ -37,6 +40,13 @@ func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 	assert.Contains(t, line, want)
 	prefix := strings.TrimSuffix(originalLine, `}}"`)
 	assert.True(t, strings.HasPrefix(want, prefix), "the original line's prefix must survive:\n%s\n%s", prefix, want)
+
+	// Through the handler cmd/edl uses, a filtered-out debug line costs no
+	// formatting, and an enabled one reads the same.
+	var buf bytes.Buffer
+	log.SetHandler(log15.LvlFilterHandler(log15.LvlDebug, log15.StreamHandler(&buf, log15.LogfmtFormat())))
+	s.InquiryResource()
+	assert.Contains(t, buf.String(), want)
 }
 
 func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
@@ -300,4 +310,25 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	}, r.Trainers["ns/a"])
 	assert.True(t, r.Trainers["ns/a"][2].Running())
 	assert.Equal(t, r.Trainers["ns/a"], r.TrainerPods("ns/a"))
+}
+
+func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "64", "64Gi"))
+	// Created out of order, some in the same second.
+	for _, p := range []struct {
+		name string
+		at   time.Duration
+	}{{"e", 5}, {"b", 1}, {"d", 3}, {"a", 1}, {"c", 3}} {
+		s.onPod(newPod(p.name, trainerOf("job"), withPhase(corev1.PodPending), createdAt(p.at*time.Second)))
+	}
+	s.onPod(newPod("c", trainerOf("job"), onNode("n1"), createdAt(3*time.Second), withRV("2")))
+	s.onPodDelete(newPod("d", trainerOf("job")))
+	s.onPod(newPod("b", trainerOf("job"), onNode("n1"), terminating(), createdAt(time.Second), withRV("2")))
+
+	var names []string
+	for _, p := range s.InquiryResource().Trainers["ns/job"] {
+		names = append(names, p.Name+"@"+p.Node)
+	}
+	assert.Equal(t, []string{"a@", "c@n1", "e@"}, names)
 }

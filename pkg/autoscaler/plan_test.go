@@ -297,6 +297,37 @@ func planCases() []planCase {
 			reasons: map[string][]string{"pending": {"scale down by 2 (2 not yet scheduled): CPU load 1.2 above max_load_desired 1"}},
 		},
 		{
+			name:  "exactly at the threshold nothing moves: grow and shrink share one test (defect 2)",
+			nodes: nodes("n", 1, res(100, 1000, 0)),
+			// 97 CPU requested of 100: a 98th would exceed 0.97, and 97 does
+			// not exceed it.
+			jobs: []Job{newJob("a", withRange(1, 200), spread(97, nodes("n", 1, res(100, 1000, 0))))},
+			want: map[string]int32{},
+		},
+		{
+			name:  "lower priorities yield for a higher-priority job's trainers up to its min",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("low", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+				newJob("high", withRange(1, 10), withPriority(1000), withRequest(res(4, 1, 0)), unschedulableTrainers(2)),
+			},
+			opts: Options{MaxLoadDesired: 2}, // isolate the priority rule
+			// high's first trainer is its right (min 1); its second is
+			// opportunistic, and nobody yields for that.
+			want:    map[string]int32{"low": 3},
+			reasons: map[string][]string{"low": {"1 unschedulable pod of priority 1000 needs 4 CPU"}},
+		},
+		{
+			name:  "duplicate keys and zero requests are accounted but never moved",
+			nodes: n4x8,
+			jobs: []Job{
+				newJob("a", withRange(1, 3), runningOn("n-0")),
+				newJob("a", withRange(1, 30), runningOn("n-1")),
+				newJob("free", withRange(1, 3), withRequest(Resources{}), runningOn("n-0")),
+			},
+			want: map[string]int32{"a": 3},
+		},
+		{
 			name:  "the lowest priority yields to load first, then the most fulfilled",
 			nodes: nodes("n", 1, res(10, 64, 0)),
 			opts:  Options{MaxLoadDesired: 1},
@@ -478,6 +509,17 @@ func TestPlanFulfillmentCountsPlacedTrainers(t *testing.T) {
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{MaxLoadDesired: 2})
 	assert.Equal(t, int32(4), toOf(actions, jobs[1]), "the job that really runs the most gives back")
 	assert.Equal(t, int32(8), toOf(actions, jobs[0]), "the mostly pending job keeps its 2 running trainers")
+}
+
+func TestScaleDownNamesTheNodesTrainersLeave(t *testing.T) {
+	ns := nodes("n", 2, res(8, 64, 0))
+	jobs := []Job{newJob("a", withRange(1, 10), withRequest(res(2, 1, 0)), runningOn("n-0", "n-1", "n-0", "n-1"), unschedulableTrainers(1))}
+	others := pendingPods(1, 0, res(8, 1, 0)) // 18 CPU of 16
+	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{})
+	require.Len(t, actions, 1)
+	// The unschedulable trainer first, then the newest: t3 on n-1.
+	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"},
+		Reason: "scale down by 2 (1 not yet scheduled): CPU load 1.125 above max_load_desired 0.97"}, actions[0])
 }
 
 func TestJobsFromSnapshot(t *testing.T) {

@@ -35,7 +35,11 @@ const (
 	// Start created (logs, certificates, etcd data) after Stop.
 	KeepDirEnv = "EDL_KEEP_CONTROLPLANE"
 
-	stopGrace = 10 * time.Second
+	// stopGrace is how long a component may take to exit after SIGTERM
+	// before it gets SIGKILL. kube-apiserver's graceful shutdown waits up to
+	// its --request-timeout (1 min) for clients to close their watches; a
+	// test control plane has nothing to gain from that.
+	stopGrace = 3 * time.Second
 )
 
 // Component names, as used for log files (Dir/logs/<name>.log) and LogTail.
@@ -234,7 +238,14 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		"--controllers=*,-service-lb-controller,-cloud-node-lifecycle-controller,-node-route-controller",
 		"--service-account-private-key-file="+p.saKey,
 		"--root-ca-file="+p.caCert,
+		// One service account per controller, as kubeadm runs it: the
+		// bootstrap RBAC role of system:kube-controller-manager alone may
+		// not, for one, lift node taints.
 		"--use-service-account-credentials=true",
+		// The node-lifecycle controller lifts the not-ready taint of a node
+		// that became Ready on its next pass; 5 s (the default) between
+		// passes would make every new node wait that long.
+		"--node-monitor-period=1s",
 		"--cluster-signing-cert-file="+p.caCert,
 		"--cluster-signing-key-file="+p.caKey,
 		"--profiling=false",
@@ -368,8 +379,9 @@ func (cp *ControlPlane) httpClient() *http.Client {
 	}
 }
 
-// StopAPIServer stops kube-apiserver, leaving etcd and the other components
-// running (and failing to reach it) until StartAPIServer.
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 3 s),
+// leaving etcd and the other components running, and failing to reach it,
+// until StartAPIServer.
 func (cp *ControlPlane) StopAPIServer() error {
 	if cp.isStopped() {
 		return errStopped
@@ -393,8 +405,8 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops every process, most dependent first, and removes the work
-// directory if Start created it. It is safe to call more than once.
+// Stop stops every process and removes the work directory if Start created
+// it (unless $EDL_KEEP_CONTROLPLANE is set). It is safe to call more than once.
 func (cp *ControlPlane) Stop() error {
 	cp.mu.Lock()
 	if cp.stopped {
@@ -405,9 +417,16 @@ func (cp *ControlPlane) Stop() error {
 	cp.mu.Unlock()
 	untrack(cp)
 
-	for i := len(cp.components) - 1; i >= 0; i-- {
-		cp.components[i].stop(stopGrace)
+	// The API server's clients first, so that it has no watches to drain,
+	// then the API server, so that etcd has none either.
+	etcd, clients := cp.components[0], cp.components[2:]
+	var wg sync.WaitGroup
+	for _, p := range clients {
+		wg.Go(func() { p.stop(stopGrace) })
 	}
+	wg.Wait()
+	cp.apiServer.stop(stopGrace)
+	etcd.stop(stopGrace)
 	if cp.removeDir {
 		return os.RemoveAll(cp.Dir)
 	}

@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	began := time.Now()
 	var err error
 	cp, err = framework.Start(ctx, framework.Options{Nodes: []framework.NodeSpec{sharedNodes}})
 	cancel()
@@ -43,6 +44,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "integration: control plane with %d nodes up in %s\n", sharedNodes.Count, time.Since(began).Round(100*time.Millisecond))
 	defer cp.Stop()
 	code := m.Run()
 	if code != 0 {

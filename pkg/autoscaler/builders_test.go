@@ -33,11 +33,12 @@ func nodes(prefix string, count int, alloc Resources) []nodeSpec {
 
 // otherPod is a pod that is not a trainer of a planned job.
 type otherPod struct {
-	name     string
-	node     string // "" for pending
-	priority int32
-	req      Resources
-	job      string // set for trainers of jobs not passed to Plan
+	name      string
+	node      string // "" for pending
+	priority  int32
+	req       Resources
+	job       string // set for trainers of jobs not passed to Plan
+	nominated string
 }
 
 func pendingPods(count int, priority int32, req Resources) []otherPod {
@@ -92,7 +93,7 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.ClusterRes
 		use(o.node, o.req)
 		if o.node == "" {
 			r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
-				Request: o.req, Job: o.job, Created: t0})
+				Request: o.req, Job: o.job, Created: t0, NominatedNode: o.nominated})
 		}
 	}
 	sort.SliceStable(r.Pending, func(i, j int) bool { return r.Pending[i].Priority > r.Pending[j].Priority })

@@ -82,8 +82,11 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 	for i := range others {
 		o := otherPod{name: fmt.Sprintf("o%d", i), priority: priorities[f.intn(len(priorities))],
 			req: Resources{CPUMilli: int64(250 * f.intn(17)), MemoryMega: int64(256 * f.intn(17)), GPU: int64(f.intn(4) / 3)}}
-		if f.intn(2) == 0 {
+		switch f.intn(4) {
+		case 0, 1:
 			o.node = nodeName()
+		case 2:
+			o.nominated = nodeName()
 		}
 		others[i] = o
 	}

@@ -136,6 +136,14 @@ func planCases() []planCase {
 			}},
 		},
 		{
+			name:   "no yield for a pod the scheduler is already preempting for",
+			nodes:  twoFull,
+			opts:   Options{MaxLoadDesired: 2}, // isolate the priority rule
+			jobs:   []Job{newJob("low", withRange(1, 16), withRequest(res(4, 1, 0)), spread(4, twoFull))},
+			others: []otherPod{{name: "nominated", priority: 1000, req: res(4, 1, 0), nominated: "n-0"}},
+			want:   map[string]int32{},
+		},
+		{
 			name:  "no yield to pods of lower priority",
 			nodes: nodes("n", 3, res(8, 64, 0)),
 			jobs:  []Job{newJob("a", withRange(1, 10), withRequest(res(2, 1, 0)), spread(4, nodes("n", 1, res(8, 64, 0))))},

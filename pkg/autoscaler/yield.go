@@ -41,6 +41,12 @@ func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 	})
 	for _, i := range order {
 		pod := &pending[i]
+		if pod.NominatedNode != "" {
+			// The scheduler has preempted pods for it already (trainers among
+			// them, if they are of lower priority); yielding more now would
+			// take twice. It still counts as load.
+			continue
+		}
 		if pod.Job != "" {
 			if _, known := p.byKey[pod.Job]; known {
 				if quota[pod.Job] <= 0 {

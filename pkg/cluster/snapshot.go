@@ -71,6 +71,7 @@ type podRecord struct {
 	live          bool // neither Succeeded nor Failed
 	terminating   bool
 	unschedulable bool
+	nominated     string
 	priority      int32
 	created       time.Time
 	req, lim      amounts
@@ -183,6 +184,7 @@ func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
 		live:        pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed,
 		terminating: pod.DeletionTimestamp != nil,
 		created:     pod.CreationTimestamp.Time,
+		nominated:   pod.Status.NominatedNodeName,
 	}
 	if job, ok := pod.Labels[TrainerLabel]; ok && job != "" {
 		rec.job = pod.Namespace + "/" + job
@@ -373,7 +375,7 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 	for _, p := range s.pending {
 		r.Pending = append(r.Pending, PendingPod{
 			Namespace: p.namespace, Name: p.name, Priority: p.priority,
-			Request: p.request, Job: p.job, Created: p.created,
+			Request: p.request, Job: p.job, Created: p.created, NominatedNode: p.nominated,
 		})
 	}
 	for job, pods := range s.trainers {

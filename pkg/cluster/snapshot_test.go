@@ -284,7 +284,9 @@ func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	s := newSnapshot(Options{})
 	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onPod(newPod("low", unschedulablePod(), withPriority(1), withRequests("8", "1Gi")))
+	s.onPod(newPod("low", unschedulablePod(), withPriority(1), withRequests("8", "1Gi"), func(p *corev1.Pod) {
+		p.Status.NominatedNodeName = "n1"
+	}))
 	s.onPod(newPod("high-new", unschedulablePod(), withPriority(1000), createdAt(2), withRequests("8", "1Gi")))
 	s.onPod(newPod("high-old", unschedulablePod(), withPriority(1000), createdAt(1), withRequests("8", "1Gi"), trainerOf("a")))
 	s.onPod(newPod("a-new", trainerOf("a"), onNode("n1"), createdAt(5), withRequests("1", "1500Ki")))
@@ -299,6 +301,7 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"high-old", "high-new", "low"}, names)
 	assert.Equal(t, "ns/a", r.Pending[0].Job)
+	assert.Equal(t, "n1", r.Pending[2].NominatedNode)
 	assert.Equal(t, Resources{CPUMilli: 8000, MemoryMega: 1024}, r.Pending[0].Request)
 
 	require.Len(t, r.Trainers["ns/a"], 3)

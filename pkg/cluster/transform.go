@@ -19,7 +19,8 @@ import (
 //     resources, and of each container and init container its name and
 //     resources; init containers also keep restartPolicy, which marks the
 //     sidecars that the scheduler adds to the running sum.
-//   - status: phase and the PodScheduled condition (to see Unschedulable).
+//   - status: phase, nominatedNodeName (a preemption under way) and the
+//     PodScheduled condition (to see Unschedulable).
 //
 // Pods of EDL jobs (labelled paddle-job, paddle-job-pserver or
 // paddle-job-master) keep their whole status: the controller reads their
@@ -66,6 +67,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		return out, nil
 	}
 	out.Status.Phase = pod.Status.Phase
+	out.Status.NominatedNodeName = pod.Status.NominatedNodeName
 	for i := range pod.Status.Conditions {
 		if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled {
 			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}

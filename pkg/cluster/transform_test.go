@@ -28,6 +28,7 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 	p.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "etcd", RestartPolicy: &always,
 		Command: []string{"etcd"}, Resources: corev1.ResourceRequirements{Requests: rl("100m", "")}}}
 	p.Status.HostIP = "10.0.0.1"
+	p.Status.NominatedNodeName = "n2"
 	p.Status.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Message: "long message"},
@@ -53,8 +54,9 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 				Resources: corev1.ResourceRequirements{Requests: rl("100m", "")}}},
 		},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			Phase:             corev1.PodRunning,
+			NominatedNodeName: "n2",
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 		},
 	}
 	got, err := TransformPod(in)

@@ -72,6 +72,9 @@ type PendingPod struct {
 	Job string
 	// Created orders pods of equal priority the way the scheduling queue does.
 	Created time.Time
+	// NominatedNode is status.nominatedNodeName: the scheduler has already
+	// preempted pods there for this one and waits for them to go.
+	NominatedNode string
 }
 
 // TrainerPod is what the planner needs to know about one live trainer pod.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +65,32 @@ current-context: x
 			assert.NotContains(t, stderr, "goroutine ")
 		})
 	}
+}
+
+// TestMissingCRDIsOneLine: an API server that answers but does not serve
+// TrainingJobs gets one line saying how to install the CRD. The server here
+// is an HTTP stub of the two discovery paths edl asks for.
+func TestMissingCRDIsOneLine(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			_, _ = w.Write([]byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer server.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+server.URL+`"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+
+	code, _, stderr := runEDL("-kubeconfig", kubeconfig)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "edl: the API server at "+server.URL+" does not serve paddlepaddle.org/v1 TrainingJobs: install the CRD with 'kubectl create -f thirdpartyresource.yaml'\n", stderr)
 }
 
 func TestVersionAndHelp(t *testing.T) {

@@ -99,9 +99,11 @@ func NewController(
 		return nil, fmt.Errorf("add the job index to the pod informer: %w", err)
 	}
 
+	// Every job update is synced, the periodic resync's too: that is what
+	// brings back a job whose last sync saw a transient state.
 	jobHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
-		UpdateFunc: func(old, cur any) { c.enqueueIfChanged(old, cur, c.enqueue) },
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
 	}
 	ownedHandler := cache.ResourceEventHandlerFuncs{
@@ -222,10 +224,9 @@ func (c *Controller) enqueueOwner(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		if ref.Kind == "TrainingJob" && strings.HasPrefix(ref.APIVersion, v1.SchemeGroupVersion.Group+"/") {
-			c.queue.Add(m.GetNamespace() + "/" + ref.Name)
-		}
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "TrainingJob" &&
+		strings.HasPrefix(ref.APIVersion, v1.SchemeGroupVersion.Group+"/") {
+		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
 		return
 	}
 	for _, suffix := range []string{"-trainer", "-pserver", "-master"} {
@@ -395,31 +396,30 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas
 	}
-	patch := map[string]any{}
+	// A JSON patch, so that a new template replaces the old one whole:
+	// fields the job no longer sets disappear with it.
+	var ops []jsonPatchOp
 	if have != *want.Spec.Replicas {
-		patch["spec"] = map[string]any{"replicas": *want.Spec.Replicas}
+		ops = append(ops, jsonPatchOp{"replace", "/spec/replicas", *want.Spec.Replicas})
 	}
-	if existing.Annotations[AnnotationTemplateHash] != want.Annotations[AnnotationTemplateHash] {
+	if hash := want.Annotations[AnnotationTemplateHash]; existing.Annotations[AnnotationTemplateHash] != hash {
 		// The job's spec changed: new pods start from the new template; a
 		// ReplicaSet never restarts running ones.
-		spec, _ := patch["spec"].(map[string]any)
-		if spec == nil {
-			spec = map[string]any{}
+		ops = append(ops, jsonPatchOp{"replace", "/spec/template", want.Spec.Template})
+		if existing.Annotations == nil {
+			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations", want.Annotations})
+		} else {
+			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations/" + escapeJSONPointer(AnnotationTemplateHash), hash})
 		}
-		spec["template"] = want.Spec.Template
-		patch["spec"] = spec
-		patch["metadata"] = map[string]any{"annotations": want.Annotations}
 	}
-	if len(patch) == 0 {
+	if len(ops) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(patch)
+	data, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
-	// A JSON merge patch replaces lists (containers, env) as a whole, which is
-	// what a new template means.
-	if _, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, existing.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	if _, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, existing.Name, types.JSONPatchType, data, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch ReplicaSet %s: %w", existing.Name, err)
 	}
 	if have != *want.Spec.Replicas {
@@ -434,6 +434,18 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		c.recorder.Eventf(job, corev1.EventTypeNormal, EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
 	}
 	return nil
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// escapeJSONPointer escapes a map key for a JSON pointer (RFC 6901).
+func escapeJSONPointer(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role Role) error {
@@ -512,6 +524,9 @@ func isTrue(conditions []metav1.Condition, kind string) bool {
 // markInvalid fails a job whose spec breaks the schema's rules; nothing is
 // created for it.
 func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, message string) error {
+	if job.Status.Phase == v1.PhaseSucceeded || job.Status.Phase == v1.PhaseFailed {
+		return nil // a finished job stays as it finished, whatever a newer CRD thinks of its spec
+	}
 	status := *job.Status.DeepCopy()
 	status.Phase, status.Reason, status.Message = v1.PhaseFailed, ReasonInvalid, message
 	status.ObservedGeneration = job.Generation

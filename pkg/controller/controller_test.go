@@ -181,9 +181,9 @@ func TestSyncClampsTrainerReplicas(t *testing.T) {
 		wantEvent string
 		wantAfter int32
 	}{
-		{"below min-instance", 1, `{"spec":{"replicas":2}}`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 1 to 2: clamped into [2, 6]", 2},
-		{"zero", 0, `{"spec":{"replicas":2}}`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 0 to 2: clamped into [2, 6]", 2},
-		{"above max-instance", 99, `{"spec":{"replicas":6}}`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 99 to 6: clamped into [2, 6]", 6},
+		{"below min-instance", 1, `[{"op":"replace","path":"/spec/replicas","value":2}]`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 1 to 2: clamped into [2, 6]", 2},
+		{"zero", 0, `[{"op":"replace","path":"/spec/replicas","value":2}]`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 0 to 2: clamped into [2, 6]", 2},
+		{"above max-instance", 99, `[{"op":"replace","path":"/spec/replicas","value":6}]`, "Normal Scaled Scaled ReplicaSet mnist-trainer from 99 to 6: clamped into [2, 6]", 6},
 		{"inside the range: the autoscaler's", 4, "", "", 4},
 		{"at max-instance", 6, "", "", 6},
 		{"at min-instance", 2, "", "", 2},
@@ -290,16 +290,15 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 			for _, role := range changedRoles {
 				name := ReplicaSetName("mnist", role)
 				want := ReplicaSet(changed, role, 1)
-				var patch struct {
-					Metadata struct {
-						Annotations map[string]string `json:"annotations"`
-					} `json:"metadata"`
-					Spec map[string]json.RawMessage `json:"spec"`
+				var ops []jsonPatchOp
+				require.NoError(t, json.Unmarshal(f.patchOf("replicasets", name), &ops))
+				paths := map[string]any{}
+				for _, op := range ops {
+					paths[op.Path] = op.Value
 				}
-				require.NoError(t, json.Unmarshal(f.patchOf("replicasets", name), &patch))
-				assert.Equal(t, want.Annotations[AnnotationTemplateHash], patch.Metadata.Annotations[AnnotationTemplateHash], name)
-				assert.Contains(t, patch.Spec, "template", name)
-				assert.NotContains(t, patch.Spec, "replicas", "%s: the count is not the template's business", name)
+				assert.Equal(t, want.Annotations[AnnotationTemplateHash], paths["/metadata/annotations/edl.paddlepaddle.org~1template-hash"], name)
+				assert.Contains(t, paths, "/spec/template", name)
+				assert.NotContains(t, paths, "/spec/replicas", "%s: the count is not the template's business", name)
 
 				stored := f.getReplicaSet(name)
 				assert.Equal(t, want.Annotations[AnnotationTemplateHash], stored.Annotations[AnnotationTemplateHash], name)
@@ -518,7 +517,7 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 			for _, role := range roles(tt.job) {
 				name := ReplicaSetName("mnist", role)
 				wantPatches = append(wantPatches, "patch replicasets "+name)
-				assert.JSONEq(t, `{"spec":{"replicas":0}}`, string(f.patchOf("replicasets", name)))
+				assert.JSONEq(t, `[{"op":"replace","path":"/spec/replicas","value":0}]`, string(f.patchOf("replicasets", name)))
 				assert.Equal(t, int32(0), *f.getReplicaSet(name).Spec.Replicas)
 				wantScaled = append(wantScaled, "Normal Scaled")
 			}
@@ -552,7 +551,7 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 			rs.Spec.Replicas = ptr.To[int32](3)
 			f.updateReplicaSet(rs)
 			require.NoError(t, f.sync("mnist"))
-			assert.JSONEq(t, `{"spec":{"replicas":0}}`, string(f.patchOf("replicasets", "mnist-trainer")))
+			assert.JSONEq(t, `[{"op":"replace","path":"/spec/replicas","value":0}]`, string(f.patchOf("replicasets", "mnist-trainer")))
 		})
 	}
 }

@@ -500,7 +500,7 @@ func (f *fixture) patchOf(resource, name string) []byte {
 	var bodies [][]byte
 	for _, a := range f.writes() {
 		if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource().Resource == resource && p.GetName() == name {
-			require.Equal(f.t, types.MergePatchType, p.GetPatchType())
+			require.Equal(f.t, types.JSONPatchType, p.GetPatchType())
 			bodies = append(bodies, p.GetPatch())
 		}
 	}

@@ -130,8 +130,8 @@ func trainerCount(job *v1.TrainingJob) (count int64, useGPU bool) {
 		}
 	}
 	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
-		if cpu, ok := list[corev1.ResourceCPU]; ok && cpu.Value() > 0 {
-			return cpu.Value(), false
+		if cpu, ok := list[corev1.ResourceCPU]; ok && cpu.MilliValue() >= 1000 {
+			return cpu.MilliValue() / 1000, false
 		}
 	}
 	return 1, false

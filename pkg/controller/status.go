@@ -79,16 +79,16 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []Role) v1.TrainingJ
 // judge decides the phase from the pods, in order of precedence: a success,
 // a failure, an object in the way, missing objects, then how far the pods got.
 func judge(job *v1.TrainingJob, obs observed, roles []Role) verdict {
-	if pod, c := findExit(obs.pods[RoleTrainer], func(code int32) bool { return code == 0 }); pod != nil {
-		return verdict{v1.PhaseSucceeded, ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", pod.Name, c)}
+	if e := findExit(obs.pods[RoleTrainer], func(code int32) bool { return code == 0 }); e != nil {
+		return verdict{v1.PhaseSucceeded, ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", e.pod, e.container)}
 	}
 	if !job.Spec.FaultTolerant {
 		nonZero := func(code int32) bool { return code != 0 }
-		if pod, c := findExit(obs.pods[RoleTrainer], nonZero); pod != nil {
-			return verdict{v1.PhaseFailed, ReasonTrainerFailed, exitMessage("trainer", pod, c)}
+		if e := findExit(obs.pods[RoleTrainer], nonZero); e != nil {
+			return verdict{v1.PhaseFailed, ReasonTrainerFailed, e.failure("trainer")}
 		}
-		if pod, c := findExit(obs.pods[RolePserver], nonZero); pod != nil {
-			return verdict{v1.PhaseFailed, ReasonPserverFailed, exitMessage("pserver", pod, c)}
+		if e := findExit(obs.pods[RolePserver], nonZero); e != nil {
+			return verdict{v1.PhaseFailed, ReasonPserverFailed, e.failure("pserver")}
 		}
 	} else if msg := tooManyRestarts(obs.pods[RoleTrainer], job.Spec.TrainerMaxRestarts()); msg != "" {
 		return verdict{v1.PhaseFailed, ReasonTooManyRestarts, msg}
@@ -221,12 +221,21 @@ func unschedulableMessage(p *corev1.Pod) string {
 	return ""
 }
 
-// findExit returns the first pod (by name, for a stable answer) with a
-// container that terminated with an exit code matching want, in its current
-// or its last state, and that container's name. Pods being deleted are left
-// out: a trainer stopped by a scale-down may exit 0 or 143, and neither says
-// anything about the job.
-func findExit(pods []*corev1.Pod, want func(int32) bool) (*corev1.Pod, string) {
+// exit is a container termination.
+type exit struct {
+	pod, container string
+	code           int32
+}
+
+func (e *exit) failure(role string) string {
+	return fmt.Sprintf("%s pod %s container %s exited with code %d; the job is not fault tolerant", role, e.pod, e.container, e.code)
+}
+
+// findExit returns the first termination (pods by name, for a stable answer)
+// whose exit code matches want, in a container's current or last state.
+// Pods being deleted are left out: a trainer stopped by a scale-down may
+// exit 0 or 143, and neither says anything about the job.
+func findExit(pods []*corev1.Pod, want func(int32) bool) *exit {
 	sorted := append([]*corev1.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
@@ -236,12 +245,12 @@ func findExit(pods []*corev1.Pod, want func(int32) bool) (*corev1.Pod, string) {
 		for _, cs := range p.Status.ContainerStatuses {
 			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 				if t != nil && want(t.ExitCode) {
-					return p, cs.Name
+					return &exit{pod: p.Name, container: cs.Name, code: t.ExitCode}
 				}
 			}
 		}
 	}
-	return nil, ""
+	return nil
 }
 
 // exitCode is the code of the container's current, else last, termination.
@@ -258,10 +267,6 @@ func exitCode(p *corev1.Pod, container string) int32 {
 		}
 	}
 	return 0
-}
-
-func exitMessage(role string, p *corev1.Pod, container string) string {
-	return fmt.Sprintf("%s pod %s container %s exited with code %d; the job is not fault tolerant", role, p.Name, container, exitCode(p, container))
 }
 
 // tooManyRestarts names the first trainer pod whose containers restarted more

@@ -38,10 +38,17 @@ pid() {
 	[[ -f "${PID_FILE}" ]] && cat "${PID_FILE}"
 }
 
+# alive: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	local state
+	state="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+	[[ -n "${state}" && "${state}" != Z* ]]
+}
+
 running() {
 	local p
 	p="$(pid)" || return 1
-	[[ -n "${p}" ]] && kill -0 "${p}" 2>/dev/null
+	[[ -n "${p}" ]] && alive "${p}"
 }
 
 bin_dir() {
@@ -86,7 +93,7 @@ up() {
 	local child=$! t0=${SECONDS}
 	# localcluster writes the kubeconfig once its nodes are Ready.
 	until [[ -f "${KUBECONFIG_FILE}" ]]; do
-		if ! kill -0 "${child}" 2>/dev/null; then
+		if ! alive "${child}"; then
 			echo "the cluster failed to start; end of ${LOG}:" >&2
 			tail -n 40 "${LOG}" >&2
 			exit 1
@@ -115,10 +122,10 @@ down() {
 		kill -TERM "${p}"
 		local i
 		for ((i = 0; i < 60; i++)); do
-			kill -0 "${p}" 2>/dev/null || break
+			alive "${p}" || break
 			sleep 0.5
 		done
-		if kill -0 "${p}" 2>/dev/null; then
+		if alive "${p}"; then
 			echo "still running after 30s: SIGKILL"
 			# The components die with it: the kernel sends them SIGKILL when
 			# their parent dies (Pdeathsig).

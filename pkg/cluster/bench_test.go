@@ -64,6 +64,27 @@ func BenchmarkSnapshotPodUpdate(b *testing.B) {
 	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
 }
 
+// BenchmarkSnapshotPodCreateDelete measures a trainer appearing and
+// disappearing (two events per op), the path that also re-sorts its job's
+// trainer list, against the same snapshot.
+func BenchmarkSnapshotPodCreateDelete(b *testing.B) {
+	s := loadedSnapshot(5000)
+	const n = 1024
+	var pods [n]*corev1.Pod
+	for i := range n {
+		pods[i] = newPod(fmt.Sprintf("new-%06d", i), trainerOf(fmt.Sprintf("job-%04d", i%1000)),
+			withRequests("2500m", "8Gi"), onNode("node-00003"), createdAt(time.Duration(i)*time.Second))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	before := cpuTime()
+	for i := range b.N {
+		s.onPod(pods[i%n])
+		s.onPodDelete(pods[i%n])
+	}
+	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkSnapshotInquiryResource measures the per-cycle deep copy at 5,000
 // nodes and 150,000 pods, with the debug line filtered out as in production.
 func BenchmarkSnapshotInquiryResource(b *testing.B) {

@@ -150,14 +150,29 @@ func (s *Snapshot) onPod(obj interface{}) {
 	rec := s.newPodRecord(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.pods[rec.key]; old != nil {
-		if old.rv == rec.rv && rec.rv != "" {
-			return // a resync: nothing changed
-		}
-		s.unapplyLocked(old)
+	old := s.pods[rec.key]
+	if old == nil {
+		s.pods[rec.key] = rec
+		s.applyLocked(rec)
+		s.addTrainerLocked(rec)
+		return
 	}
-	s.pods[rec.key] = rec
-	s.applyLocked(rec)
+	if old.rv == rec.rv && rec.rv != "" {
+		return // a resync: nothing changed
+	}
+	// The record keeps its address: the job's sorted trainer slice points at
+	// it, so an update that leaves the pod where it was in that order (nearly
+	// all of them: phase, node, conditions) needs no search.
+	stays := old.trainer() && rec.trainer() && old.job == rec.job && old.created.Equal(rec.created)
+	if !stays {
+		s.removeTrainerLocked(old)
+	}
+	s.unapplyLocked(old)
+	*old = *rec
+	s.applyLocked(old)
+	if !stays {
+		s.addTrainerLocked(old)
+	}
 }
 
 func (s *Snapshot) onPodDelete(obj interface{}) {
@@ -168,6 +183,7 @@ func (s *Snapshot) onPodDelete(obj interface{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.pods[key]; old != nil {
+		s.removeTrainerLocked(old)
 		s.unapplyLocked(old)
 		delete(s.pods, key)
 	}
@@ -226,15 +242,6 @@ func (s *Snapshot) applyLocked(r *podRecord) {
 	if r.unschedulable {
 		s.pending[r.key] = r
 	}
-	if r.job != "" && !r.terminating {
-		pods := s.trainers[r.job]
-		i, found := slices.BinarySearchFunc(pods, r, olderRecord)
-		if found {
-			pods[i] = r
-		} else {
-			s.trainers[r.job] = slices.Insert(pods, i, r)
-		}
-	}
 }
 
 func (s *Snapshot) unapplyLocked(r *podRecord) {
@@ -255,15 +262,32 @@ func (s *Snapshot) unapplyLocked(r *podRecord) {
 	if r.unschedulable {
 		delete(s.pending, r.key)
 	}
-	if r.job != "" && !r.terminating {
-		pods := s.trainers[r.job]
-		if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
-			pods = slices.Delete(pods, i, i+1)
-			if len(pods) == 0 {
-				delete(s.trainers, r.job)
-			} else {
-				s.trainers[r.job] = pods
-			}
+}
+
+// trainer reports whether the pod belongs in its job's trainer list.
+func (r *podRecord) trainer() bool { return r.live && r.job != "" && !r.terminating }
+
+func (s *Snapshot) addTrainerLocked(r *podRecord) {
+	if !r.trainer() {
+		return
+	}
+	pods := s.trainers[r.job]
+	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); !found {
+		s.trainers[r.job] = slices.Insert(pods, i, r)
+	}
+}
+
+func (s *Snapshot) removeTrainerLocked(r *podRecord) {
+	if !r.trainer() {
+		return
+	}
+	pods := s.trainers[r.job]
+	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
+		pods = slices.Delete(pods, i, i+1)
+		if len(pods) == 0 {
+			delete(s.trainers, r.job)
+		} else {
+			s.trainers[r.job] = pods
 		}
 	}
 }

@@ -297,6 +297,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				errs = append(errs, err)
 			}
 		}
+		if !final {
+			if err := c.ensureDeletionCosts(ctx, job, obs.pods[RoleTrainer]); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	c.recordEdges(shared, status)
 	if err := c.writeStatus(ctx, shared, status); err != nil {
@@ -432,6 +437,27 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		}
 		c.log.Info("scaled ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", existing.Name, "from", have, "to", *want.Spec.Replicas, "reason", why)
 		c.recorder.Eventf(job, corev1.EventTypeNormal, EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
+	}
+	return nil
+}
+
+// ensureDeletionCosts annotates the running trainers whose deletion cost
+// differs from what DeletionCosts wants; most syncs write nothing.
+func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*corev1.Pod) error {
+	costs := DeletionCosts(job, trainers)
+	for _, pod := range trainers {
+		cost, ok := costs[pod.Name]
+		if !ok || pod.Annotations[AnnotationDeletionCost] == cost {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationDeletionCost: cost}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("set the deletion cost of trainer pod %s: %w", pod.Name, err)
+		}
 	}
 	return nil
 }

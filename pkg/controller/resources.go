@@ -309,3 +309,72 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 	_, _ = h.Write(data)
 	return strconv.FormatUint(h.Sum64(), 36)
 }
+
+// AnnotationDeletionCost is the ReplicaSet controller's pod-deletion-cost:
+// on a scale-down it deletes pods of lower cost first.
+const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// deletionCostCeiling is the cost of a trainer created with its job; each
+// second later lowers it by one, so that newer trainers cost less.
+const deletionCostCeiling = 1_000_000_000
+
+// DeletionCosts returns the pod-deletion-cost each running trainer should
+// carry, by pod name, so that a scale-down removes pending trainers first and
+// then the newest running ones — never the oldest, most-trained ones.
+//
+// The ReplicaSet controller already deletes unscheduled and pending pods
+// first, and among ready pods the more recently ready first. Two of its rules
+// come before age, though: it prefers pods on nodes that hold more of the
+// set's pods, and pods that restarted more. So costs are only needed when the
+// running trainers are spread unevenly over their nodes or have restarted
+// unequally; then every running trainer gets a cost that falls with its age
+// (a pod without one counts as 0, below all of them, and is removed first,
+// which is right for a trainer that only just started). Once costs are in
+// use they are kept up for new trainers. It returns nil when the ranking is
+// already right.
+func DeletionCosts(job *v1.TrainingJob, trainers []*corev1.Pod) map[string]string {
+	var running []*corev1.Pod
+	perNode := map[string]int{}
+	inUse := false
+	for _, p := range trainers {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		running = append(running, p)
+		perNode[p.Spec.NodeName]++
+		if _, ok := p.Annotations[AnnotationDeletionCost]; ok {
+			inUse = true
+		}
+	}
+	if len(running) < 2 {
+		return nil
+	}
+	if !inUse && evenlySpread(running, perNode) {
+		return nil
+	}
+	costs := make(map[string]string, len(running))
+	for _, p := range running {
+		age := int64(p.CreationTimestamp.Sub(job.CreationTimestamp.Time).Seconds())
+		costs[p.Name] = strconv.FormatInt(deletionCostCeiling-min(max(age, 0), deletionCostCeiling), 10)
+	}
+	return costs
+}
+
+// evenlySpread: every node holds as many of the running trainers, and they
+// all restarted as often, so the ReplicaSet's ranking falls through to age.
+func evenlySpread(running []*corev1.Pod, perNode map[string]int) bool {
+	restarts := func(p *corev1.Pod) int32 {
+		var n int32
+		for _, cs := range p.Status.ContainerStatuses {
+			n += cs.RestartCount
+		}
+		return n
+	}
+	first, firstRestarts := perNode[running[0].Spec.NodeName], restarts(running[0])
+	for _, p := range running[1:] {
+		if perNode[p.Spec.NodeName] != first || restarts(p) != firstRestarts {
+			return false
+		}
+	}
+	return true
+}

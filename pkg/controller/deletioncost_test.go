@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestDeletionCosts(t *testing.T) {
+	job := newJob("mnist", withTrainers(1, 8))
+	job.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	trainer := func(name, node string, ageSeconds int, mutators ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace,
+				CreationTimestamp: metav1.NewTime(job.CreationTimestamp.Add(time.Duration(ageSeconds) * time.Second))},
+			Spec:   corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+		if node == "" {
+			p.Status.Phase = corev1.PodPending
+		}
+		for _, m := range mutators {
+			m(p)
+		}
+		return p
+	}
+	restarted := func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}} }
+	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationDeletionCost: "1"} }
+
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want map[string]string
+	}{
+		{"one trainer per node: the ranking falls through to age", []*corev1.Pod{
+			trainer("a", "n1", 0), trainer("b", "n2", 5), trainer("c", "", 9),
+		}, nil},
+		{"two per node on every node", []*corev1.Pod{
+			trainer("a", "n1", 0), trainer("b", "n1", 1), trainer("c", "n2", 2), trainer("d", "n2", 3),
+		}, nil},
+		{"a lone trainer", []*corev1.Pod{trainer("a", "n1", 0)}, nil},
+		{"old trainers doubled up: costs fall with age, pending ones get none", []*corev1.Pod{
+			trainer("a", "n1", 0), trainer("b", "n1", 10), trainer("c", "n2", 20), trainer("d", "", 30),
+		}, map[string]string{"a": "1000000000", "b": "999999990", "c": "999999980"}},
+		{"an old trainer restarted more", []*corev1.Pod{
+			trainer("a", "n1", 0, restarted), trainer("b", "n2", 7),
+		}, map[string]string{"a": "1000000000", "b": "999999993"}},
+		{"costs in use are kept up for a new trainer", []*corev1.Pod{
+			trainer("a", "n1", 0, priced), trainer("b", "n2", 4),
+		}, map[string]string{"a": "1000000000", "b": "999999996"}},
+		{"pods being deleted are left out", []*corev1.Pod{
+			trainer("a", "n1", 0), trainer("b", "n2", 3), trainer("c", "n2", 4, func(p *corev1.Pod) {
+				p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}),
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, DeletionCosts(job, tt.pods))
+		})
+	}
+}

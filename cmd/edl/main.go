@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,8 +28,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
@@ -45,6 +49,12 @@ type options struct {
 	workers        int
 	resync         time.Duration
 	showVersion    bool
+
+	autoscaleInterval time.Duration
+	cooldownCycles    int
+	maxGrowPerCycle   int
+	dryRun            bool
+	gpuResources      string
 }
 
 func main() {
@@ -91,6 +101,11 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
 	fs.IntVar(&o.workers, "workers", 2, "TrainingJobs synced in parallel")
 	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every job is synced even without events (0 disables)")
+	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", 5*time.Second, "time between two autoscaling plans")
+	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", 3, "autoscale intervals a job scaled down is not grown again (0 disables)")
+	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
+	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
+	fs.StringVar(&o.gpuResources, "gpu_resources", "nvidia.com/gpu", "comma-separated extended resources counted as GPUs")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
 
@@ -111,6 +126,18 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	}
 	if o.resync < 0 {
 		return o, fmt.Errorf("invalid value %v for flag -resync: must not be negative", o.resync)
+	}
+	if o.autoscaleInterval <= 0 {
+		return o, fmt.Errorf("invalid value %v for flag -autoscale_interval: must be positive", o.autoscaleInterval)
+	}
+	if o.cooldownCycles < 0 {
+		return o, fmt.Errorf("invalid value %d for flag -cooldown_cycles: must not be negative", o.cooldownCycles)
+	}
+	if o.maxGrowPerCycle < 0 || o.maxGrowPerCycle > math.MaxInt32 {
+		return o, fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
+	}
+	if len(gpuResourceNames(o.gpuResources)) == 0 {
+		return o, fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)
 	}
 	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
 		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
@@ -175,25 +202,61 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		return fmt.Errorf("set the pod transform: %w", err)
 	}
 
+	nodeInformer := kubeInformers.Core().V1().Nodes()
+	if err := nodeInformer.Informer().SetTransform(cluster.TransformNode); err != nil {
+		return fmt.Errorf("set the node transform: %w", err)
+	}
+
 	recorder, stopEvents, err := eventRecorder(kubeClient)
 	if err != nil {
 		return err
 	}
 	defer stopEvents()
 
-	ctrl, err := controller.NewController(kubeClient, tjClient,
-		jobInformers.Paddlepaddle().V1().TrainingJobs(),
-		kubeInformers.Apps().V1().ReplicaSets(),
-		kubeInformers.Core().V1().Services(),
-		podInformer, recorder, logger)
+	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
+	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
+	ctrl, err := controller.NewController(kubeClient, tjClient, jobInformer, rsInformer,
+		kubeInformers.Core().V1().Services(), podInformer, recorder, logger)
 	if err != nil {
 		return err
 	}
+	snapshot, err := cluster.New(podInformer, nodeInformer, cluster.Options{
+		Logger:           logger,
+		GPUResourceNames: gpuResourceNames(opts.gpuResources),
+	})
+	if err != nil {
+		return err
+	}
+	scaler := autoscaler.New(kubeClient, tjClient, snapshot, jobInformer, rsInformer,
+		kubeInformers.Scheduling().V1().PriorityClasses(), recorder, logger, clock.RealClock{},
+		autoscaler.Config{
+			Interval:        opts.autoscaleInterval,
+			MaxLoadDesired:  opts.maxLoadDesired,
+			CoolDown:        time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
+			MaxGrowPerCycle: int32(opts.maxGrowPerCycle),
+			DryRun:          opts.dryRun,
+		})
+
 	kubeInformers.Start(ctx.Done())
 	jobInformers.Start(ctx.Done())
 	defer kubeInformers.Shutdown()
 	defer jobInformers.Shutdown()
-	return ctrl.Run(ctx, opts.workers)
+
+	errs := make(chan error, 2)
+	go func() { errs <- ctrl.Run(ctx, opts.workers) }()
+	go func() { errs <- scaler.Run(ctx) }()
+	return errors.Join(<-errs, <-errs)
+}
+
+// gpuResourceNames splits the -gpu_resources flag.
+func gpuResourceNames(flagValue string) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, n := range strings.Split(flagValue, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, corev1.ResourceName(n))
+		}
+	}
+	return names
 }
 
 // eventRecorder records events as the component "edl-controller". The

@@ -27,7 +27,9 @@ func TestDeletionCosts(t *testing.T) {
 		}
 		return p
 	}
-	restarted := func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}} }
+	restarted := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}}
+	}
 	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationDeletionCost: "1"} }
 
 	tests := []struct {

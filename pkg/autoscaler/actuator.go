@@ -116,6 +116,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 	})
+	a.log.Debug("planned", "jobs", len(jobs), "actions", len(actions), "pending", len(snap.Pending),
+		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
 	for _, act := range actions {
 		if a.cfg.DryRun {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)

@@ -256,10 +256,9 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes, s.VolumeMounts = nil, nil }),
 		},
 		{
-			name:    "priority class cleared",
-			before:  []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "batch-low" })},
-			change:  withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "" }),
-			trainer: true,
+			name:   "priority class cleared",
+			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "batch-low" })},
+			change: withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "" }),
 		},
 	}
 	for _, tt := range tests {

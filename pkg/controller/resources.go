@@ -245,9 +245,11 @@ func PodTemplate(job *v1.TrainingJob, role Role) corev1.PodTemplateSpec {
 	if spec.HostNetwork {
 		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
-	if role == RoleTrainer {
-		pod.PriorityClassName = spec.PriorityClassName
-	}
+	// The job's priority is every role's: a master or pserver left at the
+	// default priority 0 would be the first pod the scheduler preempts for
+	// any other work, stopping the whole job. With one priority, preemption
+	// keeps the oldest pods of the job, its master and pservers.
+	pod.PriorityClassName = spec.PriorityClassName
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelFor(role): job.Name}},
 		Spec:       pod,

@@ -26,10 +26,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
@@ -45,15 +47,25 @@ func jobClient(t *testing.T) tjclient.Interface {
 	return c
 }
 
-// startController runs the TrainingJob controller in-process, its informers
-// limited to one namespace so that tests cannot disturb each other's jobs,
-// until the test ends.
+// startController runs the TrainingJob controller in-process on the shared
+// control plane, its informers limited to one namespace so that tests cannot
+// disturb each other's jobs, until the test ends.
 func startController(t *testing.T, ns string) {
 	t.Helper()
 	installCRD(t)
-	kubeClient, err := kubernetes.NewForConfig(cp.Config)
+	runEDL(t, cp, ns, nil)
+}
+
+// runEDL runs the controller, and the autoscaler when scaling is not nil,
+// in-process against plane until the test ends: the same wiring as cmd/edl.
+// A namespace limits the controller's informers to it; the autoscaler always
+// sees the whole cluster.
+func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *autoscaler.Config) {
+	t.Helper()
+	kubeClient, err := kubernetes.NewForConfig(plane.Config)
 	require.NoError(t, err)
-	tj := jobClient(t)
+	tj, err := tjclient.NewForConfig(plane.Config)
+	require.NoError(t, err)
 
 	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
 	jobInformers := tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(ns))
@@ -64,19 +76,35 @@ func startController(t *testing.T, ns string) {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1.AddToScheme(scheme))
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events(ns)})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "edl-controller"})
 
 	logger := log.New("test", t.Name())
 	logger.SetHandler(log.LvlFilterHandler(log.LvlInfo, log.StreamHandler(testWriter{t}, log.LogfmtFormat())))
-	ctrl, err := controller.NewController(kubeClient, tj,
-		jobInformers.Paddlepaddle().V1().TrainingJobs(), kubeInformers.Apps().V1().ReplicaSets(),
+	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
+	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
+	ctrl, err := controller.NewController(kubeClient, tj, jobInformer, rsInformer,
 		kubeInformers.Core().V1().Services(), podInformer, recorder, logger)
 	require.NoError(t, err)
+	var scaler *autoscaler.Autoscaler
+	var clusterInformers informers.SharedInformerFactory
+	if scaling != nil {
+		// The snapshot needs every pod and node of the cluster.
+		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
+		clusterPods := clusterInformers.Core().V1().Pods()
+		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
+		snapshot, err := cluster.New(clusterPods, clusterInformers.Core().V1().Nodes(), cluster.Options{Logger: logger})
+		require.NoError(t, err)
+		scaler = autoscaler.New(kubeClient, tj, snapshot, jobInformer, rsInformer,
+			clusterInformers.Scheduling().V1().PriorityClasses(), recorder, logger, clock.RealClock{}, *scaling)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	kubeInformers.Start(ctx.Done())
 	jobInformers.Start(ctx.Done())
+	if clusterInformers != nil {
+		clusterInformers.Start(ctx.Done())
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -85,11 +113,23 @@ func startController(t *testing.T, ns string) {
 			t.Errorf("controller: %v", err)
 		}
 	}()
+	if scaler != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := scaler.Run(ctx); err != nil {
+				t.Errorf("autoscaler: %v", err)
+			}
+		}()
+	}
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
 		kubeInformers.Shutdown()
 		jobInformers.Shutdown()
+		if clusterInformers != nil {
+			clusterInformers.Shutdown()
+		}
 		broadcaster.Shutdown()
 	})
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // TransformPod is a cache.TransformFunc for the shared pod informer. At 150,000
@@ -11,7 +13,8 @@ import (
 // last-applied-configuration) is never read by EDL, so the cache keeps only:
 //
 //   - metadata: name, namespace, uid, resourceVersion, creationTimestamp,
-//     deletionTimestamp, all labels, ownerReferences. All labels, not just
+//     deletionTimestamp, all labels, ownerReferences, and on job pods the
+//     pod-deletion-cost annotation the controller maintains. All labels, not just
 //     paddle-job: they are small, and listers with label selectors (the
 //     controller's pod lister shares this cache) must keep working.
 //     OwnerReferences let the controller resolve a pod's ReplicaSet by UID.
@@ -64,6 +67,9 @@ func TransformPod(obj interface{}) (interface{}, error) {
 	}
 	if isJobPod(pod.Labels) {
 		out.Status = pod.Status
+		if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
+			out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
+		}
 		return out, nil
 	}
 	out.Status.Phase = pod.Status.Phase

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // fatPod is a pod as the API server returns it, with much that EDL never reads.
@@ -84,6 +86,23 @@ func TestTransformPodKeepsStatusOfJobPods(t *testing.T) {
 			assert.Empty(t, pod.Spec.Containers[0].Env)
 		})
 	}
+}
+
+// TestTransformPodKeepsTheDeletionCostOfJobPods: the controller reads back
+// the pod-deletion-cost it sets on trainers, and nothing else of the
+// annotations.
+func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
+	annotated := func(p *corev1.Pod) *corev1.Pod {
+		p.Annotations[v1.AnnotationDeletionCost] = "999"
+		return p
+	}
+	got, err := TransformPod(annotated(fatPod(trainerOf("job"))))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{v1.AnnotationDeletionCost: "999"}, got.(*corev1.Pod).Annotations)
+
+	got, err = TransformPod(annotated(fatPod()))
+	require.NoError(t, err)
+	assert.Nil(t, got.(*corev1.Pod).Annotations, "other pods keep no annotation")
 }
 
 func TestTransformPodPreservesWhatTheSnapshotComputes(t *testing.T) {

@@ -27,9 +27,9 @@ const (
 
 // The pod labels of the original EDL; each selects one role of one job.
 const (
-	LabelTrainer = "paddle-job"
-	LabelPserver = "paddle-job-pserver"
-	LabelMaster  = "paddle-job-master"
+	LabelTrainer = v1.LabelTrainer
+	LabelPserver = v1.LabelPserver
+	LabelMaster  = v1.LabelMaster
 )
 
 // AnnotationTemplateHash on a ReplicaSet records the hash of the pod template
@@ -314,7 +314,7 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 
 // AnnotationDeletionCost is the ReplicaSet controller's pod-deletion-cost:
 // on a scale-down it deletes pods of lower cost first.
-const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+const AnnotationDeletionCost = v1.AnnotationDeletionCost
 
 // deletionCostCeiling is the cost of a trainer created with its job; each
 // second later lowers it by one, so that newer trainers cost less.

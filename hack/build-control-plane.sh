@@ -142,8 +142,8 @@ wait_for() { # pid secs
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 echo "building control plane (kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) into ${BIN}"
-echo "  downloading modules ..."
-for d in k8s etcd kwok; do
+for d in etcd kwok k8s; do
+	echo "  downloading the modules of hack/tools/${d} ..."
 	(cd "${TOOLS}/${d}" && go mod download)
 done
 build etcd "${TOOLS}/etcd" go.etcd.io/etcd/server/v3 "-s -w"

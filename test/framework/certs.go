@@ -31,11 +31,18 @@ type pki struct {
 
 type clientCert struct{ cert, key string }
 
+// frontProxyName is the common name kube-apiserver accepts request headers from.
+const frontProxyName = "front-proxy-client"
+
 // Users of the control plane, each with a client certificate.
 const (
 	userAdmin             = "admin"
 	userControllerManager = "controller-manager"
 	userScheduler         = "scheduler"
+	// userFrontProxy is how kube-apiserver authenticates to aggregated API
+	// servers; configuring it also gives the controller manager and the
+	// scheduler the request-header CA they look up at start.
+	userFrontProxy = "front-proxy"
 )
 
 // newPKI writes a CA, a serving certificate for 127.0.0.1, a service account
@@ -122,6 +129,7 @@ func newPKI(dir string) (*pki, error) {
 		userAdmin:             {CommonName: "edl-admin", Organization: []string{"system:masters"}},
 		userControllerManager: {CommonName: "system:kube-controller-manager"},
 		userScheduler:         {CommonName: "system:kube-scheduler"},
+		userFrontProxy:        {CommonName: frontProxyName},
 	}
 	for user, subject := range users {
 		c := clientCert{cert: filepath.Join(dir, user+".crt"), key: filepath.Join(dir, user+".key")}

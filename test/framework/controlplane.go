@@ -80,7 +80,6 @@ type ControlPlane struct {
 	Client kubernetes.Interface
 
 	binDir     string
-	removeDir  bool
 	pki        *pki
 	server     string
 	apiServer  *process
@@ -88,8 +87,12 @@ type ControlPlane struct {
 	healthz    map[*process]string
 	etcdHealth string
 
-	mu      sync.Mutex
-	stopped bool
+	stopOnce sync.Once
+	stopErr  error
+
+	mu        sync.Mutex
+	stopped   bool
+	removeDir bool // Dir is Start's temporary directory and holds nothing to keep
 }
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
@@ -123,7 +126,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	track(cp)
 	if err := cp.start(ctx, opts); err != nil {
 		// Keep the logs that explain the failure.
+		cp.mu.Lock()
 		cp.removeDir = false
+		cp.mu.Unlock()
 		cp.Stop()
 		return nil, fmt.Errorf("start control plane in %s: %w\n%s", cp.Dir, err, cp.LogTails(20))
 	}
@@ -214,6 +219,13 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		"--service-account-issuer=" + issuer,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=RBAC",
+		"--requestheader-client-ca-file=" + p.caCert,
+		"--requestheader-allowed-names=" + frontProxyName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.clients[userFrontProxy].cert,
+		"--proxy-client-key-file=" + p.clients[userFrontProxy].key,
 		// Pods need no service account tokens on kwok nodes, and without this
 		// plugin a pod created right after its namespace cannot fail for
 		// want of the namespace's default service account.
@@ -408,11 +420,13 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 // Stop stops every process and removes the work directory if Start created
 // it (unless $EDL_KEEP_CONTROLPLANE is set). It is safe to call more than once.
 func (cp *ControlPlane) Stop() error {
+	// A second caller (a signal handler, a deferred Stop) waits for the first.
+	cp.stopOnce.Do(func() { cp.stopErr = cp.stop() })
+	return cp.stopErr
+}
+
+func (cp *ControlPlane) stop() error {
 	cp.mu.Lock()
-	if cp.stopped {
-		cp.mu.Unlock()
-		return nil
-	}
 	cp.stopped = true
 	cp.mu.Unlock()
 	untrack(cp)
@@ -427,7 +441,11 @@ func (cp *ControlPlane) Stop() error {
 	wg.Wait()
 	cp.apiServer.stop(stopGrace)
 	etcd.stop(stopGrace)
-	if cp.removeDir {
+
+	cp.mu.Lock()
+	remove := cp.removeDir
+	cp.mu.Unlock()
+	if remove {
 		return os.RemoveAll(cp.Dir)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,7 +56,7 @@ func (p *process) start() error {
 	cmd.SysProcAttr = sysProcAttr()
 	// Output copied through a pipe must not keep Wait from returning.
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
+	if err := startOnSpawnerThread(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
@@ -70,6 +71,27 @@ func (p *process) start() error {
 		close(done)
 	}()
 	return nil
+}
+
+// spawner runs functions on one goroutine locked to its OS thread for the
+// life of the program. Pdeathsig fires when the *thread* that started a child
+// exits, not the process; Go may end a thread whose goroutine locked it, so
+// children are started from a thread that never ends.
+var spawner = sync.OnceValue(func() chan<- func() {
+	funcs := make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		for f := range funcs {
+			f()
+		}
+	}()
+	return funcs
+})
+
+func startOnSpawnerThread(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	spawner() <- func() { errc <- cmd.Start() }
+	return <-errc
 }
 
 // exited returns a non-nil error once the process has ended, saying how.

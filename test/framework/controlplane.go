@@ -70,7 +70,8 @@ type Options struct {
 // ControlPlane is a running control plane. Its methods are safe for
 // concurrent use.
 type ControlPlane struct {
-	// Config is an admin (system:masters) client configuration.
+	// Config is an admin (system:masters) client configuration, shared:
+	// change a copy (rest.CopyConfig), not Config itself.
 	Config *rest.Config
 	// Kubeconfig is the path of an admin kubeconfig file.
 	Kubeconfig string
@@ -120,7 +121,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	if err := cp.prepare(opts); err != nil {
-		cp.Stop()
+		_ = cp.Stop()
 		return nil, err
 	}
 	track(cp)
@@ -129,7 +130,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		cp.mu.Lock()
 		cp.removeDir = false
 		cp.mu.Unlock()
-		cp.Stop()
+		_ = cp.Stop()
 		return nil, fmt.Errorf("start control plane in %s: %w\n%s", cp.Dir, err, cp.LogTails(20))
 	}
 	return cp, nil
@@ -432,15 +433,18 @@ func (cp *ControlPlane) stop() error {
 	untrack(cp)
 
 	// The API server's clients first, so that it has no watches to drain,
-	// then the API server, so that etcd has none either.
-	etcd, clients := cp.components[0], cp.components[2:]
-	var wg sync.WaitGroup
-	for _, p := range clients {
-		wg.Go(func() { p.stop(stopGrace) })
+	// then the API server, so that etcd has none either. Before prepare has
+	// laid out the processes there is nothing to stop.
+	if len(cp.components) > 0 {
+		etcd, clients := cp.components[0], cp.components[2:]
+		var wg sync.WaitGroup
+		for _, p := range clients {
+			wg.Go(func() { p.stop(stopGrace) })
+		}
+		wg.Wait()
+		cp.apiServer.stop(stopGrace)
+		etcd.stop(stopGrace)
 	}
-	wg.Wait()
-	cp.apiServer.stop(stopGrace)
-	etcd.stop(stopGrace)
 
 	cp.mu.Lock()
 	remove := cp.removeDir

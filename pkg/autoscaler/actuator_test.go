@@ -1,0 +1,259 @@
+package autoscaler
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/controller"
+	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+)
+
+// actuatorFixture wires an Autoscaler to fake clientsets whose informers the
+// test seeds directly.
+type actuatorFixture struct {
+	t        *testing.T
+	kube     *fake.Clientset
+	tj       *tjfake.Clientset
+	kubeInf  informers.SharedInformerFactory
+	tjInf    tjinformers.SharedInformerFactory
+	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
+	scaler   *Autoscaler
+	snapshot *cluster.Snapshot
+}
+
+func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *actuatorFixture {
+	f := &actuatorFixture{t: t, recorder: record.NewFakeRecorder(100),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))}
+	var kubeObjs, tjObjs []runtime.Object
+	for _, o := range objects {
+		if _, ok := o.(*v1.TrainingJob); ok {
+			tjObjs = append(tjObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	f.kube = fake.NewClientset(kubeObjs...)
+	f.tj = tjfake.NewClientset(tjObjs...)
+	f.kubeInf = informers.NewSharedInformerFactory(f.kube, 0)
+	f.tjInf = tjinformers.NewSharedInformerFactory(f.tj, 0)
+	logger := log.New()
+	logger.SetHandler(log.DiscardHandler())
+	var err error
+	f.snapshot, err = cluster.New(f.kubeInf.Core().V1().Pods(), f.kubeInf.Core().V1().Nodes(), cluster.Options{})
+	require.NoError(t, err)
+	f.scaler = New(f.kube, f.tj, f.snapshot, f.tjInf.Paddlepaddle().V1().TrainingJobs(), f.kubeInf.Apps().V1().ReplicaSets(),
+		f.kubeInf.Scheduling().V1().PriorityClasses(), f.recorder, logger, f.clock, cfg)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.kubeInf.Start(ctx.Done())
+	f.tjInf.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		f.kubeInf.Shutdown()
+		f.tjInf.Shutdown()
+	})
+	for _, synced := range f.scaler.synced {
+		require.Eventually(t, synced, 5*time.Second, time.Millisecond)
+	}
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	return f
+}
+
+// writes lists the recorded write actions of both clientsets.
+func (f *actuatorFixture) writes() []clienttesting.Action {
+	var out []clienttesting.Action
+	for _, a := range append(f.kube.Actions(), f.tj.Actions()...) {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func node(name, cpu, memory string) *corev1.Node {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// elasticJob returns a Running job with trainers min..max and its trainer
+// ReplicaSet at replicas, with running trainer pods on node n1.
+func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators ...func(*v1.TrainingJob)) []runtime.Object {
+	job := &v1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid")},
+		Spec: v1.TrainingJobSpec{
+			Image: "paddle",
+			Trainer: v1.TrainerSpec{MinInstance: minInstance, MaxInstance: maxInstance, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+			Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1},
+		},
+		Status: v1.TrainingJobStatus{Phase: v1.PhaseRunning},
+	}
+	for _, m := range mutators {
+		m(job)
+	}
+	rs := controller.ReplicaSet(job, controller.RoleTrainer, replicas)
+	out := []runtime.Object{job, rs}
+	for i := int32(0); i < replicas; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-trainer-" + string(rune('a'+i)), Namespace: "ns",
+				Labels: map[string]string{v1.LabelTrainer: name}, CreationTimestamp: metav1.NewTime(time.Unix(int64(i), 0))},
+			Spec:   *rs.Spec.Template.Spec.DeepCopy(),
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+		pod.Spec.NodeName = "n1"
+		out = append(out, pod)
+	}
+	return out
+}
+
+func objects(groups ...[]runtime.Object) []runtime.Object {
+	var out []runtime.Object
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func TestRunOnceGrowsAndRecords(t *testing.T) {
+	objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+
+	actions := f.scaler.RunOnce(context.Background())
+	require.Len(t, actions, 1)
+	assert.Equal(t, "ns/a", actions[0].Job)
+	assert.Equal(t, int32(1), actions[0].From)
+	assert.Equal(t, int32(4), actions[0].To)
+
+	writes := f.writes()
+	require.Len(t, writes, 2, "one ReplicaSet patch and one status patch")
+	rsPatch := writes[0].(clienttesting.PatchAction)
+	assert.Equal(t, "a-trainer", rsPatch.GetName())
+	assert.Equal(t, types.JSONPatchType, rsPatch.GetPatchType())
+	assert.JSONEq(t, `[{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":4}]`, string(rsPatch.GetPatch()))
+	rs, err := f.kube.AppsV1().ReplicaSets("ns").Get(context.Background(), "a-trainer", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), *rs.Spec.Replicas)
+
+	statusPatch := writes[1].(clienttesting.PatchAction)
+	assert.Equal(t, "status", statusPatch.GetSubresource())
+	var body struct {
+		Status v1.TrainingJobStatus `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(statusPatch.GetPatch(), &body))
+	require.NotNil(t, body.Status.LastScale)
+	assert.True(t, body.Status.LastScale.Time.Time.Equal(f.clock.Now()), "recorded at the plan's time")
+	body.Status.LastScale.Time = metav1.Time{}
+	assert.Equal(t, v1.ScaleRecord{From: 1, To: 4, Reason: actions[0].Reason}, *body.Status.LastScale)
+	assert.Equal(t, []string{"Normal Scaled Scaled trainers from 1 to 4: " + actions[0].Reason}, drain(f.recorder))
+}
+
+func TestRunOnceWritesNothingWhenNothingChanges(t *testing.T) {
+	// The job is at its max; nothing to do.
+	objs := objects(elasticJob("a", 1, 2, 2), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	assert.Empty(t, f.scaler.RunOnce(context.Background()))
+	assert.Empty(t, f.writes())
+	assert.Empty(t, drain(f.recorder))
+}
+
+func TestRunOnceDryRunPatchesNothing(t *testing.T) {
+	objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, DryRun: true}, objs...)
+	assert.Len(t, f.scaler.RunOnce(context.Background()), 1, "the plan is made")
+	assert.Empty(t, f.writes(), "and not applied")
+}
+
+// TestRunOnceLeavesJobsAlone: only Running, elastic jobs that control their
+// trainer ReplicaSet move.
+func TestRunOnceLeavesJobsAlone(t *testing.T) {
+	cases := map[string][]runtime.Object{
+		"pending job":   elasticJob("a", 1, 4, 1, func(j *v1.TrainingJob) { j.Status.Phase = v1.PhasePending }),
+		"succeeded job": elasticJob("a", 1, 4, 1, func(j *v1.TrainingJob) { j.Status.Phase = v1.PhaseSucceeded }),
+		"failed job":    elasticJob("a", 1, 4, 1, func(j *v1.TrainingJob) { j.Status.Phase = v1.PhaseFailed }),
+		"min == max":    elasticJob("a", 3, 3, 3),
+		"foreign ReplicaSet": func() []runtime.Object {
+			objs := elasticJob("a", 1, 4, 1)
+			objs[1].(*appsv1.ReplicaSet).OwnerReferences = nil
+			return objs
+		}(),
+	}
+	for name, objs := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, append(objs, node("n1", "10", "64Gi"))...)
+			assert.Empty(t, f.scaler.RunOnce(context.Background()))
+			assert.Empty(t, f.writes())
+		})
+	}
+}
+
+// TestRunOnceLosesToAConcurrentWriter: the patch tests the count it planned
+// from, so a write in between wins and nothing is recorded.
+func TestRunOnceLosesToAConcurrentWriter(t *testing.T) {
+	objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	// Someone scaled the ReplicaSet after the informer saw it: the API server
+	// fails the patch's test operation.
+	f.kube.PrependReactor("patch", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "a-trainer", nil)
+	})
+	require.Len(t, f.scaler.RunOnce(context.Background()), 1)
+	for _, w := range f.writes() {
+		assert.NotEqual(t, "status", w.GetSubresource(), "a lost patch records no decision")
+	}
+	assert.Empty(t, drain(f.recorder))
+}
+
+func TestPriorityResolution(t *testing.T) {
+	objs := []runtime.Object{
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Value: 10, GlobalDefault: true},
+	}
+	f := newActuatorFixture(t, Config{Interval: time.Second}, objs...)
+	assert.Equal(t, int32(1000), f.scaler.priority("high"))
+	assert.Equal(t, int32(10), f.scaler.priority(""), "no class: the global default")
+	assert.Equal(t, int32(0), f.scaler.priority("missing"), "an unknown class: 0, as admission would have refused the pod")
+}
+
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -42,9 +42,22 @@ verify: ## gofmt, go vet and a check that generated code is current
 controlplane: ## build etcd, kube-apiserver, -controller-manager, -scheduler, kwok and kubectl into the cache
 	hack/build-control-plane.sh
 
+# Seconds of fuzzing Plan inside `make test`; `make fuzz` runs longer.
+FUZZTIME ?= 10s
+
 .PHONY: test
-test: controlplane ## unit and integration tests (the integration tests run a real control plane)
-	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 20m ./...
+test: controlplane ## unit tests (-race), a short fuzz of the planner, and the integration tests on a real control plane
+	go test -race -count=1 ./cmd/... ./pkg/...
+	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
+
+.PHONY: fuzz
+fuzz: ## fuzz the planner for 5 minutes (FUZZTIME=...)
+	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(or $(filter-out 10s,$(FUZZTIME)),5m) ./pkg/autoscaler
+
+.PHONY: bench
+bench: ## planner and snapshot benchmarks
+	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 ./pkg/cluster/ ./pkg/autoscaler/
 
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig

@@ -303,9 +303,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 	}
-	c.recordEdges(shared, status)
-	if err := c.writeStatus(ctx, shared, status); err != nil {
+	// Edges are recorded only once the status that marks them is stored: a
+	// sync from a stale cache computes the same edge again, and its write
+	// fails on the old resourceVersion instead of repeating the event.
+	if written, err := c.writeStatus(ctx, shared, status); err != nil {
 		errs = append(errs, err)
+	} else if written {
+		c.recordEdges(shared, status)
 	}
 	return errors.Join(errs...)
 }
@@ -557,23 +561,25 @@ func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, messa
 	status.Phase, status.Reason, status.Message = v1.PhaseFailed, ReasonInvalid, message
 	status.ObservedGeneration = job.Generation
 	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, ReasonInvalid, message}, nil)
-	if job.Status.Phase != v1.PhaseFailed || job.Status.Reason != ReasonInvalid {
+	written, err := c.writeStatus(ctx, job, status)
+	if written {
 		c.log.Warn("invalid job", "job", job.Namespace+"/"+job.Name, "err", message)
 		c.recorder.Event(job, corev1.EventTypeWarning, ReasonInvalid, message)
 	}
-	return c.writeStatus(ctx, job, status)
+	return err
 }
 
-// writeStatus writes the status subresource, only when it changed.
-func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, status v1.TrainingJobStatus) error {
+// writeStatus writes the status subresource, only when it changed, and
+// reports whether it wrote.
+func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, status v1.TrainingJobStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(job.Status, status) {
-		return nil
+		return false, nil
 	}
 	update := job.DeepCopy()
 	update.Status = status
 	_, err := c.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
 	if err != nil {
-		return fmt.Errorf("update status of %s/%s: %w", job.Namespace, job.Name, err)
+		return false, fmt.Errorf("update status of %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return nil
+	return true, nil
 }

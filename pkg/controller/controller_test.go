@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -733,4 +736,24 @@ func TestPodIndexMapsPodsToJobs(t *testing.T) {
 		names = append(names, o.(*corev1.Pod).Name)
 	}
 	assert.ElementsMatch(t, []string{"mnist-master-0", "mnist-pserver-a", "mnist-trainer-a", "mnist-trainer-b"}, names)
+}
+
+// TestEventsWaitForTheStatusWrite: an edge is recorded only once the status
+// that marks it is stored. A sync from a stale cache computes the same edge,
+// and its write fails on the old resourceVersion; it must not repeat the
+// event.
+func TestEventsWaitForTheStatusWrite(t *testing.T) {
+	job := newJob("mnist", withTrainers(2, 6))
+	f := newFixture(t)
+	f.addJob(job)
+	f.addJobObjects(job, 2)
+	f.addPods(healthyPods(job, 2)...)
+	f.tj.PrependReactor("update", "trainingjobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(v1.Resource("trainingjobs"), "mnist", errors.New("the object has been modified"))
+	})
+	require.Error(t, f.sync("mnist"))
+	assert.Empty(t, f.events(), "no Running event for a status that was not stored")
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,13 +119,12 @@ func TestAutoscalerGrowsYieldsAndGrowsBack(t *testing.T) {
 	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{
 		{Name: "worker", CPU: "4", Memory: "16Gi", Count: 10},
 	}})
-	root, err := framework.ModuleRoot()
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	require.NoError(t, plane.ApplyCRD(ctx, filepath.Join(root, "thirdpartyresource.yaml")))
+	require.NoError(t, applyCRD(plane))
 
 	c := elasticCluster{kube: plane.Client, ns: "training"}
+	var err error
 	c.tj, err = tjclient.NewForConfig(plane.Config)
 	require.NoError(t, err)
 	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})

@@ -28,19 +28,21 @@ var (
 // sends objects as they are written, wrong types and unknown keys included.
 var trainingJobs = schema.GroupVersionResource{Group: "paddlepaddle.org", Version: "v1", Resource: "trainingjobs"}
 
-// installCRD installs thirdpartyresource.yaml on the shared control plane,
-// once for the package.
+// installCRD checks that thirdpartyresource.yaml is installed on the shared
+// control plane (TestMain installs it, once for the package).
 func installCRD(t *testing.T) {
 	t.Helper()
-	crdOnce.Do(func() {
-		root, err := framework.ModuleRoot()
-		if err != nil {
-			crdErr = err
-			return
-		}
-		crdErr = cp.ApplyCRD(context.Background(), filepath.Join(root, "thirdpartyresource.yaml"))
-	})
+	crdOnce.Do(func() { crdErr = applyCRD(cp) })
 	require.NoError(t, crdErr, "install the TrainingJob CRD")
+}
+
+// applyCRD installs thirdpartyresource.yaml on plane.
+func applyCRD(plane *framework.ControlPlane) error {
+	root, err := framework.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	return plane.ApplyCRD(context.Background(), filepath.Join(root, "thirdpartyresource.yaml"))
 }
 
 // TestCRDRejectsInvalidJobsNamingTheField sends every job of the invalid

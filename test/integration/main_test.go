@@ -46,6 +46,9 @@ func run(m *testing.M) int {
 	}
 	fmt.Fprintf(os.Stderr, "integration: control plane with %d nodes up in %s\n", sharedNodes.Count, time.Since(began).Round(100*time.Millisecond))
 	defer cp.Stop()
+	// The CRD goes in first: the garbage collector learns a new resource by
+	// rediscovery every 30 s, and the tests that delete jobs want it known.
+	crdOnce.Do(func() { crdErr = applyCRD(cp) })
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "integration: control plane logs in %s:\n%s", cp.Dir, cp.LogTails(30))

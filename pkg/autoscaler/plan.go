@@ -525,15 +525,30 @@ func (p *planner) grow() {
 	index := newFitIndex(free)
 	h := &jobHeap{less: growFirst}
 	for _, j := range p.movable {
-		if j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved && !j.coolingDown {
+		// A job cooling down is not grown, but it keeps its place in line:
+		// see blocked below.
+		if j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved {
 			h.items = append(h.items, j)
 		}
 	}
 	heap.Init(h)
 	limit := int64(p.opts.MaxGrowPerCycle)
+	// When a job cooling down is the least fulfilled, giving the next trainer
+	// to a job of its priority or lower would leave it behind for good once
+	// the cool-down ends (nothing rebalances equals): that capacity waits for
+	// it. Jobs of a higher priority still grow.
+	blocked, blocking := int32(0), false
 	for h.Len() > 0 {
 		j := h.items[0]
-		if j.desired >= j.max || (limit > 0 && j.grown >= limit) || !p.loadAdmits(j.req) {
+		if j.coolingDown {
+			if !blocking || j.priority > blocked {
+				blocked = j.priority
+			}
+			blocking = true
+			heap.Pop(h)
+			continue
+		}
+		if (blocking && j.priority <= blocked) || j.desired >= j.max || (limit > 0 && j.grown >= limit) || !p.loadAdmits(j.req) {
 			heap.Pop(h)
 			continue
 		}

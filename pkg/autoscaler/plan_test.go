@@ -206,7 +206,10 @@ func planCases() []planCase {
 			want: map[string]int32{"b": 2},
 		},
 		{
-			name:  "cool-down blocks growth after a recent scale-down only",
+			// The job scaled down a minute ago is not grown, and it keeps its
+			// place: the others grow only up to its fulfillment, so that it
+			// is not left behind for good when its cool-down ends.
+			name:  "cool-down holds a recently scaled-down job's place",
 			nodes: n4x8,
 			opts:  Options{Now: t0.Add(time.Minute), CoolDown: 5 * time.Minute},
 			jobs: []Job{
@@ -214,7 +217,18 @@ func planCases() []planCase {
 				newJob("old", withRange(1, 3), runningOn("n-0"), scaledDownAt(t0.Add(-10*time.Minute))),
 				newJob("never", withRange(1, 3), runningOn("n-0")),
 			},
-			want: map[string]int32{"old": 3, "never": 3},
+			want: map[string]int32{"old": 2, "never": 2},
+		},
+		{
+			name:  "a job cooling down holds back only its priority and lower",
+			nodes: n4x8,
+			opts:  Options{Now: t0.Add(time.Minute), CoolDown: 5 * time.Minute},
+			jobs: []Job{
+				newJob("recent", withRange(1, 3), runningOn("n-0"), scaledDownAt(t0)),
+				newJob("high", withRange(1, 3), runningOn("n-0"), withPriority(100)),
+				newJob("low", withRange(1, 3), runningOn("n-0"), withPriority(-5)),
+			},
+			want: map[string]int32{"high": 3},
 		},
 		{
 			name:  "MaxGrowPerCycle caps each job's growth",

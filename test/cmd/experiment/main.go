@@ -1,0 +1,133 @@
+// Command experiment reproduces the original EDL report's two experiments on
+// the local control plane with kwok nodes, EDL on and off, and writes the
+// samples (CSV), the figures (PNG) and the tables (results.md) into -out.
+// make experiment runs it; see docs/experiments.md.
+//
+//	go run ./test/cmd/experiment -size quick -edl bin/edl
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paddlepaddle/edl/test/experiment"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "experiment: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		sizeName  = flag.String("size", "quick", "run size: "+strings.Join(experiment.SizeNames(), ", "))
+		scenarios = flag.String("scenarios", "training,shared", "comma-separated scenarios: training, shared")
+		modes     = flag.String("modes", "edl,no-edl", "comma-separated modes: edl (EDL on), no-edl (EDL off)")
+		edlBin    = flag.String("edl", "bin/edl", "the edl binary (make build)")
+		out       = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
+		workDir   = flag.String("workdir", "", "directory for the runs' logs (default $EDL_CACHE_DIR/experiment/<size>)")
+	)
+	flag.Parse()
+	size, err := experiment.LookupSize(*sizeName)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join("docs", "experiments", size.Name)
+	}
+	if *workDir == "" {
+		*workDir = filepath.Join(cacheDir(), "experiment", size.Name)
+	}
+	bin, err := filepath.Abs(*edlBin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("the edl binary: %w (run make build)", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	fmt.Printf("size %s: %d nodes × %s CPU / %s; autoscale interval %s (time compressed %.1f×); runs in %s, results in %s\n",
+		size.Name, size.Nodes, size.NodeCPU, size.NodeMemory, size.Interval, size.Compression, *workDir, *out)
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "# EDL experiments, size %s\n\n", size.Name)
+	fmt.Fprintf(&report, "%d kwok nodes of %s CPU / %s; trainers %s CPU / %s, pservers %s CPU / %s, web pods %s CPU / %s; "+
+		"autoscale interval %s (the original's 5 s compressed %.1f×).\n\n",
+		size.Nodes, size.NodeCPU, size.NodeMemory, experiment.TrainerSize.CPU, experiment.TrainerSize.Memory,
+		experiment.PserverSize.CPU, experiment.PserverSize.Memory, experiment.WebSize.CPU, experiment.WebSize.Memory,
+		size.Interval, size.Compression)
+	for _, sc := range split(*scenarios) {
+		scenario := experiment.Scenario(sc)
+		results := map[experiment.Mode]*experiment.Result{}
+		summaries := map[experiment.Mode]*experiment.Summary{}
+		for _, m := range split(*modes) {
+			mode := experiment.Mode(m)
+			if mode != experiment.On && mode != experiment.Off {
+				return fmt.Errorf("unknown mode %q: edl or no-edl", m)
+			}
+			res, err := experiment.Run(ctx, experiment.Options{
+				Size: size, Scenario: scenario, Mode: mode, EDL: bin,
+				Dir:      filepath.Join(*workDir, fmt.Sprintf("%s-%s", scenario, mode)),
+				Progress: os.Stdout,
+			})
+			if err != nil {
+				return err
+			}
+			if _, err := experiment.WriteCSV(*out, res); err != nil {
+				return err
+			}
+			s := experiment.Summarize(res)
+			results[mode], summaries[mode] = res, &s
+			fmt.Printf("%-8s %-6s done in %s (control plane start %s); %d samples\n", scenario, mode,
+				res.Wall.Round(time.Second), res.Setup.Round(time.Second), len(res.Samples))
+			fmt.Fprintf(&report, "- %s, %s: run took %s wall (control plane with nodes %s), %d samples over %s.\n",
+				scenario, mode, res.Wall.Round(time.Second), res.Setup.Round(time.Second), len(res.Samples), res.End.Round(time.Second))
+		}
+		png, err := experiment.PlotScenario(*out, scenario, results[experiment.On], results[experiment.Off])
+		if err != nil {
+			return err
+		}
+		table := experiment.Table(scenario, summaries[experiment.On], summaries[experiment.Off])
+		fmt.Printf("\n%s\nplot: %s\n\n", table, png)
+		fmt.Fprintf(&report, "\n%s\n![%s](%s)\n\n", table, scenario, filepath.Base(png))
+	}
+	fmt.Fprintf(&report, "Total wall time %s.\n", time.Since(began).Round(time.Second))
+	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(report.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("all done in %s; tables in %s\n", time.Since(began).Round(time.Second), filepath.Join(*out, "results.md"))
+	return nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func cacheDir() string {
+	if d := os.Getenv("EDL_CACHE_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "edl")
+}

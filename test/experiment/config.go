@@ -1,0 +1,239 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// Scenario names an experiment.
+type Scenario string
+
+// The two experiments of the original report.
+const (
+	// Training: jobs only, submitted one by one.
+	Training Scenario = "training"
+	// Shared: jobs beside a higher-priority web service that shrinks and grows.
+	Shared Scenario = "shared"
+)
+
+// Mode says whether EDL scales the jobs.
+type Mode string
+
+const (
+	// On runs edl with the autoscaler acting.
+	On Mode = "edl"
+	// Off runs edl with -dry_run: the controller runs the jobs, the
+	// autoscaler only logs what it would do. In Training the jobs also ask
+	// for their maximum (min-instance = max-instance).
+	Off Mode = "no-edl"
+)
+
+// Names of the objects the experiments create.
+const (
+	Namespace        = "experiment"
+	TrainingPriority = "training"
+	WebPriority      = "web"
+	WebName          = "nginx"
+	// WebLabel is the label key (value WebName) of the web pods.
+	WebLabel = "app"
+)
+
+// Priorities of the two PriorityClasses.
+const (
+	TrainingPriorityValue = 100
+	WebPriorityValue      = 1000
+)
+
+// PodSize is the request of one pod.
+type PodSize struct {
+	CPU    string
+	Memory string
+}
+
+func (s PodSize) cpuMilli() int64 { return milli(s.CPU) }
+func (s PodSize) memMiB() int64   { return mebi(s.Memory) }
+
+func milli(q string) int64 {
+	v := resource.MustParse(q)
+	return v.MilliValue()
+}
+
+func mebi(q string) int64 {
+	v := resource.MustParse(q)
+	return v.Value() >> 20
+}
+
+func (s PodSize) requests() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(s.CPU),
+		corev1.ResourceMemory: resource.MustParse(s.Memory),
+	}
+}
+
+// The pod sizes of the original report.
+var (
+	TrainerSize = PodSize{CPU: "5", Memory: "8Gi"}
+	PserverSize = PodSize{CPU: "4", Memory: "5Gi"}
+	// WebSize is our choice (the report does not give one): a node of 18
+	// CPUs holds three trainers and one web pod exactly, so a perfect packer
+	// can fill the cluster and the utilization target is reachable.
+	WebSize = PodSize{CPU: "3", Memory: "2Gi"}
+)
+
+// Size is the shape and the timing of a run. Every duration is already
+// compressed; Compression says by how much against the original.
+type Size struct {
+	Name       string
+	Nodes      int
+	NodeCPU    string
+	NodeMemory string
+	NodePods   int
+	// Interval is edl's -autoscale_interval and the sampling period.
+	Interval time.Duration
+	// Compression is the original's autoscale interval (5 s) over Interval;
+	// every other duration is scaled by it.
+	Compression float64
+
+	// Training.
+	Jobs        int
+	JobInterval time.Duration // between two submissions
+	TrainerMin  int32
+	TrainerMax  int32
+	Pservers    int32
+	Settle      time.Duration // observed after the last submission
+
+	// Shared.
+	SharedJobs       int
+	SharedTrainerMin int32
+	SharedTrainerMax int32
+	// WebSteps are the web replicas at each step; the first is the level
+	// the jobs are submitted beside.
+	WebSteps []int32
+	Step     time.Duration // how long each level is held
+}
+
+// Sizes are the sizes make experiment knows.
+var Sizes = map[string]Size{
+	// full is the original's cluster (133 nodes of 18 CPU, 2,394 cores) and
+	// job counts, 2.5 times faster: the autoscaler plans every 2 s instead of
+	// 5 s, jobs arrive every 4 s instead of 10 s, a web step lasts 36 s
+	// instead of 90 s.
+	"full": {
+		Name: "full", Nodes: 133, NodeCPU: "18", NodeMemory: "100Gi", NodePods: 110,
+		Interval: 2 * time.Second, Compression: 2.5,
+		Jobs: 20, JobInterval: 4 * time.Second, TrainerMin: 2, TrainerMax: 60, Pservers: 2, Settle: 120 * time.Second,
+		SharedJobs: 6, SharedTrainerMin: 15, SharedTrainerMax: 60,
+		WebSteps: []int32{400, 300, 200, 100, 200, 300, 400}, Step: 36 * time.Second,
+	},
+	// quick is the same experiment on a fifth of the cluster (27 nodes) with
+	// a fifth of the trainers and web pods, and shorter steps.
+	"quick": {
+		Name: "quick", Nodes: 27, NodeCPU: "18", NodeMemory: "100Gi", NodePods: 110,
+		Interval: 2 * time.Second, Compression: 2.5,
+		Jobs: 20, JobInterval: 4 * time.Second, TrainerMin: 2, TrainerMax: 12, Pservers: 2, Settle: 60 * time.Second,
+		SharedJobs: 6, SharedTrainerMin: 3, SharedTrainerMax: 12,
+		WebSteps: []int32{80, 60, 40, 20, 40, 60, 80}, Step: 20 * time.Second,
+	},
+	// smoke is the tiny run of the test: five nodes, two jobs that fit at
+	// their minimum with room to grow, a web wave of three steps.
+	"smoke": {
+		Name: "smoke", Nodes: 5, NodeCPU: "18", NodeMemory: "100Gi", NodePods: 110,
+		Interval: time.Second, Compression: 5,
+		Jobs: 2, JobInterval: 2 * time.Second, TrainerMin: 2, TrainerMax: 6, Pservers: 2, Settle: 10 * time.Second,
+		SharedJobs: 2, SharedTrainerMin: 2, SharedTrainerMax: 6,
+		WebSteps: []int32{8, 4, 8}, Step: 8 * time.Second,
+	},
+}
+
+// SizeNames lists the sizes, sorted.
+func SizeNames() []string {
+	var names []string
+	for n := range Sizes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// LookupSize returns the named size.
+func LookupSize(name string) (Size, error) {
+	s, ok := Sizes[name]
+	if !ok {
+		return Size{}, fmt.Errorf("unknown size %q: one of %s", name, strings.Join(SizeNames(), ", "))
+	}
+	return s, nil
+}
+
+func (s Size) node() NodeShape {
+	return NodeShape{
+		CPUMilli: milli(s.NodeCPU),
+		MemMiB:   mebi(s.NodeMemory),
+		Pods:     s.NodePods,
+	}
+}
+
+// JobName is the name of the i-th job (from 0) of a run.
+func JobName(i int) string { return fmt.Sprintf("job-%02d", i+1) }
+
+// TrainingJob builds a job of the experiments: trainers and pservers of the
+// report's sizes, at the training priority. It is fault-tolerant, and its
+// master requests nothing, so that the CPU it asks for is exactly its
+// trainers' and pservers'.
+func TrainingJob(name string, trainerMin, trainerMax, pservers int32) *v1.TrainingJob {
+	return &v1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+		Spec: v1.TrainingJobSpec{
+			Image:             "paddlepaddle/paddlecloud-job",
+			FaultTolerant:     true,
+			PriorityClassName: TrainingPriority,
+			Trainer: v1.TrainerSpec{
+				Entrypoint:  "python train.py",
+				Workspace:   "/workspace",
+				MinInstance: trainerMin,
+				MaxInstance: trainerMax,
+				Resources:   corev1.ResourceRequirements{Requests: TrainerSize.requests()},
+			},
+			Pserver: v1.PserverSpec{
+				MinInstance: pservers,
+				MaxInstance: pservers,
+				Resources:   corev1.ResourceRequirements{Requests: PserverSize.requests()},
+			},
+		},
+	}
+}
+
+// WebDeployment is the higher-priority web service: replicas nginx pods of
+// size at the web priority.
+func WebDeployment(namespace string, replicas int32, size PodSize) *appsv1.Deployment {
+	labels := map[string]string{WebLabel: WebName}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: WebName, Namespace: namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					PriorityClassName:             WebPriority,
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{
+						Name:      "nginx",
+						Image:     "nginx",
+						Resources: corev1.ResourceRequirements{Requests: size.requests()},
+					}},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,18 @@
+// Package experiment reproduces the two experiments of the original EDL
+// report on the local control plane (test/framework) with kwok nodes, with the
+// edl binary running the autoscaler (EDL on) or only planning (-dry_run, EDL
+// off):
+//
+//   - Training: jobs arrive one by one on an otherwise empty cluster. With EDL
+//     off each job asks for its maximum; with EDL on it starts at its minimum
+//     and the autoscaler shares the spare capacity.
+//   - Shared: a web service under a higher PriorityClass shrinks and grows in
+//     steps while training jobs run beside it.
+//
+// A Recorder samples the cluster every interval (CPU allocation utilization,
+// pending jobs, trainers per job, web pods pending) and times every job and
+// web pod; Ideal computes the utilization a perfect packer could reach with
+// the same demand on the same nodes. Results are written as CSV, PNG plots
+// (gonum.org/v1/plot) and a Markdown table. test/cmd/experiment is the command
+// (make experiment); test/cmd/demo reuses the job builders and the Recorder.
+package experiment

@@ -1,0 +1,369 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
+)
+
+// ClientConfig returns a copy of cfg with a client-side rate limit high
+// enough for the experiments' bursts of creates and lists: client-go's
+// default of 5 requests per second would make the tools, not the cluster,
+// the bottleneck.
+func ClientConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 200, 400
+	c.UserAgent = "edl-experiment"
+	return c
+}
+
+// JobView is one job in a Sample.
+type JobView struct {
+	Name  string
+	Phase v1.TrainingJobPhase
+	// Running counts the trainer pods Running and not being deleted;
+	// Desired is the trainer ReplicaSet's replicas as the job's status has it.
+	Running, Desired int
+	Min, Max         int
+	// Fulfillment is (Running − Min) / (Max − Min), 1 when Min == Max.
+	Fulfillment float64
+}
+
+// Sample is the cluster at one instant.
+type Sample struct {
+	// At is the time since the recorder's origin.
+	At time.Duration
+	// Utilization is Σ CPU requests of Running pods ÷ Σ allocatable CPU.
+	Utilization     float64
+	CPURunningMilli int64
+	CPUAllocMilli   int64
+	// Ideal is the utilization a perfect packer reaches with the demand of
+	// this instant (filled in by the scenario; 0 when not computed).
+	Ideal float64
+	// Submitted jobs, of which Pending are not in phase Running.
+	Submitted, PendingJobs int
+	Jobs                   []JobView
+	// RunningTrainers counts all Running trainer pods.
+	RunningTrainers int
+	// Web pods: the Deployment's replicas (set by the scenario), Running, and
+	// pending (not Running and not being deleted).
+	WebDesired, WebRunning, WebPending int
+	// PendingPods counts every pod not Running and not being deleted.
+	PendingPods int
+}
+
+// JobTiming is when one job was submitted and started.
+type JobTiming struct {
+	Name      string
+	Submitted time.Duration
+	// FirstTrainer is when a trainer pod of the job was first seen Running;
+	// Running when the job's phase was first Running (pservers ready and
+	// min-instance trainers Running). Negative: not (yet).
+	FirstTrainer, Running time.Duration
+}
+
+// PodWait is how long one web pod waited for a node.
+type PodWait struct {
+	Name    string
+	Created time.Duration
+	// Running is when it was first seen Running; negative if never.
+	Running time.Duration
+	// Deleted is when it was deleted; negative if it was not.
+	Deleted time.Duration
+}
+
+// Recorder watches the cluster through informers and records samples and
+// timings relative to its origin.
+type Recorder struct {
+	origin time.Time
+
+	kubeInformers informers.SharedInformerFactory
+	jobInformers  tjinformers.SharedInformerFactory
+	pods          corelisters.PodLister
+	nodes         corelisters.NodeLister
+	jobs          tjlisters.TrainingJobLister
+	synced        []cache.InformerSynced
+
+	mu           sync.Mutex
+	submitted    map[string]time.Duration
+	firstTrainer map[string]time.Duration
+	running      map[string]time.Duration
+	web          map[string]*PodWait
+	webDesired   int
+}
+
+// NewRecorder watches every pod and node and the TrainingJobs of namespace
+// ("" for all) with cfg.
+func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
+	cfg = ClientConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tj, err := tjclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{
+		origin:        time.Now(),
+		kubeInformers: informers.NewSharedInformerFactory(kube, 0),
+		jobInformers:  tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(namespace)),
+		submitted:     map[string]time.Duration{},
+		firstTrainer:  map[string]time.Duration{},
+		running:       map[string]time.Duration{},
+		web:           map[string]*PodWait{},
+	}
+	pods := r.kubeInformers.Core().V1().Pods()
+	nodes := r.kubeInformers.Core().V1().Nodes()
+	jobs := r.jobInformers.Paddlepaddle().V1().TrainingJobs()
+	r.pods, r.nodes, r.jobs = pods.Lister(), nodes.Lister(), jobs.Lister()
+	r.synced = []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced, jobs.Informer().HasSynced}
+
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.observePod(obj, false) },
+		UpdateFunc: func(_, obj any) { r.observePod(obj, false) },
+		DeleteFunc: func(obj any) { r.observePod(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.observeJob,
+		UpdateFunc: func(_, obj any) { r.observeJob(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Start runs the informers until ctx is done and waits for their caches.
+func (r *Recorder) Start(ctx context.Context) error {
+	r.kubeInformers.Start(ctx.Done())
+	r.jobInformers.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), r.synced...) {
+		return fmt.Errorf("the recorder's caches did not sync")
+	}
+	return nil
+}
+
+// Shutdown stops the informers; call it after ctx of Start is done.
+func (r *Recorder) Shutdown() {
+	r.kubeInformers.Shutdown()
+	r.jobInformers.Shutdown()
+}
+
+// ResetOrigin makes now the origin of every later time.
+func (r *Recorder) ResetOrigin(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.origin = now
+}
+
+// Since returns the time from the origin to t.
+func (r *Recorder) Since(t time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return t.Sub(r.origin)
+}
+
+// Submitted records that the job name was submitted at t.
+func (r *Recorder) Submitted(name string, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.submitted[name] = t.Sub(r.origin)
+}
+
+// SetWebDesired records the web Deployment's replicas, for the samples.
+func (r *Recorder) SetWebDesired(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.webDesired = n
+}
+
+func (r *Recorder) observePod(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := now.Sub(r.origin)
+	running := pod.Status.Phase == corev1.PodRunning && !deleted
+	if job := pod.Labels[v1.LabelTrainer]; job != "" && running {
+		if _, seen := r.firstTrainer[job]; !seen {
+			r.firstTrainer[job] = at
+		}
+	}
+	if pod.Labels[WebLabel] != WebName {
+		return
+	}
+	w := r.web[string(pod.UID)]
+	if w == nil {
+		w = &PodWait{Name: pod.Name, Created: at, Running: -1, Deleted: -1}
+		r.web[string(pod.UID)] = w
+	}
+	if running && w.Running < 0 {
+		w.Running = at
+	}
+	if (deleted || pod.DeletionTimestamp != nil) && w.Deleted < 0 {
+		w.Deleted = at
+	}
+}
+
+func (r *Recorder) observeJob(obj any) {
+	job, ok := obj.(*v1.TrainingJob)
+	if !ok || job.Status.Phase != v1.PhaseRunning {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.running[job.Name]; !seen {
+		r.running[job.Name] = now.Sub(r.origin)
+	}
+}
+
+// Sample takes a sample of the cluster now.
+func (r *Recorder) Sample(now time.Time) Sample {
+	r.mu.Lock()
+	s := Sample{At: now.Sub(r.origin), WebDesired: r.webDesired, Submitted: len(r.submitted)}
+	submitted := make(map[string]bool, len(r.submitted))
+	for name := range r.submitted {
+		submitted[name] = true
+	}
+	r.mu.Unlock()
+
+	nodes, _ := r.nodes.List(labels.Everything())
+	for _, n := range nodes {
+		s.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
+	}
+	pods, _ := r.pods.List(labels.Everything())
+	running := map[string]int{}
+	for _, p := range pods {
+		isRunning := p.Status.Phase == corev1.PodRunning
+		if isRunning {
+			s.CPURunningMilli += podCPUMilli(p)
+		}
+		live := p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		if live && !isRunning {
+			s.PendingPods++
+		}
+		if job := p.Labels[v1.LabelTrainer]; job != "" && isRunning && p.DeletionTimestamp == nil {
+			running[job]++
+			s.RunningTrainers++
+		}
+		if p.Labels[WebLabel] == WebName {
+			switch {
+			case isRunning:
+				s.WebRunning++
+			case live:
+				s.WebPending++
+			}
+		}
+	}
+	if s.CPUAllocMilli > 0 {
+		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
+	}
+
+	jobs, _ := r.jobs.List(labels.Everything())
+	for _, j := range jobs {
+		v := JobView{
+			Name: j.Name, Phase: j.Status.Phase,
+			Running: running[j.Name], Desired: int(j.Status.Trainers.Desired),
+			Min: int(j.Spec.Trainer.MinInstance), Max: int(j.Spec.Trainer.MaxInstance),
+			Fulfillment: 1,
+		}
+		if v.Max > v.Min {
+			v.Fulfillment = float64(v.Running-v.Min) / float64(v.Max-v.Min)
+		}
+		s.Jobs = append(s.Jobs, v)
+		if len(submitted) == 0 || submitted[j.Name] {
+			if j.Status.Phase != v1.PhaseRunning {
+				s.PendingJobs++
+			}
+		}
+	}
+	if len(submitted) == 0 {
+		s.Submitted = len(jobs)
+	}
+	slices.SortFunc(s.Jobs, func(a, b JobView) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+// podCPUMilli is the pod's CPU request as the scheduler counts it: the sum
+// over its containers, or the largest init container if that is more.
+func podCPUMilli(p *corev1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		sum += c.Resources.Requests.Cpu().MilliValue()
+	}
+	for _, c := range p.Spec.InitContainers {
+		initMax = max(initMax, c.Resources.Requests.Cpu().MilliValue())
+	}
+	return max(sum, initMax)
+}
+
+// JobTimings returns every submitted job's timing, by name.
+func (r *Recorder) JobTimings() []JobTiming {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []JobTiming
+	for name, sub := range r.submitted {
+		t := JobTiming{Name: name, Submitted: sub, FirstTrainer: -1, Running: -1}
+		if at, ok := r.firstTrainer[name]; ok {
+			t.FirstTrainer = at
+		}
+		if at, ok := r.running[name]; ok {
+			t.Running = at
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b JobTiming) int { return int(a.Submitted - b.Submitted) })
+	return out
+}
+
+// WebWaits returns every web pod seen, in creation order.
+func (r *Recorder) WebWaits() []PodWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PodWait, 0, len(r.web))
+	for _, w := range r.web {
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b PodWait) int {
+		if a.Created != b.Created {
+			return int(a.Created - b.Created)
+		}
+		if a.Name < b.Name {
+			return -1
+		}
+		return 1
+	})
+	return out
+}

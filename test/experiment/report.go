@@ -1,0 +1,280 @@
+package experiment
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Summary is the means of one run over its window.
+type Summary struct {
+	Scenario Scenario
+	Mode     Mode
+	// Samples in the window, and the window's length.
+	Samples int
+	Window  time.Duration
+	// MeanUtilization and MeanIdeal average the samples in the window.
+	MeanUtilization, MeanIdeal float64
+
+	// Jobs submitted; NeverRunning of them never reached phase Running.
+	Jobs, NeverRunning int
+	// MeanPending averages, over the jobs, the time from submission to phase
+	// Running; a job that never ran counts until the end of the run (so the
+	// mean is a lower bound when NeverRunning > 0). MeanFirstTrainer is the
+	// same up to the first trainer Running.
+	MeanPending, MeanFirstTrainer time.Duration
+
+	// WebPods created in the window and how long they waited for a node:
+	// created → Running, or until the end for one still pending. Pods
+	// deleted before they ran (a scale-down) are left out; WebDropped counts
+	// them.
+	WebPods, WebDropped int
+	WebP50, WebP95, WebMax time.Duration
+	// WebMostPending is the most web pods pending in one sample.
+	WebMostPending int
+	// MeanTrainers averages the Running trainers over the window.
+	MeanTrainers float64
+	// Scalings counts edl's trainer scalings over the whole run.
+	Scalings int
+}
+
+// Summarize computes a run's Summary.
+func Summarize(r *Result) Summary {
+	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Scalings: r.Scalings}
+	var util, ideal, trainers float64
+	for _, x := range r.Samples {
+		if x.At < r.WindowStart {
+			continue
+		}
+		s.Samples++
+		util += x.Utilization
+		ideal += x.Ideal
+		trainers += float64(x.RunningTrainers)
+		s.WebMostPending = max(s.WebMostPending, x.WebPending)
+	}
+	if s.Samples > 0 {
+		n := float64(s.Samples)
+		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
+	}
+	s.Window = r.End - r.WindowStart
+
+	var pending, first time.Duration
+	for _, j := range r.Jobs {
+		s.Jobs++
+		if j.Running >= 0 {
+			pending += j.Running - j.Submitted
+		} else {
+			s.NeverRunning++
+			pending += r.End - j.Submitted
+		}
+		if j.FirstTrainer >= 0 {
+			first += j.FirstTrainer - j.Submitted
+		} else {
+			first += r.End - j.Submitted
+		}
+	}
+	if s.Jobs > 0 {
+		s.MeanPending = pending / time.Duration(s.Jobs)
+		s.MeanFirstTrainer = first / time.Duration(s.Jobs)
+	}
+
+	var waits []time.Duration
+	for _, w := range r.Web {
+		if w.Created < r.WindowStart {
+			continue
+		}
+		switch {
+		case w.Running >= 0:
+			waits = append(waits, w.Running-w.Created)
+		case w.Deleted >= 0:
+			s.WebDropped++
+		default:
+			waits = append(waits, r.End-w.Created)
+		}
+	}
+	s.WebPods = len(waits)
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		s.WebP50, s.WebP95, s.WebMax = percentile(waits, 50), percentile(waits, 95), waits[len(waits)-1]
+	}
+	return s
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// Published are the original report's figures for one scenario.
+type Published struct {
+	UtilizationOn, UtilizationOff string
+	PendingOn, PendingOff         string
+	NeverRunningOff               string
+}
+
+// Original are the figures of the original EDL report (133 nodes, 2,348
+// cores; see the report in the repository's history).
+var Original = map[Scenario]Published{
+	Training: {UtilizationOn: "≈76%", UtilizationOff: "≈76%", PendingOn: "42.9 s", PendingOff: "280.5 s", NeverRunningOff: "14 of 20"},
+	Shared:   {UtilizationOn: "83.4% (blog: ≈90%)", UtilizationOff: "61.9%"},
+}
+
+// Table renders the Markdown table of one scenario: EDL on and off next to
+// the original's figures and the ideal bound. on or off may be nil.
+func Table(scenario Scenario, on, off *Summary) string {
+	orig := Original[scenario]
+	var b strings.Builder
+	cell := func(s *Summary, f func(Summary) string) string {
+		if s == nil {
+			return "—"
+		}
+		return f(*s)
+	}
+	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+	row := func(name, vOn, vOff, oOn, oOff, ideal string) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, vOn, vOff, oOn, oOff, ideal)
+	}
+	fmt.Fprintf(&b, "| %s | EDL on | EDL off | original, EDL on | original, EDL off | ideal bound |\n", scenario)
+	b.WriteString("|---|---|---|---|---|---|\n")
+	ideal := func(s Summary) string { return pct(s.MeanIdeal) }
+	switch scenario {
+	case Training:
+		row("mean CPU allocation utilization", cell(on, func(s Summary) string { return pct(s.MeanUtilization) }),
+			cell(off, func(s Summary) string { return pct(s.MeanUtilization) }), orig.UtilizationOn, orig.UtilizationOff,
+			cell(on, ideal))
+		row("mean job pending time (submission → phase Running)", cell(on, func(s Summary) string { return secs(s.MeanPending) }),
+			cell(off, func(s Summary) string { return secs(s.MeanPending) }), orig.PendingOn, orig.PendingOff, "0 s")
+		row("mean time to the first trainer Running", cell(on, func(s Summary) string { return secs(s.MeanFirstTrainer) }),
+			cell(off, func(s Summary) string { return secs(s.MeanFirstTrainer) }), "—", "—", "0 s")
+		row("jobs never Running", cell(on, func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }),
+			cell(off, func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }), "0", orig.NeverRunningOff, "—")
+	case Shared:
+		row("mean CPU allocation utilization", cell(on, func(s Summary) string { return pct(s.MeanUtilization) }),
+			cell(off, func(s Summary) string { return pct(s.MeanUtilization) }), orig.UtilizationOn, orig.UtilizationOff,
+			cell(on, ideal)+" on, "+cell(off, ideal)+" off")
+		web := func(s Summary) string {
+			return fmt.Sprintf("%.1f s / %.1f s (%d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebPods)
+		}
+		row("web pod pending time p50 / p95", cell(on, web), cell(off, web), "—", "—", "0 s")
+		row("most web pods pending at once", cell(on, func(s Summary) string { return strconv.Itoa(s.WebMostPending) }),
+			cell(off, func(s Summary) string { return strconv.Itoa(s.WebMostPending) }), "—", "—", "0")
+		row("mean trainers Running", cell(on, func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }),
+			cell(off, func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }), "—", "—", "—")
+	}
+	row("trainer scalings applied by edl", cell(on, func(s Summary) string { return strconv.Itoa(s.Scalings) }),
+		cell(off, func(s Summary) string { return strconv.Itoa(s.Scalings) }), "—", "—", "—")
+	return b.String()
+}
+
+// WriteCSV writes the run's samples, and its jobs' and web pods' timings, as
+// <scenario>-<mode>-{samples,jobs,web}.csv into dir; it returns the paths.
+func WriteCSV(dir string, r *Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s", r.Scenario, r.Mode))
+	var paths []string
+	write := func(suffix string, rows [][]string) error {
+		path := base + "-" + suffix + ".csv"
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		w := csv.NewWriter(f)
+		if err := w.WriteAll(rows); err != nil {
+			f.Close()
+			return err
+		}
+		paths = append(paths, path)
+		return f.Close()
+	}
+	sec := func(d time.Duration) string {
+		if d < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
+	}
+	ratio := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	itoa := strconv.Itoa
+
+	names := jobNames(r)
+	header := []string{"t_s", "utilization", "ideal", "cpu_running_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending"}
+	for _, n := range names {
+		header = append(header, "trainers_"+n)
+	}
+	rows := [][]string{header}
+	for _, s := range r.Samples {
+		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), strconv.FormatInt(s.CPURunningMilli, 10),
+			strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods)}
+		running := map[string]int{}
+		for _, j := range s.Jobs {
+			running[j.Name] = j.Running
+		}
+		for _, n := range names {
+			row = append(row, itoa(running[n]))
+		}
+		rows = append(rows, row)
+	}
+	if err := write("samples", rows); err != nil {
+		return nil, err
+	}
+
+	rows = [][]string{{"job", "submitted_s", "first_trainer_s", "running_s", "pending_s", "never_running"}}
+	for _, j := range r.Jobs {
+		end, never := j.Running, j.Running < 0
+		if never {
+			end = r.End
+		}
+		rows = append(rows, []string{j.Name, sec(j.Submitted), sec(j.FirstTrainer), sec(j.Running), sec(end - j.Submitted), strconv.FormatBool(never)})
+	}
+	if err := write("jobs", rows); err != nil {
+		return nil, err
+	}
+
+	if r.Scenario == Shared {
+		rows = [][]string{{"pod", "created_s", "running_s", "deleted_s", "wait_s", "in_window"}}
+		for _, w := range r.Web {
+			wait := ""
+			switch {
+			case w.Running >= 0:
+				wait = sec(w.Running - w.Created)
+			case w.Deleted < 0:
+				wait = sec(r.End - w.Created)
+			}
+			rows = append(rows, []string{w.Name, sec(w.Created), sec(w.Running), sec(w.Deleted), wait, strconv.FormatBool(w.Created >= r.WindowStart)})
+		}
+		if err := write("web", rows); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// jobNames are the names of every job seen in the samples, sorted.
+func jobNames(r *Result) []string {
+	seen := map[string]bool{}
+	for _, j := range r.Jobs {
+		seen[j.Name] = true
+	}
+	for _, s := range r.Samples {
+		for _, j := range s.Jobs {
+			seen[j.Name] = true
+		}
+	}
+	var names []string
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

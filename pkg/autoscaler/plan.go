@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
@@ -222,7 +223,7 @@ func newPlanner(snap cluster.ClusterResource, jobs []Job, opts Options) *planner
 	p.jobs = make([]*jobState, 0, len(jobs))
 	p.byKey = make(map[string]*jobState, len(jobs))
 	p.minPrio = math.MaxInt32
-	for i := range jobs {
+	for _, i := range canonicalOrder(jobs) {
 		j := p.newJobState(&jobs[i])
 		if j == nil {
 			continue
@@ -235,6 +236,30 @@ func newPlanner(snap cluster.ClusterResource, jobs []Job, opts Options) *planner
 		}
 	}
 	return p
+}
+
+// canonicalOrder is the order Plan reads jobs in: by key, and duplicate keys
+// (a caller's mistake, of which only the first is planned) by their fields,
+// so that the plan does not depend on the order of the input.
+func canonicalOrder(jobs []Job) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &jobs[a], &jobs[b]
+		if c := strings.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		for _, d := range [...]int64{int64(x.Min) - int64(y.Min), int64(x.Max) - int64(y.Max),
+			int64(x.Current) - int64(y.Current), int64(x.Priority) - int64(y.Priority)} {
+			if d != 0 {
+				return int(max(-1, min(1, d)))
+			}
+		}
+		return 0
+	})
+	return order
 }
 
 // newJobState builds the working copy of one job, or nil when the job cannot

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
@@ -54,14 +55,39 @@ import (
 // resources other than CPU, memory and the configured GPUs. A pod that is
 // unschedulable for one of those reasons may be fitted onto a node it cannot
 // use; that reserves capacity conservatively and never overcommits a node.
+//
+// While trainers are terminating (see Settling), phases 1 and 2 wait: the
+// pods still hold their nodes while their ReplicaSets already count the
+// replacements, so the same capacity would be counted twice and taken twice.
+// Without this wait, one wave of preemptions shrank jobs far below what the
+// pending pods needed.
 func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction {
 	p := newPlanner(snap, jobs, opts)
 	p.reserve()
 	p.growLoad = p.requested
-	p.yieldToPriority(snap.Pending)
-	p.yieldToLoad()
+	if Settling(snap, opts.Now) == 0 {
+		p.yieldToPriority(snap.Pending)
+		p.yieldToLoad()
+	}
 	p.grow()
 	return p.actions()
+}
+
+// settleSlack is how long after its grace period a terminating trainer still
+// holds back the yield phases; one that takes longer is stuck (on a lost
+// node, behind a finalizer) and must not freeze the autoscaler.
+const settleSlack = 30 * time.Second
+
+// Settling counts the trainers of snap that are terminating and not stuck at
+// now; while there are any, Plan takes no trainer away.
+func Settling(snap cluster.ClusterResource, now time.Time) int {
+	n := 0
+	for _, end := range snap.TerminatingTrainers {
+		if now.Before(end.Add(settleSlack)) {
+			n++
+		}
+	}
+	return n
 }
 
 // victim is one trainer a job can lose, in the order the ReplicaSet controller

@@ -581,3 +581,23 @@ func TestFitIndexFindsTheFirstNodeThatFitsInEveryDimension(t *testing.T) {
 	assert.Equal(t, -1, idx.firstFit(vec{5, 5, 0}))
 	assert.Equal(t, -1, newFitIndex(nil).firstFit(vec{}))
 }
+
+// TestPlanWaitsForTerminatingTrainers: while trainers are terminating they
+// still hold their nodes and their replacements already count, so Plan takes
+// nothing away until they are gone — unless they are stuck.
+func TestPlanWaitsForTerminatingTrainers(t *testing.T) {
+	jobs := []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))}
+	now := t0.Add(time.Hour)
+	overloaded := func(terminating ...time.Time) cluster.ClusterResource {
+		snap := clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
+		snap.TerminatingTrainers = terminating
+		return snap
+	}
+	opts := Options{MaxLoadDesired: 1, Now: now}
+
+	require.NotEmpty(t, Plan(overloaded(), jobs, opts), "10 CPU requested of 8: a shrinks")
+	assert.Empty(t, Plan(overloaded(now.Add(10*time.Second)), jobs, opts), "a trainer in its grace period holds the shrink")
+	assert.Equal(t, 1, Settling(overloaded(now.Add(10*time.Second)), now))
+	assert.NotEmpty(t, Plan(overloaded(now.Add(-time.Hour)), jobs, opts), "a trainer stuck for an hour does not")
+	assert.Equal(t, 0, Settling(overloaded(now.Add(-time.Hour)), now))
+}

@@ -33,15 +33,17 @@ type Snapshot struct {
 	reader resourceReader
 	synced []cache.InformerSynced
 
-	mu        sync.Mutex
-	nodes     map[string]*nodeState
-	pods      map[string]*podRecord
-	pending   map[string]*podRecord
-	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
-	nodeCount int
-	total     amounts // allocatable of counted nodes
-	requested amounts // requests of live pods
-	limits    amounts // limits of live pods
+	mu      sync.Mutex
+	nodes   map[string]*nodeState
+	pods    map[string]*podRecord
+	pending map[string]*podRecord
+	// terminating are the trainer pods being deleted.
+	terminating map[string]*podRecord
+	trainers    map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
+	nodeCount   int
+	total       amounts // allocatable of counted nodes
+	requested   amounts // requests of live pods
+	limits      amounts // limits of live pods
 }
 
 // nodeState is what the snapshot knows about one node name. It exists as long
@@ -72,6 +74,7 @@ type podRecord struct {
 	terminating   bool
 	unschedulable bool
 	nominated     string
+	deletion      time.Time // metadata.deletionTimestamp: when the grace period ends
 	priority      int32
 	created       time.Time
 	req, lim      amounts
@@ -122,12 +125,13 @@ func newSnapshot(opts Options) *Snapshot {
 		gpus = []corev1.ResourceName{DefaultGPUResourceName}
 	}
 	return &Snapshot{
-		log:      log,
-		reader:   resourceReader{gpuNames: append([]corev1.ResourceName(nil), gpus...)},
-		nodes:    map[string]*nodeState{},
-		pods:     map[string]*podRecord{},
-		pending:  map[string]*podRecord{},
-		trainers: map[string][]*podRecord{},
+		log:         log,
+		reader:      resourceReader{gpuNames: append([]corev1.ResourceName(nil), gpus...)},
+		nodes:       map[string]*nodeState{},
+		pods:        map[string]*podRecord{},
+		pending:     map[string]*podRecord{},
+		terminating: map[string]*podRecord{},
+		trainers:    map[string][]*podRecord{},
 	}
 }
 
@@ -202,6 +206,9 @@ func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
 		created:     pod.CreationTimestamp.Time,
 		nominated:   pod.Status.NominatedNodeName,
 	}
+	if pod.DeletionTimestamp != nil {
+		rec.deletion = pod.DeletionTimestamp.Time
+	}
 	if job, ok := pod.Labels[TrainerLabel]; ok && job != "" {
 		rec.job = pod.Namespace + "/" + job
 	}
@@ -242,6 +249,9 @@ func (s *Snapshot) applyLocked(r *podRecord) {
 	if r.unschedulable {
 		s.pending[r.key] = r
 	}
+	if r.job != "" && r.terminating {
+		s.terminating[r.key] = r
+	}
 }
 
 func (s *Snapshot) unapplyLocked(r *podRecord) {
@@ -261,6 +271,9 @@ func (s *Snapshot) unapplyLocked(r *podRecord) {
 	}
 	if r.unschedulable {
 		delete(s.pending, r.key)
+	}
+	if r.job != "" && r.terminating {
+		delete(s.terminating, r.key)
 	}
 }
 
@@ -385,6 +398,9 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 		},
 		Pending:  make([]PendingPod, 0, len(s.pending)),
 		Trainers: make(map[string][]TrainerPod, len(s.trainers)),
+	}
+	for _, p := range s.terminating {
+		r.TerminatingTrainers = append(r.TerminatingTrainers, p.deletion)
 	}
 	for name, n := range s.nodes {
 		if !n.counted {

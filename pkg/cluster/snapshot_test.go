@@ -335,3 +335,23 @@ func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a@", "c@n1", "e@"}, names)
 }
+
+// TestTerminatingTrainersAreReported: a trainer being deleted still holds its
+// node and is listed with its deletion timestamp until it is gone; other
+// terminating pods are not.
+func TestTerminatingTrainersAreReported(t *testing.T) {
+	s := newSnapshot(Options{})
+	s.onNode(newNode("n1", "64", "64Gi"))
+	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), withRV("1")))
+	s.onPod(newPod("web", onNode("n1"), terminating(), withRequests("1", "1Gi"), withRV("1")))
+	assert.Empty(t, s.InquiryResource().TerminatingTrainers)
+
+	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), terminating(), withRV("2")))
+	r := s.InquiryResource()
+	assert.Equal(t, []time.Time{t0}, r.TerminatingTrainers)
+	assert.Equal(t, int64(64000-2000), r.Nodes.NodesCPUIdleMilli["n1"], "it still holds its node")
+	assert.Empty(t, r.Trainers["ns/job"], "but it is no trainer of the job any more")
+
+	s.onPodDelete(newPod("t1", trainerOf("job")))
+	assert.Empty(t, s.InquiryResource().TerminatingTrainers)
+}

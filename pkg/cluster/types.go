@@ -131,6 +131,12 @@ type ClusterResource struct {
 	// paddle-job=<job>, not Succeeded, Failed or terminating), oldest first,
 	// then by name.
 	Trainers map[string][]TrainerPod
+
+	// TerminatingTrainers are the deletion timestamps (when the grace period
+	// ends) of the trainer pods being deleted. Until they are gone they still
+	// hold their nodes, while the ReplicaSets already count their
+	// replacements: the planner waits for them before it takes more away.
+	TerminatingTrainers []time.Time
 }
 
 // String renders r in the original EDL's %+v shape, but summarises Pending and
@@ -173,6 +179,9 @@ func (r ClusterResource) DeepCopy() ClusterResource {
 	}
 	if r.Pending != nil {
 		out.Pending = append([]PendingPod(nil), r.Pending...)
+	}
+	if r.TerminatingTrainers != nil {
+		out.TerminatingTrainers = append([]time.Time(nil), r.TerminatingTrainers...)
 	}
 	if r.Trainers != nil {
 		out.Trainers = make(map[string][]TrainerPod, len(r.Trainers))

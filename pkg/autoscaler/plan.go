@@ -56,21 +56,34 @@ import (
 // unschedulable for one of those reasons may be fitted onto a node it cannot
 // use; that reserves capacity conservatively and never overcommits a node.
 //
-// While trainers are terminating (see Settling), phases 1 and 2 wait: the
-// pods still hold their nodes while their ReplicaSets already count the
-// replacements, so the same capacity would be counted twice and taken twice.
-// Without this wait, one wave of preemptions shrank jobs far below what the
-// pending pods needed.
+// While trainers are terminating (see Settling), or a job still has more
+// trainer pods than its ReplicaSet asks for (a scale-down not yet carried
+// out), phases 1 and 2 wait: those pods still hold their nodes while the
+// ReplicaSets already count their replacements, or no longer count them, so
+// the same capacity would be counted twice and taken twice. Without this
+// wait, one wave of preemptions shrank jobs far below what the pending pods
+// needed.
 func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction {
 	p := newPlanner(snap, jobs, opts)
 	p.reserve()
 	p.growLoad = p.requested
-	if Settling(snap, opts.Now) == 0 {
+	if Settling(snap, opts.Now) == 0 && !converging(jobs) {
 		p.yieldToPriority(snap.Pending)
 		p.yieldToLoad()
 	}
 	p.grow()
 	return p.actions()
+}
+
+// converging reports whether a job has more live trainer pods than its
+// ReplicaSet's replicas: the ReplicaSet controller has yet to delete some.
+func converging(jobs []Job) bool {
+	for i := range jobs {
+		if len(jobs[i].Trainers) > int(jobs[i].Current) {
+			return true
+		}
+	}
+	return false
 }
 
 // settleSlack is how long after its grace period a terminating trainer still

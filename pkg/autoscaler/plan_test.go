@@ -601,3 +601,18 @@ func TestPlanWaitsForTerminatingTrainers(t *testing.T) {
 	assert.NotEmpty(t, Plan(overloaded(now.Add(-time.Hour)), jobs, opts), "a trainer stuck for an hour does not")
 	assert.Equal(t, 0, Settling(overloaded(now.Add(-time.Hour)), now))
 }
+
+// TestPlanWaitsForAScaleDownToBeCarriedOut: a job with more trainer pods than
+// its ReplicaSet asks for is being scaled down; its pods still count, so Plan
+// takes nothing more until the ReplicaSet controller has deleted them.
+func TestPlanWaitsForAScaleDownToBeCarriedOut(t *testing.T) {
+	pods := runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0")
+	overloaded := func(jobs []Job) cluster.ClusterResource {
+		return clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
+	}
+	opts := Options{MaxLoadDesired: 1}
+	settled := []Job{newJob("a", withRange(1, 10), pods)}
+	require.NotEmpty(t, Plan(overloaded(settled), settled, opts))
+	shrinking := []Job{newJob("a", withRange(1, 10), pods, withCurrent(4))}
+	assert.Empty(t, Plan(overloaded(shrinking), shrinking, opts))
+}

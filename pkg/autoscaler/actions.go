@@ -17,10 +17,13 @@ func (p *planner) actions() []ScaleAction {
 			continue
 		}
 		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes}
-		if j.grown > 0 {
-			a.Reason = p.growReason(j)
-		} else {
-			a.Reason = p.shrinkReason(j)
+		switch {
+		case j.grown > 0:
+			a.Reason, a.Cause = p.growReason(j), CauseIdle
+		case len(j.yieldNodes) > 0:
+			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
+		default:
+			a.Reason, a.Cause = p.shrinkReason(j), CauseLoad
 		}
 		out = append(out, a)
 	}

@@ -42,6 +42,18 @@ type Config struct {
 	MaxGrowPerCycle int32
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
+	// Recorder receives the measurements of every cycle; nil records nothing.
+	Recorder Recorder
+}
+
+// Recorder receives what the autoscaler measures; pkg/metrics implements it
+// for Prometheus.
+type Recorder interface {
+	// Planned reports one cycle: how long the snapshot and the plan took, the
+	// snapshot, and the elastic jobs planned for, their Trainers filled in.
+	Planned(took time.Duration, snap cluster.ClusterResource, jobs []Job)
+	// Scaled reports an action whose ReplicaSet patch was applied.
+	Scaled(act ScaleAction)
 }
 
 // Autoscaler is the actuator around Plan: every interval it takes the
@@ -110,12 +122,16 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	now := a.clock.Now()
 	snap := a.snapshot.InquiryResource()
 	jobs, objects := a.elasticJobs()
-	actions := Plan(snap, JobsFromSnapshot(snap, jobs), Options{
+	jobs = JobsFromSnapshot(snap, jobs)
+	actions := Plan(snap, jobs, Options{
 		MaxLoadDesired:  a.cfg.MaxLoadDesired,
 		Now:             now,
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 	})
+	if a.cfg.Recorder != nil {
+		a.cfg.Recorder.Planned(a.clock.Since(now), snap, jobs)
+	}
 	a.log.Debug("planned", "jobs", len(jobs), "actions", len(actions), "pending", len(snap.Pending),
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
 	for _, act := range actions {
@@ -208,6 +224,9 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 			return fmt.Errorf("ReplicaSet %s no longer has %d replicas: %w", name, act.From, err)
 		}
 		return fmt.Errorf("patch ReplicaSet %s: %w", name, err)
+	}
+	if a.cfg.Recorder != nil {
+		a.cfg.Recorder.Scaled(act)
 	}
 	a.log.Info("scaled trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 	a.recorder.Eventf(job, corev1.EventTypeNormal, controller.EventScaled, "Scaled trainers from %d to %d: %s", act.From, act.To, act.Reason)

@@ -257,3 +257,63 @@ func drain(r *record.FakeRecorder) []string {
 		}
 	}
 }
+
+// fakeRecorder keeps what the autoscaler reports.
+type fakeRecorder struct {
+	planned [][]Job
+	snaps   []cluster.ClusterResource
+	scaled  []ScaleAction
+}
+
+func (r *fakeRecorder) Planned(_ time.Duration, snap cluster.ClusterResource, jobs []Job) {
+	r.planned = append(r.planned, jobs)
+	r.snaps = append(r.snaps, snap)
+}
+
+func (r *fakeRecorder) Scaled(act ScaleAction) { r.scaled = append(r.scaled, act) }
+
+// TestRunOnceReportsToTheRecorder: every cycle is reported with the jobs it
+// planned for; only applied actions count as scaled.
+func TestRunOnceReportsToTheRecorder(t *testing.T) {
+	lostRace := func(f *actuatorFixture) {
+		f.kube.PrependReactor("patch", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "a-trainer", nil)
+		})
+	}
+	cases := []struct {
+		name       string
+		dryRun     bool
+		setup      func(*actuatorFixture)
+		wantScaled int
+	}{
+		{name: "applied", wantScaled: 1},
+		{name: "dry run", dryRun: true},
+		{name: "lost to a concurrent writer", setup: lostRace},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &fakeRecorder{}
+			objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+			f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, DryRun: c.dryRun, Recorder: rec}, objs...)
+			if c.setup != nil {
+				c.setup(f)
+			}
+			actions := f.scaler.RunOnce(context.Background())
+			require.Len(t, actions, 1)
+
+			require.Len(t, rec.planned, 1, "one cycle, one report")
+			require.Len(t, rec.planned[0], 1)
+			job := rec.planned[0][0]
+			assert.Equal(t, "ns/a", job.Key)
+			assert.Equal(t, int32(1), job.Current)
+			assert.Len(t, job.Trainers, 1, "the trainers come from the snapshot")
+			assert.Equal(t, int64(10000), rec.snaps[0].CPUTotalMilli)
+
+			require.Len(t, rec.scaled, c.wantScaled)
+			if c.wantScaled > 0 {
+				assert.Equal(t, actions[0], rec.scaled[0])
+				assert.Equal(t, CauseIdle, rec.scaled[0].Cause)
+			}
+		})
+	}
+}

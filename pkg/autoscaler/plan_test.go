@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"math/rand"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -409,6 +410,15 @@ func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, op
 		assert.NotEqual(t, j.Min, j.Max, "a job with Min == Max moved")
 		assert.Len(t, a.Nodes, int(abs(a.To-a.From)))
 		assert.Regexp(t, hasNumber, a.Reason)
+		switch {
+		case a.To > a.From:
+			assert.Equal(t, CauseIdle, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "unschedulable pod"):
+			assert.Equal(t, CausePriority, a.Cause, a.Job)
+		default:
+			assert.Equal(t, CauseLoad, a.Cause, a.Job)
+			assert.Contains(t, a.Reason, "above max_load_desired", a.Job)
+		}
 		if i > 0 {
 			assert.Less(t, actions[i-1].Job, a.Job, "actions are sorted by job")
 		}
@@ -540,7 +550,7 @@ func TestScaleDownNamesTheNodesTrainersLeave(t *testing.T) {
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{})
 	require.Len(t, actions, 1)
 	// The unschedulable trainer first, then the newest: t3 on n-1.
-	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"},
+	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"}, Cause: CauseLoad,
 		Reason: "scale down by 2 (1 not yet scheduled): CPU load 1.125 above max_load_desired 0.97"}, actions[0])
 }
 

@@ -68,6 +68,8 @@ type ScaleAction struct {
 	From, To int32
 	// Reason explains the decision with the numbers behind it.
 	Reason string
+	// Cause is the kind of reason, for counting decisions.
+	Cause Cause
 	// Nodes lists, for a scale-up, the node the planner found room on for each
 	// added trainer and, for a scale-down, the node each trainer the
 	// ReplicaSet controller is expected to delete runs on ("" for one not yet
@@ -87,3 +89,16 @@ func JobsFromSnapshot(snap cluster.ClusterResource, jobs []Job) []Job {
 	}
 	return out
 }
+
+// Cause is the kind of reason behind a ScaleAction.
+type Cause string
+
+const (
+	// CauseIdle: the job grew into capacity that was idle.
+	CauseIdle Cause = "idle"
+	// CausePriority: the job shrank to make room for unschedulable pods of a
+	// higher priority. A scale-down that also relieves load counts here.
+	CausePriority Cause = "priority"
+	// CauseLoad: the job shrank because requests exceeded MaxLoadDesired.
+	CauseLoad Cause = "load"
+)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	log "github.com/inconshreveable/log15"
@@ -61,7 +62,23 @@ type Controller struct {
 
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
+	metrics  Recorder
 	log      log.Logger
+}
+
+// Recorder counts what the controller measures; pkg/metrics implements it
+// for Prometheus.
+type Recorder interface {
+	// SyncFailed counts a sync that returned an error and was requeued.
+	SyncFailed()
+}
+
+// Option configures a Controller.
+type Option func(*Controller)
+
+// WithRecorder reports the controller's measurements to r.
+func WithRecorder(r Recorder) Option {
+	return func(c *Controller) { c.metrics = r }
 }
 
 // NewController wires the controller to its informers. The pod informer may
@@ -76,6 +93,7 @@ func NewController(
 	podInformer coreinformers.PodInformer,
 	recorder record.EventRecorder,
 	logger log.Logger,
+	opts ...Option,
 ) (*Controller, error) {
 	c := &Controller{
 		kubeClient:  kubeClient,
@@ -94,6 +112,9 @@ func NewController(
 		),
 		recorder: recorder,
 		log:      logger,
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{jobIndex: podJobKeys}); err != nil {
 		return nil, fmt.Errorf("add the job index to the pod informer: %w", err)
@@ -146,7 +167,9 @@ func podJobKeys(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// Run starts workers and blocks until ctx is done.
+// Run starts workers and blocks until ctx is done and every worker has
+// finished its sync in flight: a caller that hands leadership over after
+// Run returns knows this replica writes nothing more.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
@@ -155,11 +178,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the informers' caches did not sync")
 	}
+	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
 	}
 	<-ctx.Done()
 	c.log.Info("stopping the TrainingJob controller")
+	c.queue.ShutDown() // wakes the workers waiting for a key
+	wg.Wait()
 	return nil
 }
 
@@ -177,6 +207,9 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 
 	if err := c.sync(ctx, key); err != nil {
 		c.log.Warn("sync failed; retrying", "job", key, "err", err)
+		if c.metrics != nil {
+			c.metrics.SyncFailed()
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}

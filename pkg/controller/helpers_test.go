@@ -258,7 +258,7 @@ type fixture struct {
 	c        *Controller
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{
 		t:        t,
@@ -276,7 +276,7 @@ func newFixture(t *testing.T) *fixture {
 		f.kubeInf.Apps().V1().ReplicaSets(),
 		f.kubeInf.Core().V1().Services(),
 		f.kubeInf.Core().V1().Pods(),
-		f.recorder, logger)
+		f.recorder, logger, opts...)
 	require.NoError(t, err)
 	t.Cleanup(c.queue.ShutDown)
 	f.c = c

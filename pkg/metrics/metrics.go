@@ -1,0 +1,220 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// Resource label values of the cluster metrics, in base units: CPU cores,
+// memory bytes and GPU devices (the -gpu_resources, summed).
+const (
+	ResourceCPU    = "cpu"
+	ResourceMemory = "memory"
+	ResourceGPU    = "gpu"
+)
+
+const mebi = 1 << 20
+
+// Metrics is EDL's metrics registry. Its methods are safe for concurrent use.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	planDuration prometheus.Histogram
+	scaleActions *prometheus.CounterVec
+	leader       prometheus.Gauge
+	syncErrors   prometheus.Counter
+	requests     *prometheus.CounterVec
+	workqueue    *workqueueProvider
+	state        *stateCollector
+}
+
+// New returns a Metrics whose registry also holds the process and Go runtime
+// collectors and edl_build_info for version.
+func New(version string) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		planDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "edl_autoscaler_plan_duration_seconds",
+			Help: "Time one autoscaling cycle takes to snapshot the cluster and plan.",
+			// 100µs to about 26s: small clusters plan in microseconds, the
+			// largest benchmarked in hundreds of milliseconds.
+			Buckets: prometheus.ExponentialBuckets(1e-4, 2, 19),
+		}),
+		scaleActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edl_autoscaler_scale_actions_total",
+			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, load).",
+		}, []string{"direction", "reason"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edl_leader",
+			Help: "1 while this replica holds the leader lease and runs the controller and the autoscaler, else 0.",
+		}),
+		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edl_controller_sync_errors_total",
+			Help: "TrainingJob syncs that failed and were requeued.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edl_rest_client_requests_total",
+			Help: "Requests to the API server, by HTTP status code and method.",
+		}, []string{"code", "method"}),
+		workqueue: newWorkqueueProvider(),
+		state:     newStateCollector(),
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "edl_build_info",
+		Help:        "Always 1; the version label is the edl binary's.",
+		ConstLabels: prometheus.Labels{"version": version},
+	})
+	buildInfo.Set(1)
+	m.registry.MustRegister(
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+		buildInfo, m.planDuration, m.scaleActions, m.leader, m.syncErrors, m.requests, m.state,
+	)
+	m.workqueue.register(m.registry)
+	// Every direction and reason exists from the start, so that rate() and
+	// alerts see a 0 rather than no series.
+	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseIdle))
+	m.scaleActions.WithLabelValues("down", string(autoscaler.CausePriority))
+	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseLoad))
+	return m
+}
+
+// Gatherer is the registry, for tests and for serving it elsewhere.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.registry }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Planned records one autoscaling cycle; it implements autoscaler.Recorder.
+// The cluster and job series are replaced by this cycle's: a job that is no
+// longer Running and elastic loses its series.
+func (m *Metrics) Planned(took time.Duration, snap cluster.ClusterResource, jobs []autoscaler.Job) {
+	m.planDuration.Observe(took.Seconds())
+	m.state.set(snap, jobs)
+}
+
+// Scaled counts an applied scaling; it implements autoscaler.Recorder.
+func (m *Metrics) Scaled(act autoscaler.ScaleAction) {
+	dir := "up"
+	if act.To < act.From {
+		dir = "down"
+	}
+	m.scaleActions.WithLabelValues(dir, string(act.Cause)).Inc()
+}
+
+// SyncFailed counts a failed sync; it implements controller.Recorder.
+func (m *Metrics) SyncFailed() { m.syncErrors.Inc() }
+
+// SetLeader records whether this replica leads.
+func (m *Metrics) SetLeader(leading bool) {
+	if leading {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
+
+// Increment counts one API request; it implements client-go's
+// tools/metrics.ResultMetric, for metrics.Register's RequestResult.
+func (m *Metrics) Increment(_ context.Context, code, method, _ string) {
+	m.requests.WithLabelValues(code, method).Inc()
+}
+
+// stateCollector reports the last cycle's cluster and jobs as they were:
+// series exist exactly for what the last snapshot held.
+type stateCollector struct {
+	allocatable, requested, idle *prometheus.Desc
+	fulfillment, trainers        *prometheus.Desc
+
+	mu   sync.Mutex
+	seen bool
+	snap cluster.ClusterResource
+	jobs []jobState
+}
+
+type jobState struct {
+	namespace, name  string
+	fulfillment      float64
+	desired, running int
+}
+
+func newStateCollector() *stateCollector {
+	return &stateCollector{
+		allocatable: prometheus.NewDesc("edl_cluster_allocatable",
+			"Allocatable of the Ready, schedulable nodes at the last autoscaling cycle, in cores, bytes or GPUs.", []string{"resource"}, nil),
+		requested: prometheus.NewDesc("edl_cluster_requested",
+			"Requests of the pods that are neither Succeeded nor Failed, pending ones included, at the last autoscaling cycle.", []string{"resource"}, nil),
+		idle: prometheus.NewDesc("edl_cluster_idle",
+			"Allocatable minus requested at the last autoscaling cycle; negative when pending work asks for more than there is.", []string{"resource"}, nil),
+		fulfillment: prometheus.NewDesc("edl_job_fulfillment",
+			"(running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.", []string{"namespace", "job"}, nil),
+		trainers: prometheus.NewDesc("edl_job_trainers",
+			"Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.", []string{"namespace", "job", "state"}, nil),
+	}
+}
+
+func (c *stateCollector) set(snap cluster.ClusterResource, jobs []autoscaler.Job) {
+	states := make([]jobState, 0, len(jobs))
+	for _, j := range jobs {
+		running := 0
+		for _, t := range j.Trainers {
+			if t.Running() {
+				running++
+			}
+		}
+		fulfillment := 1.0
+		if j.Max > j.Min {
+			fulfillment = float64(int32(running)-j.Min) / float64(j.Max-j.Min)
+		}
+		ns, name, _ := strings.Cut(j.Key, "/")
+		states = append(states, jobState{namespace: ns, name: name, fulfillment: fulfillment, desired: int(j.Current), running: running})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen, c.snap, c.jobs = true, snap, states
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.requested, c.idle, c.fulfillment, c.trainers} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen {
+		return // no cycle yet: a standby replica reports no cluster
+	}
+	s := c.snap
+	idle := s.Idle()
+	for _, r := range []struct {
+		name                   string
+		alloc, requested, idle float64
+	}{
+		{ResourceCPU, float64(s.CPUTotalMilli) / 1000, float64(s.CPURequestMilli) / 1000, float64(idle.CPUMilli) / 1000},
+		{ResourceMemory, float64(s.MemoryTotalMega) * mebi, float64(s.MemoryRequestMega) * mebi, float64(idle.MemoryMega) * mebi},
+		{ResourceGPU, float64(s.GPUTotal), float64(s.GPURequest), float64(idle.GPU)},
+	} {
+		ch <- prometheus.MustNewConstMetric(c.allocatable, prometheus.GaugeValue, r.alloc, r.name)
+		ch <- prometheus.MustNewConstMetric(c.requested, prometheus.GaugeValue, r.requested, r.name)
+		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, r.idle, r.name)
+	}
+	for _, j := range c.jobs {
+		ch <- prometheus.MustNewConstMetric(c.fulfillment, prometheus.GaugeValue, j.fulfillment, j.namespace, j.name)
+		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.desired), j.namespace, j.name, "desired")
+		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.running), j.namespace, j.name, "running")
+	}
+}

@@ -1,0 +1,187 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// The interfaces Metrics is wired to.
+var (
+	_ autoscaler.Recorder       = (*Metrics)(nil)
+	_ workqueue.MetricsProvider = (*workqueueProvider)(nil)
+)
+
+func trainers(phases ...corev1.PodPhase) []cluster.TrainerPod {
+	out := make([]cluster.TrainerPod, len(phases))
+	for i, p := range phases {
+		out[i] = cluster.TrainerPod{Name: "t" + string(rune('a'+i)), Phase: p}
+	}
+	return out
+}
+
+var snap = cluster.ClusterResource{
+	CPUTotalMilli: 24000, CPURequestMilli: 26500,
+	MemoryTotalMega: 4096, MemoryRequestMega: 1024,
+	GPUTotal: 4, GPURequest: 1,
+}
+
+func TestPlannedReportsTheClusterAndTheJobs(t *testing.T) {
+	m := New("v1.2.3")
+	m.Planned(30*time.Millisecond, snap, []autoscaler.Job{
+		{Key: "team-a/mnist", Min: 2, Max: 6, Current: 5, Trainers: trainers(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning, corev1.PodPending)},
+		{Key: "team-b/starved", Min: 2, Max: 4, Current: 2, Trainers: trainers(corev1.PodPending)},
+		{Key: "team-b/fixed", Min: 3, Max: 3, Current: 3},
+	})
+	want := `
+# HELP edl_cluster_allocatable Allocatable of the Ready, schedulable nodes at the last autoscaling cycle, in cores, bytes or GPUs.
+# TYPE edl_cluster_allocatable gauge
+edl_cluster_allocatable{resource="cpu"} 24
+edl_cluster_allocatable{resource="gpu"} 4
+edl_cluster_allocatable{resource="memory"} 4.294967296e+09
+# HELP edl_cluster_idle Allocatable minus requested at the last autoscaling cycle; negative when pending work asks for more than there is.
+# TYPE edl_cluster_idle gauge
+edl_cluster_idle{resource="cpu"} -2.5
+edl_cluster_idle{resource="gpu"} 3
+edl_cluster_idle{resource="memory"} 3.221225472e+09
+# HELP edl_cluster_requested Requests of the pods that are neither Succeeded nor Failed, pending ones included, at the last autoscaling cycle.
+# TYPE edl_cluster_requested gauge
+edl_cluster_requested{resource="cpu"} 26.5
+edl_cluster_requested{resource="gpu"} 1
+edl_cluster_requested{resource="memory"} 1.073741824e+09
+# HELP edl_job_fulfillment (running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.
+# TYPE edl_job_fulfillment gauge
+edl_job_fulfillment{job="fixed",namespace="team-b"} 1
+edl_job_fulfillment{job="mnist",namespace="team-a"} 0.25
+edl_job_fulfillment{job="starved",namespace="team-b"} -1
+# HELP edl_job_trainers Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.
+# TYPE edl_job_trainers gauge
+edl_job_trainers{job="fixed",namespace="team-b",state="desired"} 3
+edl_job_trainers{job="fixed",namespace="team-b",state="running"} 0
+edl_job_trainers{job="mnist",namespace="team-a",state="desired"} 5
+edl_job_trainers{job="mnist",namespace="team-a",state="running"} 3
+edl_job_trainers{job="starved",namespace="team-b",state="desired"} 2
+edl_job_trainers{job="starved",namespace="team-b",state="running"} 0
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want),
+		"edl_cluster_allocatable", "edl_cluster_requested", "edl_cluster_idle", "edl_job_fulfillment", "edl_job_trainers"))
+
+	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_autoscaler_plan_duration_seconds")
+	require.NoError(t, err)
+	assert.Equal(t, 1, count)
+	assert.Contains(t, scrape(t, m), "edl_autoscaler_plan_duration_seconds_sum 0.03\n")
+}
+
+// TestJobSeriesGoWithTheJob: a job that is no longer in the cycle loses its
+// series, so that a deleted job does not report its last numbers forever.
+func TestJobSeriesGoWithTheJob(t *testing.T) {
+	m := New("dev")
+	m.Planned(time.Millisecond, snap, []autoscaler.Job{
+		{Key: "ns/a", Min: 1, Max: 3, Current: 1}, {Key: "ns/b", Min: 1, Max: 3, Current: 1},
+	})
+	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_job_fulfillment", "edl_job_trainers")
+	require.NoError(t, err)
+	assert.Equal(t, 2+4, count)
+
+	m.Planned(time.Millisecond, snap, []autoscaler.Job{{Key: "ns/b", Min: 1, Max: 3, Current: 2}})
+	out := scrape(t, m)
+	assert.NotContains(t, out, `job="a"`)
+	assert.Contains(t, out, `edl_job_trainers{job="b",namespace="ns",state="desired"} 2`)
+}
+
+// TestNoClusterBeforeTheFirstCycle: a standby replica, which never plans,
+// reports no cluster rather than a cluster of zeros.
+func TestNoClusterBeforeTheFirstCycle(t *testing.T) {
+	m := New("dev")
+	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_cluster_allocatable", "edl_job_trainers")
+	require.NoError(t, err)
+	assert.Zero(t, count)
+}
+
+func TestScaledCountsByDirectionAndReason(t *testing.T) {
+	m := New("dev")
+	m.Scaled(autoscaler.ScaleAction{From: 2, To: 6, Cause: autoscaler.CauseIdle})
+	m.Scaled(autoscaler.ScaleAction{From: 6, To: 4, Cause: autoscaler.CausePriority})
+	m.Scaled(autoscaler.ScaleAction{From: 4, To: 3, Cause: autoscaler.CausePriority})
+	want := `
+# HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, load).
+# TYPE edl_autoscaler_scale_actions_total counter
+edl_autoscaler_scale_actions_total{direction="down",reason="load"} 0
+edl_autoscaler_scale_actions_total{direction="down",reason="priority"} 2
+edl_autoscaler_scale_actions_total{direction="up",reason="idle"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "edl_autoscaler_scale_actions_total"))
+}
+
+func TestLeaderSyncErrorsRequestsAndBuildInfo(t *testing.T) {
+	m := New("v1.2.3")
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.leader))
+	m.SetLeader(true)
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.leader))
+	m.SetLeader(false)
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.leader))
+
+	m.SyncFailed()
+	m.SyncFailed()
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.syncErrors))
+
+	m.Increment(context.Background(), "403", "GET", "api:6443")
+	m.Increment(context.Background(), "200", "GET", "api:6443")
+	m.Increment(context.Background(), "403", "GET", "api:6443")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.requests.WithLabelValues("403", "GET")))
+
+	out := scrape(t, m)
+	assert.Contains(t, out, `edl_build_info{version="v1.2.3"} 1`)
+	assert.Contains(t, out, "edl_leader 0")
+	assert.Contains(t, out, "process_start_time_seconds", "the process collector is registered")
+	assert.Contains(t, out, "go_goroutines", "the Go collector is registered")
+}
+
+// TestWorkqueueMetrics drives a real client-go queue through the provider.
+func TestWorkqueueMetrics(t *testing.T) {
+	m := New("dev")
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs", MetricsProvider: m.WorkqueueProvider()})
+	defer q.ShutDown()
+	q.Add("ns/a")
+	q.Add("ns/b")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.workqueue.depth.WithLabelValues("trainingjobs")))
+	key, _ := q.Get()
+	q.AddRateLimited(key)
+	q.Done(key)
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.workqueue.adds.WithLabelValues("trainingjobs")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.workqueue.retries.WithLabelValues("trainingjobs")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.workqueue.depth.WithLabelValues("trainingjobs")))
+
+	out := scrape(t, m)
+	for _, name := range []string{"workqueue_queue_duration_seconds_count", "workqueue_work_duration_seconds_count",
+		"workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds"} {
+		assert.Contains(t, out, name+`{name="trainingjobs"}`)
+	}
+}
+
+// scrape reads the handler the way Prometheus does.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	server := httptest.NewServer(m.Handler())
+	defer server.Close()
+	resp, err := server.Client().Get(server.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	log "github.com/inconshreveable/log15"
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -107,7 +108,7 @@ func NewController(
 			svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+			rateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs"},
 		),
 		recorder: recorder,
@@ -151,6 +152,17 @@ func NewController(
 		}
 	}
 	return c, nil
+}
+
+// rateLimiter paces the retries of failing syncs: per job exponentially from
+// 5 ms up to 30 s (client-go's default goes up to 1,000 s, which after an API
+// server outage of a minute leaves jobs waiting a quarter of an hour), and
+// 10 per second with bursts of 100 overall.
+func rateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // podJobKeys indexes a pod under the key of the job its role label names.

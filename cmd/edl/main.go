@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,13 +22,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -36,6 +41,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	"github.com/paddlepaddle/edl/pkg/metrics"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -55,6 +61,14 @@ type options struct {
 	maxGrowPerCycle   int
 	dryRun            bool
 	gpuResources      string
+
+	httpAddr string
+
+	leaderElect   bool
+	leaderElectNS string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
 }
 
 func main() {
@@ -106,6 +120,12 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
 	fs.StringVar(&o.gpuResources, "gpu_resources", "nvidia.com/gpu", "comma-separated extended resources counted as GPUs")
+	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
+	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
+	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 15*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", 2*time.Second, "time between two attempts to acquire or renew the lease")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
 
@@ -142,7 +162,46 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
 		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
 	}
+	if o.httpAddr != "" {
+		if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
+			return o, fmt.Errorf("invalid value %q for flag -http_addr: must be host:port or :port", o.httpAddr)
+		}
+	}
+	if err := validateElection(o); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// validateElection checks the -leader_elect_* flags the way the elector
+// would, but as one line naming the flag.
+func validateElection(o options) error {
+	if !o.leaderElect {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(o.leaderElectNS); len(errs) > 0 {
+		return fmt.Errorf("invalid value %q for flag -leader_elect_namespace: %s", o.leaderElectNS, errs[0])
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"-leader_elect_lease_duration", o.leaseDuration},
+		{"-leader_elect_renew_deadline", o.renewDeadline},
+		{"-leader_elect_retry_period", o.retryPeriod},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("invalid value %v for flag %s: must be positive", d.value, d.name)
+		}
+	}
+	if o.renewDeadline >= o.leaseDuration {
+		return fmt.Errorf("invalid value %v for flag -leader_elect_renew_deadline: must be less than -leader_elect_lease_duration (%v)", o.renewDeadline, o.leaseDuration)
+	}
+	if float64(o.renewDeadline) <= leaderelection.JitterFactor*float64(o.retryPeriod) {
+		return fmt.Errorf("invalid value %v for flag -leader_elect_retry_period: %v times it must be less than -leader_elect_renew_deadline (%v)",
+			o.retryPeriod, leaderelection.JitterFactor, o.renewDeadline)
+	}
+	return nil
 }
 
 // newLogger returns a log15 logger writing logfmt lines to w at level and above.
@@ -175,11 +234,17 @@ func restConfig(path string) (*rest.Config, error) {
 
 // start connects to the API server and runs until ctx is done.
 func start(ctx context.Context, opts options, logger log.Logger) error {
+	routeKlog(logger)
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.UserAgent = "edl/" + version
+	// Work queues and REST clients find their metrics through process-wide
+	// hooks, set before the first queue and the first request.
+	m := metrics.New(version)
+	workqueue.SetProvider(m.WorkqueueProvider())
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: m})
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create Kubernetes client: %w", err)
@@ -191,7 +256,24 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	if err := checkServer(ctx, kubeClient, cfg.Host); err != nil {
 		return err
 	}
+	if opts.leaderElect {
+		if err := checkLeaseNamespace(ctx, kubeClient, opts.leaderElectNS); err != nil {
+			return err
+		}
+	}
 	logger.Info("connected to the API server", "host", cfg.Host, "version", version)
+
+	h := &health{}
+	if opts.leaderElect {
+		h.watchdog = leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout)
+	}
+	if opts.httpAddr != "" {
+		stopServer, err := serve(opts.httpAddr, h.handler(m.Handler()), logger)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+	}
 
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, opts.resync)
 	jobInformers := tjinformers.NewSharedInformerFactory(tjClient, opts.resync)
@@ -216,7 +298,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
 	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
 	ctrl, err := controller.NewController(kubeClient, tjClient, jobInformer, rsInformer,
-		kubeInformers.Core().V1().Services(), podInformer, recorder, logger)
+		kubeInformers.Core().V1().Services(), podInformer, recorder, logger, controller.WithRecorder(m))
 	if err != nil {
 		return err
 	}
@@ -235,17 +317,58 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 			CoolDown:        time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
 			MaxGrowPerCycle: int32(opts.maxGrowPerCycle),
 			DryRun:          opts.dryRun,
+			Recorder:        m,
 		})
 
-	kubeInformers.Start(ctx.Done())
-	jobInformers.Start(ctx.Done())
-	defer kubeInformers.Shutdown()
-	defer jobInformers.Shutdown()
+	// The informers run whether or not this replica leads, so that a standby
+	// takes over with warm caches. They stop after the work, on every path.
+	informersCtx, stopInformers := context.WithCancel(context.Background())
+	defer func() {
+		stopInformers()
+		kubeInformers.Shutdown()
+		jobInformers.Shutdown()
+	}()
+	kubeInformers.Start(informersCtx.Done())
+	jobInformers.Start(informersCtx.Done())
+	go func() {
+		if allSynced(kubeInformers.WaitForCacheSync(informersCtx.Done())) &&
+			allSynced(jobInformers.WaitForCacheSync(informersCtx.Done())) {
+			h.synced.Store(true)
+			logger.Debug("informers synced")
+		}
+	}()
 
-	errs := make(chan error, 2)
-	go func() { errs <- ctrl.Run(ctx, opts.workers) }()
-	go func() { errs <- scaler.Run(ctx) }()
-	return errors.Join(<-errs, <-errs)
+	work := func(ctx context.Context) error {
+		errs := make(chan error, 2)
+		go func() { errs <- ctrl.Run(ctx, opts.workers) }()
+		go func() { errs <- scaler.Run(ctx) }()
+		return errors.Join(<-errs, <-errs)
+	}
+	if !opts.leaderElect {
+		m.SetLeader(true)
+		return work(ctx)
+	}
+	return runElected(ctx, election{
+		client:        kubeClient,
+		recorder:      recorder,
+		watchdog:      h.watchdog,
+		log:           logger,
+		setLeader:     m.SetLeader,
+		namespace:     opts.leaderElectNS,
+		identity:      newIdentity(),
+		leaseDuration: opts.leaseDuration,
+		renewDeadline: opts.renewDeadline,
+		retryPeriod:   opts.retryPeriod,
+	}, work)
+}
+
+func allSynced[K comparable](synced map[K]bool) bool {
+	for _, ok := range synced {
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // gpuResourceNames splits the -gpu_resources flag.

@@ -11,10 +11,13 @@ import (
 )
 
 // EDLArgs are the flags an experiment runs edl with: the kubeconfig, the
-// autoscale interval, and -dry_run when EDL is off. Everything else keeps
-// edl's defaults (max_load_desired 0.97, cooldown 3 cycles).
+// autoscale interval, and -dry_run when EDL is off. A single replica needs no
+// leader election, and its HTTP server takes any free port, so that runs on
+// one machine never collide on :8080. Everything else keeps edl's defaults
+// (max_load_desired 0.97, cooldown 3 cycles).
 func EDLArgs(kubeconfig string, interval time.Duration, mode Mode) []string {
-	args := []string{"-kubeconfig", kubeconfig, "-autoscale_interval", interval.String(), "-log_level", "info"}
+	args := []string{"-kubeconfig", kubeconfig, "-autoscale_interval", interval.String(), "-log_level", "info",
+		"-leader_elect=false", "-http_addr", "127.0.0.1:0"}
 	if mode == Off {
 		args = append(args, "-dry_run")
 	}

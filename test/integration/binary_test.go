@@ -71,12 +71,14 @@ func (b *syncBuffer) String() string {
 
 // TestEDLBinaryOutOfCluster runs the built edl binary the way a user does
 // from a workstation, with -kubeconfig, drives a job to Running with it, and
-// stops it with SIGTERM.
+// stops it with SIGTERM. It elects itself leader with a Lease in the test's
+// namespace, and serves HTTP on a free port.
 func TestEDLBinaryOutOfCluster(t *testing.T) {
 	installCRD(t)
 	ns := newNamespace(t)
 	var stderr syncBuffer
-	cmd := exec.Command(edlBinary(t), "-kubeconfig", cp.Kubeconfig, "-log_level", "debug")
+	cmd := exec.Command(edlBinary(t), "-kubeconfig", cp.Kubeconfig, "-log_level", "debug",
+		"-leader_elect_namespace", ns, "-http_addr", "127.0.0.1:0")
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -101,6 +103,7 @@ func TestEDLBinaryOutOfCluster(t *testing.T) {
 	out := stderr.String()
 	assert.Regexp(t, `(?m)^t=\S+ lvl=info msg="connected to the API server" host=https://127\.0\.0\.1:\d+`, out)
 	assert.Contains(t, out, `msg="created ReplicaSet" job=`+ns+`/example replicaset=example-trainer replicas=2`)
+	assert.Contains(t, out, `msg="started leading" lease=`+ns+`/edl-controller`)
 	assert.Contains(t, out, `lvl=info msg=stopped`)
 	assert.NotContains(t, out, "panic")
 }

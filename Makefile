@@ -11,8 +11,6 @@ EDL_CACHE_DIR ?= $(HOME)/.cache/edl
 export EDL_CACHE_DIR
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The one build command of the edl binary; the Dockerfile runs the same.
-GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 # Standing local cluster size (make cluster-up).
 NODES ?= 4
@@ -25,8 +23,8 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build bin/edl
-	$(GO_BUILD) -o bin/edl ./cmd/edl
+build: ## build bin/edl (hack/build.sh: the Dockerfile runs the same command)
+	hack/build.sh bin/edl $(VERSION)
 
 .PHONY: generate
 generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml)
@@ -67,6 +65,30 @@ cluster-up: controlplane ## start a standing local cluster with kwok nodes; prin
 .PHONY: cluster-down
 cluster-down: ## stop the standing local cluster
 	hack/cluster.sh down
+
+# make experiment: SIZE=quick (27 nodes, ~15 min) or full (the original's
+# 133 nodes); EXPERIMENT_FLAGS go to test/cmd/experiment (-scenarios, -modes,
+# -out). Results go to docs/experiments/$(SIZE). See docs/experiments.md.
+SIZE ?= quick
+EXPERIMENT_FLAGS ?=
+
+.PHONY: experiment
+experiment: build controlplane ## reproduce the original's two experiments, EDL on vs off (SIZE=quick|full)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/experiment -size $(SIZE) -edl bin/edl $(EXPERIMENT_FLAGS)
+
+# make demo: the standing cluster's size for the demo.
+DEMO_NODES ?= 4
+DEMO_NODE_CPU ?= 4
+DEMO_NODE_MEMORY ?= 16Gi
+
+.PHONY: demo
+demo: build controlplane ## a fresh local cluster with edl, three elastic jobs and a web wave, shown live; leaves it running
+	@echo "==> building the demo (test/cmd/demo)"
+	go build -o bin/edl-demo ./test/cmd/demo
+	@echo "==> starting a fresh local cluster: $(DEMO_NODES) kwok nodes of $(DEMO_NODE_CPU) CPU / $(DEMO_NODE_MEMORY)"
+	hack/cluster.sh down
+	EDL_NODES=$(DEMO_NODES) EDL_NODE_CPU=$(DEMO_NODE_CPU) EDL_NODE_MEMORY=$(DEMO_NODE_MEMORY) EDL_NODE_GPU=0 hack/cluster.sh up
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" bin/edl-demo -edl bin/edl
 
 .PHONY: clean
 clean: ## remove build output (the control-plane cache stays)

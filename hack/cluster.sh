@@ -7,6 +7,7 @@
 # Usage:
 #   hack/cluster.sh up      start the cluster (a no-op if it runs); prints the kubeconfig path
 #   hack/cluster.sh down    stop it: SIGTERM, then SIGKILL after 30 s; no process is left
+#                           (an edl that make demo started, DIR/edl.pid, is stopped first)
 #   hack/cluster.sh status  say whether it runs and list its nodes; exit 1 if it does not run
 #
 # Environment (the Makefile's cluster-up / cluster-down pass these):
@@ -24,6 +25,7 @@
 #   localcluster.pid    the pid of test/cmd/localcluster
 #   localcluster.log    its output; the components' logs are in state/logs/
 #   state/              certificates, etcd data, logs (wiped at every up)
+#   edl.pid, edl.log    the edl that make demo runs against the cluster (test/cmd/demo)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +33,7 @@ CACHE="${EDL_CACHE_DIR:-${HOME}/.cache/edl}"
 DIR="${EDL_CLUSTER_DIR:-${CACHE}/cluster}"
 KUBECONFIG_FILE="${DIR}/kubeconfig"
 PID_FILE="${DIR}/localcluster.pid"
+EDL_PID_FILE="${DIR}/edl.pid"
 LOG="${DIR}/localcluster.log"
 START_TIMEOUT=300
 
@@ -112,8 +115,30 @@ up() {
 	echo "kubeconfig: ${KUBECONFIG_FILE}"
 }
 
+# stop_edl stops the edl that make demo started against the cluster, by the
+# pid in its pid file, if that process still is an edl.
+stop_edl() {
+	local p i
+	[[ -f "${EDL_PID_FILE}" ]] || return 0
+	p="$(cat "${EDL_PID_FILE}")"
+	if [[ -n "${p}" ]] && alive "${p}" && [[ "$(ps -o comm= -p "${p}" 2>/dev/null)" == edl* ]]; then
+		echo "stopping edl (pid ${p})"
+		kill -TERM "${p}" 2>/dev/null || true
+		for ((i = 0; i < 20; i++)); do
+			alive "${p}" || break
+			sleep 0.5
+		done
+		if alive "${p}"; then
+			echo "edl still running after 10s: SIGKILL"
+			kill -KILL "${p}" 2>/dev/null || true
+		fi
+	fi
+	rm -f "${EDL_PID_FILE}"
+}
+
 down() {
 	local p
+	stop_edl
 	if ! running; then
 		echo "cluster not running"
 	else
@@ -152,6 +177,9 @@ status() {
 	fi
 	echo "cluster running (pid $(pid)), directory ${DIR}"
 	echo "kubeconfig: ${KUBECONFIG_FILE}"
+	if [[ -f "${EDL_PID_FILE}" ]] && alive "$(cat "${EDL_PID_FILE}")"; then
+		echo "edl running (pid $(cat "${EDL_PID_FILE}")), log ${DIR}/edl.log"
+	fi
 	kubectl get nodes
 }
 

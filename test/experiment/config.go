@@ -186,12 +186,17 @@ func (s Size) node() NodeShape {
 func JobName(i int) string { return fmt.Sprintf("job-%02d", i+1) }
 
 // TrainingJob builds a job of the experiments: trainers and pservers of the
-// report's sizes, at the training priority. It is fault-tolerant, and its
+// report's sizes, at the training priority, in Namespace.
+func TrainingJob(name string, trainerMin, trainerMax, pservers int32) *v1.TrainingJob {
+	return NewJob(name, Namespace, trainerMin, trainerMax, pservers, TrainerSize, PserverSize)
+}
+
+// NewJob builds a fault-tolerant TrainingJob at the training priority. Its
 // master requests nothing, so that the CPU it asks for is exactly its
 // trainers' and pservers'.
-func TrainingJob(name string, trainerMin, trainerMax, pservers int32) *v1.TrainingJob {
+func NewJob(name, namespace string, trainerMin, trainerMax, pservers int32, trainer, pserver PodSize) *v1.TrainingJob {
 	return &v1.TrainingJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: v1.TrainingJobSpec{
 			Image:             "paddlepaddle/paddlecloud-job",
 			FaultTolerant:     true,
@@ -201,12 +206,12 @@ func TrainingJob(name string, trainerMin, trainerMax, pservers int32) *v1.Traini
 				Workspace:   "/workspace",
 				MinInstance: trainerMin,
 				MaxInstance: trainerMax,
-				Resources:   corev1.ResourceRequirements{Requests: TrainerSize.requests()},
+				Resources:   corev1.ResourceRequirements{Requests: trainer.requests()},
 			},
 			Pserver: v1.PserverSpec{
 				MinInstance: pservers,
 				MaxInstance: pservers,
-				Resources:   corev1.ResourceRequirements{Requests: PserverSize.requests()},
+				Resources:   corev1.ResourceRequirements{Requests: pserver.requests()},
 			},
 		},
 	}

@@ -34,7 +34,7 @@ type Summary struct {
 	// created → Running, or until the end for one still pending. Pods
 	// deleted before they ran (a scale-down) are left out; WebDropped counts
 	// them.
-	WebPods, WebDropped int
+	WebPods, WebDropped    int
 	WebP50, WebP95, WebMax time.Duration
 	// WebMostPending is the most web pods pending in one sample.
 	WebMostPending int

@@ -1,0 +1,378 @@
+// Command demo shows EDL at work on the standing local cluster (make
+// cluster-up): it installs the CRD, starts the edl binary out of cluster with
+// the cluster's kubeconfig (detached; DIR/edl.pid, DIR/edl.log), submits
+// example/examplejob.yaml and two more elastic jobs, drives a short wave of
+// higher-priority web pods, and prints a table of the jobs every autoscale
+// interval. It leaves the cluster and edl running; hack/cluster.sh down
+// (make cluster-down) stops both. make demo runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	"github.com/paddlepaddle/edl/test/experiment"
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// The demo's jobs beside example/examplejob.yaml: trainers of 1 CPU, one
+// pserver each, elastic between min and max.
+var demoJobs = []struct {
+	name     string
+	min, max int32
+}{
+	{"resnet", 2, 8},
+	{"ctr", 1, 6},
+}
+
+// webSteps are the replicas of the higher-priority web Deployment, each held
+// for one step: up, higher, down, gone.
+var webSteps = []int32{3, 6, 3, 0}
+
+var (
+	demoTrainer = experiment.PodSize{CPU: "1", Memory: "1Gi"}
+	demoPserver = experiment.PodSize{CPU: "500m", Memory: "512Mi"}
+	demoWeb     = experiment.PodSize{CPU: "1", Memory: "256Mi"}
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	dir      string
+	edl      string
+	interval time.Duration
+	growth   time.Duration
+	step     time.Duration
+	settle   time.Duration
+}
+
+func run() error {
+	var o options
+	flag.StringVar(&o.dir, "dir", defaultDir(), "the local cluster's directory (hack/cluster.sh): kubeconfig, edl.pid, edl.log")
+	flag.StringVar(&o.edl, "edl", "bin/edl", "the edl binary (make build)")
+	flag.DurationVar(&o.interval, "interval", 2*time.Second, "edl's -autoscale_interval, and how often the table is printed")
+	flag.DurationVar(&o.growth, "growth", 20*time.Second, "how long the jobs grow before the web wave")
+	flag.DurationVar(&o.step, "step", 16*time.Second, "how long each level of the web wave lasts")
+	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the jobs grow back after the wave")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	kubeconfig := filepath.Join(o.dir, "kubeconfig")
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return fmt.Errorf("no local cluster: %w (start one with make cluster-up)", err)
+	}
+	binDir, err := framework.BinDir()
+	if err != nil {
+		return err
+	}
+	kubectl := filepath.Join(binDir, "kubectl")
+	root, err := framework.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	edlBin, err := filepath.Abs(o.edl)
+	if err != nil {
+		return err
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg = experiment.ClientConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	tj, err := tjclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	step := func(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+	sh := func(args ...string) error {
+		fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		return cmd.Run()
+	}
+
+	step("installing the TrainingJob CRD and the PriorityClasses %q (%d) and %q (%d)",
+		experiment.TrainingPriority, experiment.TrainingPriorityValue, experiment.WebPriority, experiment.WebPriorityValue)
+	if err := sh("apply", "-f", filepath.Join(root, "thirdpartyresource.yaml")); err != nil {
+		return err
+	}
+	if err := sh("wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.paddlepaddle.org"); err != nil {
+		return err
+	}
+	if err := experiment.Install(ctx, kube, "default"); err != nil {
+		return err
+	}
+
+	pid, err := startEDL(edlBin, kubeconfig, o)
+	if err != nil {
+		return err
+	}
+	step("edl runs out of cluster (pid %d, autoscale interval %s), logging to %s", pid, o.interval, filepath.Join(o.dir, "edl.log"))
+
+	rec, err := experiment.NewRecorder(cfg, "default")
+	if err != nil {
+		return err
+	}
+	recCtx, stopRec := context.WithCancel(ctx)
+	defer stopRec()
+	if err := rec.Start(recCtx); err != nil {
+		return err
+	}
+	defer rec.Shutdown()
+
+	step("submitting example/examplejob.yaml and two more elastic jobs")
+	if err := sh("create", "-f", filepath.Join(root, "example", "examplejob.yaml")); err != nil {
+		return err
+	}
+	rec.Submitted("example", time.Now())
+	for _, j := range demoJobs {
+		job := experiment.NewJob(j.name, "default", j.min, j.max, 1, demoTrainer, demoPserver)
+		// The example has no priority class; the demo's jobs share its
+		// priority, so that the autoscaler chooses among them by fulfillment.
+		job.Spec.PriorityClassName = ""
+		if _, err := tj.PaddlepaddleV1().TrainingJobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("submit %s: %w", j.name, err)
+		}
+		rec.Submitted(j.name, time.Now())
+		fmt.Printf("trainingjob.paddlepaddle.org/%s created (trainers %s CPU, %d..%d; one pserver of %s CPU)\n",
+			j.name, demoTrainer.CPU, j.min, j.max, demoPserver.CPU)
+	}
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, experiment.WebDeployment("default", 0, demoWeb), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the web Deployment: %w", err)
+	}
+
+	var samples []experiment.Sample
+	show := func(until time.Time, what string) error {
+		for {
+			s := rec.Sample(time.Now())
+			samples = append(samples, s)
+			printTable(os.Stdout, s, what)
+			if !time.Now().Add(o.interval / 2).Before(until) {
+				return nil
+			}
+			if !alive(pid) {
+				return fmt.Errorf("edl exited; end of %s:\n%s", filepath.Join(o.dir, "edl.log"), tail(filepath.Join(o.dir, "edl.log"), 20))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(o.interval):
+			}
+		}
+	}
+	step("the jobs start at their minimum and grow into the idle capacity (%s)", o.growth)
+	if err := show(time.Now().Add(o.growth), "growing"); err != nil {
+		return err
+	}
+	for _, n := range webSteps {
+		step("web service (priority %d, %s CPU per pod) to %d pods", experiment.WebPriorityValue, demoWeb.CPU, n)
+		if err := experiment.ScaleWeb(ctx, kube, "default", n); err != nil {
+			return err
+		}
+		rec.SetWebDesired(int(n))
+		if err := show(time.Now().Add(o.step), fmt.Sprintf("web %d", n)); err != nil {
+			return err
+		}
+	}
+	step("the web service is gone; the jobs grow back (%s)", o.settle)
+	if err := show(time.Now().Add(o.settle), "growing back"); err != nil {
+		return err
+	}
+
+	summary(os.Stdout, samples, rec)
+	if err := sh("get", "tj"); err != nil {
+		return err
+	}
+	fmt.Printf(`
+The cluster and edl keep running.
+  kubeconfig: %s
+  edl:        pid %d, log %s
+Go on with:
+  %s --kubeconfig %s get tj
+  %s --kubeconfig %s describe tj resnet
+Stop everything with:
+  make cluster-down
+`, kubeconfig, pid, filepath.Join(o.dir, "edl.log"), kubectl, kubeconfig, kubectl, kubeconfig)
+	return nil
+}
+
+// startEDL starts edl detached from this process (its own session), so it
+// outlives the demo, and writes its pid to DIR/edl.pid for hack/cluster.sh down.
+func startEDL(bin, kubeconfig string, o options) (int, error) {
+	pidFile := filepath.Join(o.dir, "edl.pid")
+	if data, err := os.ReadFile(pidFile); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && alive(p) {
+			return 0, fmt.Errorf("edl already runs (pid %d, %s); stop it with make cluster-down", p, pidFile)
+		}
+	}
+	logPath := filepath.Join(o.dir, "edl.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, experiment.EDLArgs(kubeconfig, o.interval, experiment.On)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", bin, err)
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		return 0, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		_ = os.Remove(pidFile)
+		return 0, fmt.Errorf("edl exited at once (%v); end of %s:\n%s", err, logPath, tail(logPath, 20))
+	case <-time.After(2 * time.Second):
+	}
+	// edl outlives the demo; nothing waits for it here any more.
+	return pid, nil
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) && syscall.Kill(pid, 0) == nil
+	}
+	// The state follows the command name in parentheses; Z is a zombie.
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// printTable prints the jobs and the cluster at one sample.
+func printTable(w io.Writer, s experiment.Sample, what string) {
+	fmt.Fprintf(w, "\nt=%3.0fs %-13s CPU utilization %5.1f%%   web pods (priority %d): %d/%d running, %d pending\n",
+		s.At.Seconds(), "["+what+"]", 100*s.Utilization, experiment.WebPriorityValue, s.WebRunning, s.WebDesired, s.WebPending)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  JOB\tPHASE\tTRAINERS cur/min/max\tWANTED\tFULFILLMENT\t")
+	for _, j := range s.Jobs {
+		phase, fulfillment := string(j.Phase), "-"
+		if phase == "" {
+			phase = "(new)"
+		}
+		if j.Running >= j.Min {
+			fulfillment = fmt.Sprintf("%.2f", j.Fulfillment)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d/%d\t%d\t%s\t%s\n", j.Name, phase, j.Running, j.Min, j.Max, j.Desired, fulfillment, bar(j.Running, j.Max))
+	}
+	tw.Flush()
+}
+
+// bar draws the running trainers out of max.
+func bar(n, maxN int) string {
+	n = min(max(n, 0), maxN)
+	return strings.Repeat("█", n) + strings.Repeat("·", maxN-n)
+}
+
+// summary prints what the demo showed.
+func summary(w io.Writer, samples []experiment.Sample, rec *experiment.Recorder) {
+	if len(samples) == 0 {
+		return
+	}
+	type span struct{ lo, hi, last int }
+	spans := map[string]*span{}
+	var names []string
+	var util float64
+	mostPending := 0
+	for _, s := range samples {
+		util += s.Utilization
+		mostPending = max(mostPending, s.WebPending)
+		for _, j := range s.Jobs {
+			sp := spans[j.Name]
+			if sp == nil {
+				sp = &span{lo: j.Running, hi: j.Running}
+				spans[j.Name] = sp
+				names = append(names, j.Name)
+			}
+			sp.lo, sp.hi, sp.last = min(sp.lo, j.Running), max(sp.hi, j.Running), j.Running
+		}
+	}
+	var longest time.Duration
+	for _, p := range rec.WebWaits() {
+		if p.Running >= 0 {
+			longest = max(longest, p.Running-p.Created)
+		}
+	}
+	fmt.Fprintf(w, "\n==> summary over %s\n", samples[len(samples)-1].At.Round(time.Second))
+	fmt.Fprintf(w, "  mean CPU allocation utilization %.1f%%; web pods pending at most %d at once, the longest waited %.1f s for a node\n",
+		100*util/float64(len(samples)), mostPending, longest.Seconds())
+	timing := map[string]experiment.JobTiming{}
+	for _, t := range rec.JobTimings() {
+		timing[t.Name] = t
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  JOB\tRUNNING AFTER\tTRAINERS min..max seen\tNOW\t")
+	for _, n := range names {
+		after := "never"
+		if t, ok := timing[n]; ok && t.Running >= 0 {
+			after = fmt.Sprintf("%.1f s", (t.Running - t.Submitted).Seconds())
+		}
+		sp := spans[n]
+		fmt.Fprintf(tw, "  %s\t%s\t%d..%d\t%d\t\n", n, after, sp.lo, sp.hi, sp.last)
+	}
+	tw.Flush()
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func defaultDir() string {
+	if d := os.Getenv("EDL_CLUSTER_DIR"); d != "" {
+		return d
+	}
+	cache := os.Getenv("EDL_CACHE_DIR")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		cache = filepath.Join(home, ".cache", "edl")
+	}
+	return filepath.Join(cache, "cluster")
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The one build command of the edl binary: `make build` and the Dockerfile
+# both run it, so that the image holds the binary the tests built.
+#
+#   hack/build.sh [OUTPUT] [VERSION]    # defaults: bin/edl, $VERSION or dev
+#
+# A static binary (no cgo), reproducible paths (-trimpath), no symbol tables
+# (-s -w), and the version that `edl -version` prints.
+set -euo pipefail
+
+out="${1:-bin/edl}"
+version="${2:-${VERSION:-dev}}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "$out" ./cmd/edl

@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// manifestFile is the in-cluster deployment of EDL, at the module root.
+const manifestFile = "edl_controller.yaml"
+
+// manifestPath returns the absolute path of edl_controller.yaml.
+func manifestPath(t *testing.T) string {
+	t.Helper()
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	return filepath.Join(root, manifestFile)
+}
+
+// manifestObjects reads every object of edl_controller.yaml, in file order.
+func manifestObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(manifestPath(t))
+	require.NoError(t, err)
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+	return objs
+}
+
+// manifestObject converts the one object of kind into out.
+func manifestObject(t *testing.T, kind string, out any) {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range manifestObjects(t) {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	require.Len(t, found, 1, "%s holds one %s", manifestFile, kind)
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(found[0].Object, out, true))
+}
+
+var (
+	rbacOnce sync.Once
+	rbacErr  error
+)
+
+// installControllerIdentity creates, for real and once for the package, the
+// objects of edl_controller.yaml except the Deployment (and its disruption
+// budget): the namespace, the ServiceAccount and its RBAC. The controller's
+// pods themselves are not wanted on the shared cluster.
+func installControllerIdentity(t *testing.T) {
+	t.Helper()
+	rbacOnce.Do(func() {
+		var docs []string
+		for _, o := range manifestObjects(t) {
+			if o.GetKind() == "Deployment" || o.GetKind() == "PodDisruptionBudget" {
+				continue
+			}
+			data, err := o.MarshalJSON()
+			if err != nil {
+				rbacErr = err
+				return
+			}
+			docs = append(docs, string(data))
+		}
+		path := filepath.Join(t.TempDir(), "identity.yaml")
+		if rbacErr = os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600); rbacErr != nil {
+			return
+		}
+		_, rbacErr = cp.Kubectl(context.Background(), "apply", "--server-side", "-f", path)
+	})
+	require.NoError(t, rbacErr, "install the controller's namespace, ServiceAccount and RBAC")
+}
+
+// TestManifestAppliesOnTheAPIServer: every object of edl_controller.yaml
+// passes the real API server's validation and admission in a server-side
+// dry run (the namespace exists for real, so that the namespaced objects can
+// be checked too).
+func TestManifestAppliesOnTheAPIServer(t *testing.T) {
+	installControllerIdentity(t)
+	out, err := cp.Kubectl(testContext(t), "apply", "--server-side", "--dry-run=server", "-f", manifestPath(t))
+	require.NoError(t, err)
+	objs := manifestObjects(t)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, len(objs), "one line per object:\n%s", out)
+	for i, o := range objs {
+		assert.Contains(t, lines[i], "/"+o.GetName()+" serverside-applied (server dry run)", "object %d, %s %s", i, o.GetKind(), o.GetName())
+	}
+	assert.Len(t, objs, 8, "Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, Deployment, PodDisruptionBudget")
+}
+
+// TestManifestPodTemplateIsRestricted evaluates the Deployment's pod
+// template against the Pod Security "restricted" profile with the admission
+// plugin's own checks; a template made less strict must fail them.
+func TestManifestPodTemplateIsRestricted(t *testing.T) {
+	var d appsv1.Deployment
+	manifestObject(t, "Deployment", &d)
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	require.NoError(t, err)
+	restricted := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
+	evaluate := func(tmpl *corev1.PodTemplateSpec) policy.AggregateCheckResult {
+		return policy.AggregateCheckResults(evaluator.EvaluatePod(restricted, &tmpl.ObjectMeta, &tmpl.Spec))
+	}
+
+	result := evaluate(&d.Spec.Template)
+	assert.True(t, result.Allowed, "forbidden: %s", result.ForbiddenDetail())
+
+	loosened := map[string]func(*corev1.PodSpec){
+		"privilege escalation": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil },
+		"capabilities kept":    func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Capabilities = nil },
+		"no seccomp profile":   func(s *corev1.PodSpec) { s.SecurityContext.SeccompProfile = nil },
+		"may run as root": func(s *corev1.PodSpec) {
+			s.SecurityContext.RunAsNonRoot = nil
+			s.Containers[0].SecurityContext.RunAsNonRoot = nil
+		},
+	}
+	for name, loosen := range loosened {
+		tmpl := d.Spec.Template.DeepCopy()
+		loosen(&tmpl.Spec)
+		assert.False(t, evaluate(tmpl).Allowed, "a template with %s must not pass", name)
+	}
+}
+
+// TestManifestShape checks what the API server does not: the Deployment's
+// promises, and that the ClusterRole stays least-privilege.
+func TestManifestShape(t *testing.T) {
+	var d appsv1.Deployment
+	manifestObject(t, "Deployment", &d)
+	assert.Equal(t, "training-job-controller", d.Name)
+	assert.Equal(t, "paddlecloud", d.Namespace)
+	require.NotNil(t, d.Spec.Replicas)
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	spec := d.Spec.Template.Spec
+	assert.Equal(t, "edl-controller", spec.ServiceAccountName)
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	assert.Equal(t, "paddlepaddle/edl-controller", c.Image)
+	require.NotNil(t, c.SecurityContext)
+	assert.Equal(t, int64(65532), *c.SecurityContext.RunAsUser)
+	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		assert.Contains(t, c.Resources.Requests, r)
+		assert.Contains(t, c.Resources.Limits, r)
+	}
+	require.Len(t, c.Ports, 1)
+	assert.Equal(t, int32(8080), c.Ports[0].ContainerPort)
+	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		require.NotNil(t, probe)
+		require.NotNil(t, probe.HTTPGet)
+		assert.Equal(t, path, probe.HTTPGet.Path)
+		assert.Equal(t, c.Ports[0].Name, probe.HTTPGet.Port.String())
+	}
+	assert.Contains(t, strings.Join(c.Args, " "), "-log_level info")
+
+	// The binary accepts the command line: edl validates every flag before
+	// it acts on -version.
+	out, err := exec.Command(edlBinary(t), append(c.Args, "-version")...).CombinedOutput()
+	require.NoError(t, err, "edl rejects the Deployment's args: %s", out)
+	// The image puts the binary where the command runs it.
+	dockerfile, err := os.ReadFile(filepath.Join(filepath.Dir(manifestPath(t)), "Dockerfile"))
+	require.NoError(t, err)
+	require.Len(t, c.Command, 1)
+	assert.Contains(t, string(dockerfile), " "+c.Command[0]+"\n", "the Dockerfile copies edl to %s", c.Command[0])
+
+	var role rbacv1.ClusterRole
+	manifestObject(t, "ClusterRole", &role)
+	for _, rule := range role.Rules {
+		for _, field := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames} {
+			assert.NotContains(t, field, "*", "no wildcards: %+v", rule)
+		}
+		assert.NotContains(t, rule.Resources, "secrets")
+		assert.NotContains(t, rule.Verbs, "delete", "the garbage collector deletes a job's objects")
+		assert.NotContains(t, rule.Verbs, "deletecollection")
+		assert.Empty(t, rule.NonResourceURLs)
+	}
+	var leaseRole rbacv1.Role
+	manifestObject(t, "Role", &leaseRole)
+	assert.Equal(t, "paddlecloud", leaseRole.Namespace)
+	require.Len(t, leaseRole.Rules, 1)
+	assert.Equal(t, []string{"leases"}, leaseRole.Rules[0].Resources)
+	assert.ElementsMatch(t, []string{"get", "create", "update"}, leaseRole.Rules[0].Verbs)
+}

@@ -342,7 +342,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		errs := make(chan error, 2)
 		go func() { errs <- ctrl.Run(ctx, opts.workers) }()
 		go func() { errs <- scaler.Run(ctx) }()
-		return errors.Join(<-errs, <-errs)
+		return oneLine(errors.Join(<-errs, <-errs))
 	}
 	if !opts.leaderElect {
 		m.SetLeader(true)
@@ -360,6 +360,15 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		renewDeadline: opts.renewDeadline,
 		retryPeriod:   opts.retryPeriod,
 	}, work)
+}
+
+// oneLine keeps an error to the one line the user sees: errors.Join puts
+// each error on a line of its own.
+func oneLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 func allSynced[K comparable](synced map[K]bool) bool {

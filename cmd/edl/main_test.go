@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -122,4 +123,10 @@ func TestLoggerWritesLogfmtAtItsLevel(t *testing.T) {
 	out := buf.String()
 	assert.NotContains(t, out, "hidden")
 	assert.Regexp(t, `^t=\S+ lvl=info msg="scaled trainers" job=team-a/mnist from=2 to=6\n$`, out)
+}
+
+func TestOneLineJoinsErrors(t *testing.T) {
+	assert.NoError(t, oneLine(nil))
+	err := oneLine(errors.Join(errors.New("the controller failed"), nil, errors.New("the autoscaler failed")))
+	assert.EqualError(t, err, "the controller failed; the autoscaler failed")
 }

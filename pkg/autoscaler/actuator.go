@@ -110,6 +110,9 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	a.log.Info("starting the autoscaler", "interval", a.cfg.Interval, "max_load_desired", a.cfg.MaxLoadDesired,
 		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun)
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before the caches synced: nothing to do
+		}
 		return errors.New("the autoscaler's caches did not sync")
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)

@@ -317,3 +317,21 @@ func TestRunOnceReportsToTheRecorder(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStoppedBeforeTheCachesSyncIsNoError: a replica told to stop while
+// it starts exits cleanly.
+func TestRunStoppedBeforeTheCachesSyncIsNoError(t *testing.T) {
+	kube := fake.NewClientset()
+	kubeInf := informers.NewSharedInformerFactory(kube, 0)
+	tjInf := tjinformers.NewSharedInformerFactory(tjfake.NewClientset(), 0)
+	logger := log.New()
+	logger.SetHandler(log.DiscardHandler())
+	snapshot, err := cluster.New(kubeInf.Core().V1().Pods(), kubeInf.Core().V1().Nodes(), cluster.Options{})
+	require.NoError(t, err)
+	scaler := New(kube, nil, snapshot, tjInf.Paddlepaddle().V1().TrainingJobs(), kubeInf.Apps().V1().ReplicaSets(),
+		kubeInf.Scheduling().V1().PriorityClasses(), record.NewFakeRecorder(1), logger, clocktesting.NewFakeClock(time.Now()),
+		Config{Interval: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the informers never start: the caches never sync
+	assert.NoError(t, scaler.Run(ctx))
+}

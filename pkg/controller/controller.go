@@ -188,6 +188,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 	c.log.Info("starting the TrainingJob controller", "workers", workers)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before the caches synced: nothing to do
+		}
 		return errors.New("the informers' caches did not sync")
 	}
 	var wg sync.WaitGroup

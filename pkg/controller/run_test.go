@@ -88,3 +88,12 @@ func TestRunReturnsOnlyAfterItsSyncsFinish(t *testing.T) {
 		t.Fatal("Run did not return once the sync finished")
 	}
 }
+
+// TestRunStoppedBeforeTheCachesSyncIsNoError: a replica told to stop while
+// it starts exits cleanly.
+func TestRunStoppedBeforeTheCachesSyncIsNoError(t *testing.T) {
+	f := newFixture(t) // its informers never start: the caches never sync
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, f.c.Run(ctx, 1))
+}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,55 @@ const (
 	// for their maximum (min-instance = max-instance).
 	Off Mode = "no-edl"
 )
+
+// Variant is one way of running a scenario: EDL on or off, and what is
+// tuned.
+type Variant struct {
+	Mode Mode
+	// MaxLoadDesired is edl's -max_load_desired; 0 keeps its default, 0.97.
+	MaxLoadDesired float64
+	// BinPack runs kube-scheduler with the MostAllocated scoring strategy
+	// (pack pods onto the fullest node that fits) instead of the default
+	// LeastAllocated (spread them).
+	BinPack bool
+}
+
+// Label names the variant in file names and tables: "edl", "no-edl",
+// "edl+load=0.85", "edl+binpack", ...
+func (v Variant) Label() string {
+	l := string(v.Mode)
+	if v.MaxLoadDesired > 0 {
+		l += "+load=" + strconv.FormatFloat(v.MaxLoadDesired, 'f', -1, 64)
+	}
+	if v.BinPack {
+		l += "+binpack"
+	}
+	return l
+}
+
+// ParseVariant parses a Label.
+func ParseVariant(label string) (Variant, error) {
+	parts := strings.Split(label, "+")
+	v := Variant{Mode: Mode(parts[0])}
+	if v.Mode != On && v.Mode != Off {
+		return v, fmt.Errorf("variant %q: the mode must be %s or %s", label, On, Off)
+	}
+	for _, p := range parts[1:] {
+		switch {
+		case p == "binpack":
+			v.BinPack = true
+		case strings.HasPrefix(p, "load="):
+			f, err := strconv.ParseFloat(strings.TrimPrefix(p, "load="), 64)
+			if err != nil || f <= 0 || f > 1 {
+				return v, fmt.Errorf("variant %q: load must be in (0, 1]", label)
+			}
+			v.MaxLoadDesired = f
+		default:
+			return v, fmt.Errorf("variant %q: unknown part %q (binpack, load=X)", label, p)
+		}
+	}
+	return v, nil
+}
 
 // Names of the objects the experiments create.
 const (

@@ -20,7 +20,9 @@ import (
 
 func TestIdeal(t *testing.T) {
 	node := NodeShape{CPUMilli: 18000, MemMiB: 100 << 10, Pods: 110}
-	trainer := func(lo, hi int) PodDemand { return PodDemand{Name: "trainer", CPUMilli: 5000, MemMiB: 8 << 10, Min: lo, Max: hi} }
+	trainer := func(lo, hi int) PodDemand {
+		return PodDemand{Name: "trainer", CPUMilli: 5000, MemMiB: 8 << 10, Min: lo, Max: hi}
+	}
 	pserver := func(n int) PodDemand { return PodDemand{Name: "pserver", CPUMilli: 4000, MemMiB: 5 << 10, Max: n} }
 	web := func(n int) PodDemand { return PodDemand{Name: "web", CPUMilli: 3000, MemMiB: 2 << 10, Min: n, Max: n} }
 	tests := []struct {
@@ -56,12 +58,27 @@ func TestIdeal(t *testing.T) {
 	}
 }
 
+func TestVariant(t *testing.T) {
+	for _, label := range []string{"edl", "no-edl", "edl+load=0.85", "edl+binpack", "no-edl+load=0.9+binpack"} {
+		v, err := ParseVariant(label)
+		require.NoError(t, err, label)
+		assert.Equal(t, label, v.Label())
+	}
+	v, err := ParseVariant("edl+load=0.85+binpack")
+	require.NoError(t, err)
+	assert.Equal(t, Variant{Mode: On, MaxLoadDesired: 0.85, BinPack: true}, v)
+	for _, bad := range []string{"", "on", "edl+load=2", "edl+load=x", "edl+fast"} {
+		_, err := ParseVariant(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	s := func(at time.Duration, util float64, pending, web int) Sample {
 		return Sample{At: at, Utilization: util, Ideal: 1, PendingJobs: pending, WebPending: web, RunningTrainers: 10}
 	}
 	r := &Result{
-		Scenario: Shared, Mode: On, WindowStart: 10 * time.Second, End: 40 * time.Second,
+		Scenario: Shared, Variant: Variant{Mode: On}, WindowStart: 10 * time.Second, End: 40 * time.Second,
 		Samples: []Sample{s(0, 0.1, 2, 0), s(10*time.Second, 0.8, 0, 3), s(20*time.Second, 0.9, 0, 0), s(40*time.Second, 1, 0, 1)},
 		Jobs: []JobTiming{
 			{Name: "a", Submitted: 0, FirstTrainer: 2 * time.Second, Running: 4 * time.Second},
@@ -89,9 +106,10 @@ func TestSummarize(t *testing.T) {
 	assert.Equal(t, 9*time.Second, got.WebP95)
 	assert.Equal(t, 3, got.WebMostPending)
 
-	table := Table(Shared, &got, nil)
-	assert.Contains(t, table, "| mean CPU allocation utilization | 90.0% | — | 83.4%")
-	assert.Contains(t, table, "4.0 s / 9.0 s (3 pods)")
+	table := Table(Shared, []Summary{got})
+	assert.Contains(t, table, "| shared | edl | original, EDL on | original, EDL off |")
+	assert.Contains(t, table, "| mean CPU allocation utilization | 90.0% | 83.4%")
+	assert.Contains(t, table, "4.0 s / 9.0 s (9.0 s; 3 pods)")
 }
 
 // TestSmoke runs both experiments at the smoke size with EDL on, against the
@@ -115,7 +133,7 @@ func TestSmoke(t *testing.T) {
 	results := map[Scenario]*Result{}
 	for _, scenario := range []Scenario{Training, Shared} {
 		var progress bytes.Buffer
-		res, err := Run(ctx, Options{Size: size, Scenario: scenario, Mode: On, EDL: bin,
+		res, err := Run(ctx, Options{Size: size, Scenario: scenario, Variant: Variant{Mode: On}, EDL: bin,
 			Dir: filepath.Join(dir, string(scenario)), Progress: &progress})
 		t.Logf("%s progress:\n%s", scenario, progress.String())
 		require.NoError(t, err)
@@ -147,7 +165,7 @@ func TestSmoke(t *testing.T) {
 	assert.Positive(t, Summarize(results[Shared]).WebPods, "web pods were created during the wave and timed")
 
 	for _, scenario := range []Scenario{Training, Shared} {
-		path, err := PlotScenario(filepath.Join(dir, "out"), scenario, results[scenario], nil)
+		path, err := PlotScenario(filepath.Join(dir, "out"), scenario, []*Result{results[scenario]})
 		require.NoError(t, err)
 		f, err := os.Open(path)
 		require.NoError(t, err)

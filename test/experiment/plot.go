@@ -50,50 +50,85 @@ func xys(r *Result, y func(Sample) float64) plotter.XYs {
 	return out
 }
 
-// PlotScenario draws the figure of one scenario, EDL on and off, into
-// dir/<scenario>.png and returns its path. on or off may be nil.
-func PlotScenario(dir string, scenario Scenario, on, off *Result) (string, error) {
+// runColors color the runs of a figure in order: EDL on, EDL off, then the
+// variants.
+var runColors = []color.Color{
+	colorOn, colorOff,
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
+}
+
+// PlotScenario draws the figure of one scenario, one line per run, into
+// dir/<scenario>.png and returns its path.
+func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error) {
 	util := func(s Sample) float64 { return 100 * s.Utilization }
 	ideal := func(s Sample) float64 { return 100 * s.Ideal }
-	utilPanel := panel{title: "CPU allocation utilization (Σ requests of Running pods ÷ Σ allocatable)", ylabel: "%", ymax: 105, legend: true}
-	utilPanel.lines = []series{
-		{name: "EDL on", xy: xys(on, util), color: colorOn},
-		{name: "EDL off", xy: xys(off, util), color: colorOff},
-		{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},
-		{name: "ideal bound, EDL off", xy: xys(off, ideal), color: colorOff, dashes: dotted},
+	each := func(y func(Sample) float64, dashes []vg.Length) []series {
+		var out []series
+		for i, r := range runs {
+			out = append(out, series{name: r.Variant.Label(), xy: xys(r, y), color: runColors[i%len(runColors)], dashes: dashes})
+		}
+		return out
 	}
-	if scenario == Training {
-		// The demand, and so the bound, is the same in both modes.
-		utilPanel.lines = append(utilPanel.lines[:2], series{name: "ideal bound", xy: xys(on, ideal), color: colorIdeal, dashes: dotted})
+	first := func(m Mode) *Result {
+		for _, r := range runs {
+			if r.Variant.Mode == m {
+				return r
+			}
+		}
+		return nil
+	}
+	on, off := first(On), first(Off)
+
+	utilPanel := panel{title: "CPU allocation utilization (Σ requests of Running pods ÷ Σ allocatable)", ylabel: "%", ymax: 105, legend: true,
+		lines: each(util, nil)}
+	switch scenario {
+	case Training:
+		// Every job wants its maximum in both modes: one demand, one bound.
+		r := on
+		if r == nil {
+			r = off
+		}
+		utilPanel.lines = append(utilPanel.lines, series{name: "ideal bound", xy: xys(r, ideal), color: colorIdeal, dashes: dotted})
+	case Shared:
+		utilPanel.lines = append(utilPanel.lines,
+			series{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},
+			series{name: "ideal bound, EDL off", xy: xys(off, ideal), color: colorOff, dashes: dotted})
 	}
 
 	var panels []panel
 	switch scenario {
 	case Training:
-		pending := func(s Sample) float64 { return float64(s.PendingJobs) }
-		panels = append(panels, panel{title: "Jobs pending (submitted, not yet Running)", ylabel: "jobs", legend: true, lines: []series{
-			{name: "EDL on", xy: xys(on, pending), color: colorOn},
-			{name: "EDL off", xy: xys(off, pending), color: colorOff},
-			{name: "jobs submitted", xy: xys(on, func(s Sample) float64 { return float64(s.Submitted) }), color: colorIdeal, dashes: dotted},
-		}})
+		pending := each(func(s Sample) float64 { return float64(s.PendingJobs) }, nil)
+		if len(runs) > 0 {
+			pending = append(pending, series{name: "jobs submitted", xy: xys(runs[0], func(s Sample) float64 { return float64(s.Submitted) }),
+				color: colorIdeal, dashes: dotted})
+		}
+		panels = append(panels, panel{title: "Jobs pending (submitted, not yet Running)", ylabel: "jobs", legend: true, lines: pending})
 		panels = append(panels, utilPanel)
-		panels = append(panels, jobPanel("Trainers Running per job, EDL on (one line per job)", on))
-		panels = append(panels, jobPanel("Trainers Running per job, EDL off (one line per job)", off))
+		for _, r := range runs {
+			panels = append(panels, jobPanel("Trainers Running per job, "+r.Variant.Label()+" (one line per job)", r))
+		}
 	case Shared:
-		web := func(s Sample) float64 { return float64(s.WebDesired) }
-		webPending := func(s Sample) float64 { return float64(s.WebPending) }
-		panels = append(panels, panel{title: "Web (nginx) pods, priority above the jobs", ylabel: "pods", legend: true, lines: []series{
-			{name: "replicas wanted", xy: xys(on, web), color: colorWeb},
-			{name: "pending, EDL on", xy: xys(on, webPending), color: colorOn},
-			{name: "pending, EDL off", xy: xys(off, webPending), color: colorOff, dashes: dashed},
-		}})
-		trainers := func(s Sample) float64 { return float64(s.RunningTrainers) }
-		panels = append(panels, panel{title: "Trainers Running, all jobs", ylabel: "trainers", legend: true, lines: []series{
-			{name: "EDL on", xy: xys(on, trainers), color: colorOn},
-			{name: "EDL off", xy: xys(off, trainers), color: colorOff},
-		}})
+		web := []series{}
+		if len(runs) > 0 {
+			web = append(web, series{name: "web replicas wanted", xy: xys(runs[0], func(s Sample) float64 { return float64(s.WebDesired) }), color: colorWeb})
+		}
+		for i, r := range runs {
+			web = append(web, series{name: "pending, " + r.Variant.Label(), color: runColors[i%len(runColors)], dashes: dashed,
+				xy: xys(r, func(s Sample) float64 { return float64(s.WebPending) })})
+		}
+		panels = append(panels, panel{title: "Web (nginx) pods, priority above the jobs", ylabel: "pods", legend: true, lines: web})
+		panels = append(panels, panel{title: "Trainers Running, all jobs", ylabel: "trainers", legend: true,
+			lines: each(func(s Sample) float64 { return float64(s.RunningTrainers) }, nil)})
 		panels = append(panels, utilPanel)
-		panels = append(panels, jobPanel("Trainers Running per job, EDL on (one line per job)", on))
+		for _, r := range runs {
+			if r.Variant.Mode == On {
+				panels = append(panels, jobPanel("Trainers Running per job, "+r.Variant.Label()+" (one line per job)", r))
+			}
+		}
 	}
 	path := filepath.Join(dir, string(scenario)+".png")
 	return path, drawFigure(path, panels)

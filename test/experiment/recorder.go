@@ -52,6 +52,10 @@ type Sample struct {
 	Utilization     float64
 	CPURunningMilli int64
 	CPUAllocMilli   int64
+	// CPUPendingMilli is Σ CPU requests of the live pods not Running: with
+	// CPURunningMilli it is the load the autoscaler compares with
+	// max_load_desired.
+	CPUPendingMilli int64
 	// Ideal is the utilization a perfect packer reaches with the demand of
 	// this instant (filled in by the scenario; 0 when not computed).
 	Ideal float64
@@ -160,7 +164,8 @@ func (r *Recorder) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops the informers; call it after ctx of Start is done.
+// Shutdown waits for the informers to stop: cancel the context given to
+// Start first.
 func (r *Recorder) Shutdown() {
 	r.kubeInformers.Shutdown()
 	r.jobInformers.Shutdown()
@@ -265,6 +270,7 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		live := p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 		if live && !isRunning {
 			s.PendingPods++
+			s.CPUPendingMilli += podCPUMilli(p)
 		}
 		if job := p.Labels[v1.LabelTrainer]; job != "" && isRunning && p.DeletionTimestamp == nil {
 			running[job]++

@@ -15,7 +15,7 @@ import (
 // Summary is the means of one run over its window.
 type Summary struct {
 	Scenario Scenario
-	Mode     Mode
+	Variant  Variant
 	// Samples in the window, and the window's length.
 	Samples int
 	Window  time.Duration
@@ -46,7 +46,7 @@ type Summary struct {
 
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
-	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Scalings: r.Scalings}
+	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings}
 	var util, ideal, trainers float64
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
@@ -126,51 +126,45 @@ var Original = map[Scenario]Published{
 	Shared:   {UtilizationOn: "83.4% (blog: ≈90%)", UtilizationOff: "61.9%"},
 }
 
-// Table renders the Markdown table of one scenario: EDL on and off next to
-// the original's figures and the ideal bound. on or off may be nil.
-func Table(scenario Scenario, on, off *Summary) string {
+// Table renders the Markdown table of one scenario: one column per run,
+// then the original's figures. Each run's ideal bound is a row: the demand,
+// and so the bound, differs between EDL on and off in Shared.
+func Table(scenario Scenario, runs []Summary) string {
 	orig := Original[scenario]
 	var b strings.Builder
-	cell := func(s *Summary, f func(Summary) string) string {
-		if s == nil {
-			return "—"
-		}
-		return f(*s)
-	}
 	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-	row := func(name, vOn, vOff, oOn, oOff, ideal string) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, vOn, vOff, oOn, oOff, ideal)
+	row := func(name string, f func(Summary) string, origOn, origOff string) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, r := range runs {
+			fmt.Fprintf(&b, " %s |", f(r))
+		}
+		fmt.Fprintf(&b, " %s | %s |\n", origOn, origOff)
 	}
-	fmt.Fprintf(&b, "| %s | EDL on | EDL off | original, EDL on | original, EDL off | ideal bound |\n", scenario)
-	b.WriteString("|---|---|---|---|---|---|\n")
-	ideal := func(s Summary) string { return pct(s.MeanIdeal) }
+	fmt.Fprintf(&b, "| %s |", scenario)
+	for _, r := range runs {
+		fmt.Fprintf(&b, " %s |", r.Variant.Label())
+	}
+	b.WriteString(" original, EDL on | original, EDL off |\n|---|")
+	for range runs {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|\n")
+	row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
+	row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
 	switch scenario {
 	case Training:
-		row("mean CPU allocation utilization", cell(on, func(s Summary) string { return pct(s.MeanUtilization) }),
-			cell(off, func(s Summary) string { return pct(s.MeanUtilization) }), orig.UtilizationOn, orig.UtilizationOff,
-			cell(on, ideal))
-		row("mean job pending time (submission → phase Running)", cell(on, func(s Summary) string { return secs(s.MeanPending) }),
-			cell(off, func(s Summary) string { return secs(s.MeanPending) }), orig.PendingOn, orig.PendingOff, "0 s")
-		row("mean time to the first trainer Running", cell(on, func(s Summary) string { return secs(s.MeanFirstTrainer) }),
-			cell(off, func(s Summary) string { return secs(s.MeanFirstTrainer) }), "—", "—", "0 s")
-		row("jobs never Running", cell(on, func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }),
-			cell(off, func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }), "0", orig.NeverRunningOff, "—")
+		row("mean job pending time (submission → phase Running)", func(s Summary) string { return secs(s.MeanPending) }, orig.PendingOn, orig.PendingOff)
+		row("mean time to the first trainer Running", func(s Summary) string { return secs(s.MeanFirstTrainer) }, "—", "—")
+		row("jobs never Running", func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }, "0", orig.NeverRunningOff)
 	case Shared:
-		row("mean CPU allocation utilization", cell(on, func(s Summary) string { return pct(s.MeanUtilization) }),
-			cell(off, func(s Summary) string { return pct(s.MeanUtilization) }), orig.UtilizationOn, orig.UtilizationOff,
-			cell(on, ideal)+" on, "+cell(off, ideal)+" off")
-		web := func(s Summary) string {
-			return fmt.Sprintf("%.1f s / %.1f s (%d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebPods)
-		}
-		row("web pod pending time p50 / p95", cell(on, web), cell(off, web), "—", "—", "0 s")
-		row("most web pods pending at once", cell(on, func(s Summary) string { return strconv.Itoa(s.WebMostPending) }),
-			cell(off, func(s Summary) string { return strconv.Itoa(s.WebMostPending) }), "—", "—", "0")
-		row("mean trainers Running", cell(on, func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }),
-			cell(off, func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }), "—", "—", "—")
+		row("web pod pending time p50 / p95 (max)", func(s Summary) string {
+			return fmt.Sprintf("%.1f s / %.1f s (%.1f s; %d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebMax.Seconds(), s.WebPods)
+		}, "—", "—")
+		row("most web pods pending at once", func(s Summary) string { return strconv.Itoa(s.WebMostPending) }, "—", "—")
+		row("mean trainers Running", func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }, "—", "—")
 	}
-	row("trainer scalings applied by edl", cell(on, func(s Summary) string { return strconv.Itoa(s.Scalings) }),
-		cell(off, func(s Summary) string { return strconv.Itoa(s.Scalings) }), "—", "—", "—")
+	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
 }
 
@@ -180,7 +174,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	base := filepath.Join(dir, fmt.Sprintf("%s-%s", r.Scenario, r.Mode))
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s", r.Scenario, r.Variant.Label()))
 	var paths []string
 	write := func(suffix string, rows [][]string) error {
 		path := base + "-" + suffix + ".csv"
@@ -206,15 +200,19 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 	itoa := strconv.Itoa
 
 	names := jobNames(r)
-	header := []string{"t_s", "utilization", "ideal", "cpu_running_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
+	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
 		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
 	rows := [][]string{header}
 	for _, s := range r.Samples {
-		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), strconv.FormatInt(s.CPURunningMilli, 10),
-			strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
+		load := 0.0
+		if s.CPUAllocMilli > 0 {
+			load = float64(s.CPURunningMilli+s.CPUPendingMilli) / float64(s.CPUAllocMilli)
+		}
+		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
+			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
 			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ import (
 type Options struct {
 	Size     Size
 	Scenario Scenario
-	Mode     Mode
+	Variant  Variant
 	// EDL is the path of the edl binary (make build: bin/edl).
 	EDL string
 	// Dir is the run's directory: edl.log and the control plane's logs
@@ -44,7 +45,7 @@ type Options struct {
 // in Shared).
 type Result struct {
 	Scenario Scenario
-	Mode     Mode
+	Variant  Variant
 	Size     Size
 	Samples  []Sample
 	Jobs     []JobTiming
@@ -80,12 +81,17 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := os.RemoveAll(clusterDir); err != nil {
 		return nil, err
 	}
+	label := opts.Variant.Label()
+	scoring := ""
+	if opts.Variant.BinPack {
+		scoring = "MostAllocated"
+	}
 	fmt.Fprintf(progress, "%-8s %-6s starting a control plane with %d kwok nodes of %s CPU / %s (logs in %s)\n",
-		opts.Scenario, opts.Mode, size.Nodes, size.NodeCPU, size.NodeMemory, filepath.Join(clusterDir, "logs"))
+		opts.Scenario, label, size.Nodes, size.NodeCPU, size.NodeMemory, filepath.Join(clusterDir, "logs"))
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	cp, err := framework.Start(startCtx, framework.Options{Dir: clusterDir, Nodes: []framework.NodeSpec{{
 		Name: "node", CPU: size.NodeCPU, Memory: size.NodeMemory, Pods: size.NodePods, Count: size.Nodes,
-	}}})
+	}}, SchedulerScoring: scoring})
 	cancel()
 	if err != nil {
 		return nil, err
@@ -97,8 +103,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		// etcd's data is large and of no use once the run is over.
 		_ = os.RemoveAll(filepath.Join(clusterDir, "etcd"))
 	}()
-	res = &Result{Scenario: opts.Scenario, Mode: opts.Mode, Size: size, Setup: time.Since(began)}
-	fmt.Fprintf(progress, "%-8s %-6s control plane up in %s\n", opts.Scenario, opts.Mode, res.Setup.Round(100*time.Millisecond))
+	res = &Result{Scenario: opts.Scenario, Variant: opts.Variant, Size: size, Setup: time.Since(began)}
+	fmt.Fprintf(progress, "%-8s %-6s control plane up in %s\n", opts.Scenario, label, res.Setup.Round(100*time.Millisecond))
 
 	cfg := ClientConfig(cp.Config)
 	env, err := newEnv(ctx, cp, cfg)
@@ -114,11 +120,16 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := rec.Start(runCtx); err != nil {
 		return nil, err
 	}
-	defer rec.Shutdown()
+	// The informers end with runCtx; Shutdown waits for them.
+	defer func() { stopRun(); rec.Shutdown() }()
 
 	logPath := filepath.Join(opts.Dir, "edl.log")
 	_ = os.Remove(logPath)
-	edl, err := StartEDL(opts.EDL, logPath, EDLArgs(cp.Kubeconfig, size.Interval, opts.Mode)...)
+	args := EDLArgs(cp.Kubeconfig, size.Interval, opts.Variant.Mode)
+	if opts.Variant.MaxLoadDesired > 0 {
+		args = append(args, "-max_load_desired", strconv.FormatFloat(opts.Variant.MaxLoadDesired, 'f', -1, 64))
+	}
+	edl, err := StartEDL(opts.EDL, logPath, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +158,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	stopRun()
 	<-samplerDone
 	if err != nil {
-		return nil, fmt.Errorf("%s with %s: %w (edl log: %s)", opts.Scenario, opts.Mode, err, logPath)
+		return nil, fmt.Errorf("%s with %s: %w (edl log: %s)", opts.Scenario, label, err, logPath)
 	}
 	res.Samples = d.samples
 	res.Jobs = rec.JobTimings()
@@ -281,7 +292,7 @@ func (d *driver) ideal(s Sample) float64 {
 	case Shared:
 		k := s.Submitted
 		lo, hi := k*int(size.SharedTrainerMin), k*int(size.SharedTrainerMax)
-		if d.opts.Mode == Off {
+		if d.opts.Variant.Mode == Off {
 			hi = lo // the jobs stay at their minimum
 		}
 		ps := pserver(k * int(size.Pservers))
@@ -306,7 +317,7 @@ func (d *driver) step(what string) {
 	s := d.rec.Sample(now)
 	s.Ideal = d.ideal(s)
 	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s util %5.1f%% (ideal %5.1f%%)  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
-		d.opts.Scenario, d.opts.Mode, at.Seconds(), what, 100*s.Utilization, 100*s.Ideal,
+		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, 100*s.Utilization, 100*s.Ideal,
 		s.PendingJobs, s.Submitted, s.RunningTrainers, s.WebRunning, s.WebDesired, s.WebPending)
 }
 
@@ -341,7 +352,7 @@ func (d *driver) submit(ctx context.Context, job *v1.TrainingJob) error {
 func (d *driver) training(ctx context.Context) error {
 	size := d.opts.Size
 	lo, hi := size.TrainerMin, size.TrainerMax
-	if d.opts.Mode == Off {
+	if d.opts.Variant.Mode == Off {
 		lo = hi // without EDL a job asks for its maximum
 	}
 	start := time.Now()

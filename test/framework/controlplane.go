@@ -65,6 +65,10 @@ type Options struct {
 	// Log, if set, receives every process's output line by line, prefixed
 	// with the component's name. It is written to Dir/logs/<name>.log in any case.
 	Log io.Writer
+	// SchedulerScoring, when set, is the scoring strategy of kube-scheduler's
+	// NodeResourcesFit plugin: "MostAllocated" packs pods onto the fullest
+	// node that fits them, "LeastAllocated" (what empty means) spreads them.
+	SchedulerScoring string
 }
 
 // ControlPlane is a running control plane. Its methods are safe for
@@ -263,7 +267,16 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		"--cluster-signing-key-file="+p.caKey,
 		"--profiling=false",
 	)
-	scheduler := newProcess(Scheduler,
+	schedulerArgs := []string{}
+	if opts.SchedulerScoring != "" {
+		// With --config, kube-scheduler ignores --kubeconfig: the file names it.
+		path := filepath.Join(cp.Dir, "scheduler-config.yaml")
+		if err := os.WriteFile(path, schedulerConfig(schedConfig, opts.SchedulerScoring), 0o644); err != nil {
+			return err
+		}
+		schedulerArgs = append(schedulerArgs, "--config="+path)
+	}
+	scheduler := newProcess(Scheduler, append(schedulerArgs,
 		"--kubeconfig="+schedConfig,
 		"--authentication-kubeconfig="+schedConfig,
 		"--authorization-kubeconfig="+schedConfig,
@@ -273,7 +286,7 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		"--tls-private-key-file="+p.servingKey,
 		"--leader-elect=false",
 		"--profiling=false",
-	)
+	)...)
 	kwokArgs := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--manage-all-nodes=false",
@@ -495,6 +508,30 @@ func (cp *ControlPlane) LogTails(n int) string {
 		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
 	}
 	return b.String()
+}
+
+// schedulerConfig is a KubeSchedulerConfiguration whose one profile scores
+// nodes for CPU and memory with the given NodeResourcesFit strategy.
+func schedulerConfig(kubeconfig, scoring string) []byte {
+	return fmt.Appendf(nil, `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: %s
+        resources:
+        - name: cpu
+          weight: 1
+        - name: memory
+          weight: 1
+`, kubeconfig, scoring)
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. They are free

@@ -148,7 +148,8 @@ func run() error {
 	if err := rec.Start(recCtx); err != nil {
 		return err
 	}
-	defer rec.Shutdown()
+	// The informers end with recCtx; Shutdown waits for them.
+	defer func() { stopRec(); rec.Shutdown() }()
 
 	step("submitting example/examplejob.yaml and two more elastic jobs")
 	if err := sh("create", "-f", filepath.Join(root, "example", "examplejob.yaml")); err != nil {

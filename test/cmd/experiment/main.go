@@ -31,10 +31,13 @@ func run() error {
 	var (
 		sizeName  = flag.String("size", "quick", "run size: "+strings.Join(experiment.SizeNames(), ", "))
 		scenarios = flag.String("scenarios", "training,shared", "comma-separated scenarios: training, shared")
-		modes     = flag.String("modes", "edl,no-edl", "comma-separated modes: edl (EDL on), no-edl (EDL off)")
-		edlBin    = flag.String("edl", "bin/edl", "the edl binary (make build)")
-		out       = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
-		workDir   = flag.String("workdir", "", "directory for the runs' logs (default $EDL_CACHE_DIR/experiment/<size>)")
+		variants  = map[experiment.Scenario]*string{
+			experiment.Training: flag.String("training_variants", "edl,no-edl", "comma-separated runs of the training scenario: edl (EDL on), no-edl (EDL off), each optionally +load=X (edl -max_load_desired X) and +binpack (kube-scheduler scoring MostAllocated)"),
+			experiment.Shared:   flag.String("shared_variants", "edl,no-edl", "comma-separated runs of the shared scenario, as -training_variants"),
+		}
+		edlBin  = flag.String("edl", "bin/edl", "the edl binary (make build)")
+		out     = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
+		workDir = flag.String("workdir", "", "directory for the runs' logs (default $EDL_CACHE_DIR/experiment/<size>)")
 	)
 	flag.Parse()
 	size, err := experiment.LookupSize(*sizeName)
@@ -70,16 +73,19 @@ func run() error {
 		size.Interval, size.Compression)
 	for _, sc := range split(*scenarios) {
 		scenario := experiment.Scenario(sc)
-		results := map[experiment.Mode]*experiment.Result{}
-		summaries := map[experiment.Mode]*experiment.Summary{}
-		for _, m := range split(*modes) {
-			mode := experiment.Mode(m)
-			if mode != experiment.On && mode != experiment.Off {
-				return fmt.Errorf("unknown mode %q: edl or no-edl", m)
+		if variants[scenario] == nil {
+			return fmt.Errorf("unknown scenario %q: training or shared", sc)
+		}
+		var results []*experiment.Result
+		var summaries []experiment.Summary
+		for _, label := range split(*variants[scenario]) {
+			variant, err := experiment.ParseVariant(label)
+			if err != nil {
+				return err
 			}
 			res, err := experiment.Run(ctx, experiment.Options{
-				Size: size, Scenario: scenario, Mode: mode, EDL: bin,
-				Dir:      filepath.Join(*workDir, fmt.Sprintf("%s-%s", scenario, mode)),
+				Size: size, Scenario: scenario, Variant: variant, EDL: bin,
+				Dir:      filepath.Join(*workDir, fmt.Sprintf("%s-%s", scenario, variant.Label())),
 				Progress: os.Stdout,
 			})
 			if err != nil {
@@ -88,18 +94,17 @@ func run() error {
 			if _, err := experiment.WriteCSV(*out, res); err != nil {
 				return err
 			}
-			s := experiment.Summarize(res)
-			results[mode], summaries[mode] = res, &s
-			fmt.Printf("%-8s %-6s done in %s (control plane start %s); %d samples\n", scenario, mode,
+			results, summaries = append(results, res), append(summaries, experiment.Summarize(res))
+			fmt.Printf("%-8s %-6s done in %s (control plane start %s); %d samples\n", scenario, variant.Label(),
 				res.Wall.Round(time.Second), res.Setup.Round(time.Second), len(res.Samples))
 			fmt.Fprintf(&report, "- %s, %s: run took %s wall (control plane with nodes %s), %d samples over %s.\n",
-				scenario, mode, res.Wall.Round(time.Second), res.Setup.Round(time.Second), len(res.Samples), res.End.Round(time.Second))
+				scenario, variant.Label(), res.Wall.Round(time.Second), res.Setup.Round(time.Second), len(res.Samples), res.End.Round(time.Second))
 		}
-		png, err := experiment.PlotScenario(*out, scenario, results[experiment.On], results[experiment.Off])
+		png, err := experiment.PlotScenario(*out, scenario, results)
 		if err != nil {
 			return err
 		}
-		table := experiment.Table(scenario, summaries[experiment.On], summaries[experiment.Off])
+		table := experiment.Table(scenario, summaries)
 		fmt.Printf("\n%s\nplot: %s\n\n", table, png)
 		fmt.Fprintf(&report, "\n%s\n![%s](%s)\n\n", table, scenario, filepath.Base(png))
 	}

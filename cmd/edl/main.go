@@ -315,7 +315,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 			Interval:        opts.autoscaleInterval,
 			MaxLoadDesired:  opts.maxLoadDesired,
 			CoolDown:        time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
-			MaxGrowPerCycle: int32(opts.maxGrowPerCycle),
+			MaxGrowPerCycle: int32(opts.maxGrowPerCycle), // #nosec G115 -- parseFlags keeps it within [0, MaxInt32]
 			DryRun:          opts.dryRun,
 			Recorder:        m,
 		})

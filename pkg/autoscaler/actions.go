@@ -16,6 +16,7 @@ func (p *planner) actions() []ScaleAction {
 		if j.desired == int64(j.in.Current) {
 			continue
 		}
+		// #nosec G115 -- desired stays within [Min, Max], both int32.
 		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes}
 		switch {
 		case j.grown > 0:

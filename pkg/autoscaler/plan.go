@@ -355,7 +355,7 @@ func (p *planner) newJobState(in *Job) *jobState {
 		j.victims[k] = victim{req: j.req, node: -1, pod: -1}
 	}
 	for i := len(ts) - 1; i >= 0; i-- {
-		pod := int32(i)
+		pod := int32(i) // #nosec G115 -- an index of Job.Trainers: a job has far fewer than 2^31 pods
 		if byAge != nil {
 			pod = byAge[i]
 		}
@@ -435,7 +435,7 @@ func (p *planner) reserve() {
 				j.starved = true
 			default:
 				if n := p.index.firstFit(v.req); n >= 0 {
-					v.node = int32(n)
+					v.node = int32(n) // #nosec G115 -- an index of the snapshot's nodes: far fewer than 2^31
 					p.take(n, v.req)
 					j.placed++
 				} else {

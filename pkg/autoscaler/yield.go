@@ -133,7 +133,7 @@ func (p *planner) makeRoom(priority int32, req vec) bool {
 		if j.yieldNodes == nil {
 			j.yieldNodes = map[int32]bool{}
 		}
-		j.yieldNodes[int32(best.node)] = true
+		j.yieldNodes[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
 		for j.next <= best.cuts[i] {
 			p.removeNext(j)
 		}
@@ -209,7 +209,7 @@ func (p *planner) evictionWithin(priority, level, c int32, req vec) (best *evict
 				if len(p.cands[n]) == 0 {
 					touched = append(touched, n)
 				}
-				p.cands[n] = append(p.cands[n], slot{job: j, pos: int32(k), cost: cost})
+				p.cands[n] = append(p.cands[n], slot{job: j, pos: int32(k), cost: cost}) // #nosec G115 -- an index of the job's victims, one per trainer
 			}
 		}
 	}

@@ -457,11 +457,7 @@ func describe(a clienttesting.Action) string {
 	}
 	name := ""
 	switch act := a.(type) {
-	case clienttesting.CreateAction:
-		if m, ok := act.GetObject().(metav1.Object); ok {
-			name = m.GetName()
-		}
-	case clienttesting.UpdateAction:
+	case clienttesting.CreateAction: // UpdateAction has the same methods: updates match here too
 		if m, ok := act.GetObject().(metav1.Object); ok {
 			name = m.GetName()
 		}

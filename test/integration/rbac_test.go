@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,15 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	})
 	t.Logf("the autoscaler scaled trainers from %d to %d", grown.Status.LastScale.From, grown.Status.LastScale.To)
 
+	// The leader's metrics show the job, the cluster, the decision and the
+	// work queue.
+	jobSeries := `edl_job_trainers{job="` + job.Name + `",namespace="` + ns + `",state="desired"}`
+	edl.waitFor("the job's trainers are in the metrics", func() bool { return edl.metric(jobSeries) > float64(job.Spec.Trainer.MinInstance) })
+	assert.GreaterOrEqual(t, edl.metric(`edl_autoscaler_scale_actions_total{direction="up",reason="idle"}`), 1.0)
+	assert.Greater(t, edl.metric(`edl_cluster_allocatable{resource="cpu"}`), 0.0)
+	assert.Greater(t, edl.metric(`edl_autoscaler_plan_duration_seconds_count`), 0.0)
+	assert.Greater(t, edl.metric(`workqueue_adds_total{name="trainingjobs"}`), 0.0)
+
 	// A deletion cost on one trainer puts costs on all running ones: the
 	// controller patches pods.
 	var first string
@@ -134,6 +144,10 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 		return err == nil && len(rs.Items) == 0, nil
 	})
 	require.NoError(t, err, "the garbage collector removes the deleted job's ReplicaSets")
+	edl.waitFor("the deleted job's series are gone", func() bool {
+		_, body := edl.get("/metrics")
+		return !strings.Contains(body, `job="`+job.Name+`",namespace="`+ns+`"`)
+	})
 
 	assert.Zero(t, forbiddenRequests(edl), "requests refused with 403")
 	require.NoError(t, edl.stop(), "SIGTERM exits 0")

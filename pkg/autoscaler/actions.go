@@ -23,6 +23,8 @@ func (p *planner) actions() []ScaleAction {
 			a.Reason, a.Cause = p.growReason(j), CauseIdle
 		case len(j.yieldNodes) > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
+		case j.stuck > 0 && j.loadValue == 0:
+			a.Reason, a.Cause = p.shrinkReason(j), CauseUnschedulable
 		default:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseLoad
 		}
@@ -55,6 +57,10 @@ func (p *planner) shrinkReason(j *jobState) string {
 	var parts []string
 	if len(j.yieldNodes) > 0 {
 		parts = append(parts, p.yieldReason(j))
+	}
+	if j.stuck > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the job cannot be scheduled and no node has room for one (%s)",
+			plural(j.stuck, "trainer"), j.victims[j.next-1].req.resources()))
 	}
 	if j.loadValue != 0 {
 		load := ratio(j.loadValue)

@@ -70,6 +70,7 @@ func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction 
 	if Settling(snap, opts.Now) == 0 && !converging(jobs) {
 		p.yieldToPriority(snap.Pending)
 		p.yieldToLoad()
+		p.trimStuck()
 	}
 	p.grow()
 	return p.actions()
@@ -148,6 +149,7 @@ type jobState struct {
 	placed  int64 // victims[next:] that hold a node, plus trainers grown
 
 	unschedulable bool // a kept trainer is pending unschedulable
+	stuck         int  // unschedulable trainers given up by trimStuck
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
 	coolingDown   bool
 
@@ -529,6 +531,26 @@ func (p *planner) yieldToLoad() {
 		}
 		p.removeNext(j)
 		heap.Fix(h, 0)
+	}
+}
+
+// trimStuck gives up, down to min, the trainers of a job that the scheduler
+// found no node for and that fit on no node of the plan's copy either: below
+// the threshold nothing else would remove them, and a pending trainer above
+// min only holds its job back (it blocks the job's growth and counts as load)
+// — for instance when small pods have cut the idle capacity into pieces
+// smaller than a trainer. The ReplicaSet deletes unscheduled pods first, so
+// these are the ones that go.
+func (p *planner) trimStuck() {
+	for _, j := range p.movable {
+		for j.slack() > 0 {
+			v := &j.victims[j.next]
+			if !v.unsched || v.holds() || p.index.firstFit(v.req) >= 0 {
+				break
+			}
+			p.removeNext(j)
+			j.stuck++
+		}
 	}
 }
 

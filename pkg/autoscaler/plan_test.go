@@ -336,9 +336,13 @@ func planCases() []planCase {
 			},
 			opts: Options{MaxLoadDesired: 2}, // isolate the priority rule
 			// high's first trainer is its right (min 1); its second is
-			// opportunistic, and nobody yields for that.
-			want:    map[string]int32{"low": 3},
-			reasons: map[string][]string{"low": {"1 unschedulable pod of priority 1000 needs 4 CPU"}},
+			// opportunistic: nobody yields for it, and as no node has room
+			// for it, high gives it up.
+			want: map[string]int32{"low": 3, "high": 1},
+			reasons: map[string][]string{
+				"low":  {"1 unschedulable pod of priority 1000 needs 4 CPU"},
+				"high": {"1 trainer of the job cannot be scheduled and no node has room for one"},
+			},
 		},
 		{
 			name:  "duplicate keys and zero requests are accounted but never moved",
@@ -415,6 +419,8 @@ func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, op
 			assert.Equal(t, CauseIdle, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "unschedulable pod"):
 			assert.Equal(t, CausePriority, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "cannot be scheduled") && !strings.Contains(a.Reason, "above max_load_desired"):
+			assert.Equal(t, CauseUnschedulable, a.Cause, a.Job)
 		default:
 			assert.Equal(t, CauseLoad, a.Cause, a.Job)
 			assert.Contains(t, a.Reason, "above max_load_desired", a.Job)
@@ -540,7 +546,7 @@ func TestPlanFulfillmentCountsPlacedTrainers(t *testing.T) {
 	others := pendingPods(1, 1000, res(1, 1, 0))
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{MaxLoadDesired: 2})
 	assert.Equal(t, int32(4), toOf(actions, jobs[1]), "the job that really runs the most gives back")
-	assert.Equal(t, int32(8), toOf(actions, jobs[0]), "the mostly pending job keeps its 2 running trainers")
+	assert.Equal(t, int32(2), toOf(actions, jobs[0]), "the mostly pending job keeps its 2 running trainers and gives up the 6 no node has room for")
 }
 
 func TestScaleDownNamesTheNodesTrainersLeave(t *testing.T) {
@@ -625,4 +631,40 @@ func TestPlanWaitsForAScaleDownToBeCarriedOut(t *testing.T) {
 	require.NotEmpty(t, Plan(overloaded(settled), settled, opts))
 	shrinking := []Job{newJob("a", withRange(1, 10), pods, withCurrent(4))}
 	assert.Empty(t, Plan(overloaded(shrinking), shrinking, opts))
+}
+
+// TestPlanGivesUpTrainersNoNodeHasRoomFor: idle capacity cut into pieces
+// smaller than a trainer leaves a trainer pending for good; below the
+// threshold nothing else would remove it, so the job gives it up, down to min.
+func TestPlanGivesUpTrainersNoNodeHasRoomFor(t *testing.T) {
+	// Ten nodes of 2 CPU, each with 1.6 CPU taken: 0.4 idle on each, 4 in
+	// all, and the load (with the two pending trainers) 0.85.
+	ns := nodes("n", 10, res(2, 64, 0))
+	var filler []otherPod
+	for _, n := range ns {
+		filler = append(filler, otherPod{name: "filler-" + n.name, node: n.name, req: res(1.6, 1, 0)})
+	}
+	half := withRequest(Resources{CPUMilli: 500, MemoryMega: 1})
+	for _, tc := range []struct {
+		name string
+		job  Job
+		want map[string]int32
+	}{
+		{"above min: given up", newJob("a", withRange(1, 4), half, unschedulableTrainers(2)), map[string]int32{"a": 1}},
+		{"at min: kept", newJob("a", withRange(2, 4), half, unschedulableTrainers(2)), map[string]int32{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := []Job{tc.job}
+			actions := Plan(clusterOf(ns, jobs, filler...), jobs, Options{})
+			got := map[string]int32{}
+			for _, a := range actions {
+				got[a.Job] = a.To
+			}
+			assert.Equal(t, tc.want, got)
+			for _, a := range actions {
+				assert.Equal(t, CauseUnschedulable, a.Cause)
+				assert.Contains(t, a.Reason, "cannot be scheduled and no node has room for one (0.5 CPU")
+			}
+		})
+	}
 }

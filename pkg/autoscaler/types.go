@@ -101,4 +101,6 @@ const (
 	CausePriority Cause = "priority"
 	// CauseLoad: the job shrank because requests exceeded MaxLoadDesired.
 	CauseLoad Cause = "load"
+	// CauseUnschedulable: the job gave up trainers no node has room for.
+	CauseUnschedulable Cause = "unschedulable"
 )

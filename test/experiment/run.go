@@ -265,15 +265,6 @@ func (d *driver) sample(ctx context.Context) {
 	}
 }
 
-func (d *driver) last() Sample {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.samples) == 0 {
-		return Sample{}
-	}
-	return d.samples[len(d.samples)-1]
-}
-
 // ideal is the packing bound for the demand of the sample's instant.
 func (d *driver) ideal(s Sample) float64 {
 	size := d.opts.Size

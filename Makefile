@@ -67,7 +67,7 @@ FUZZTIME ?= 10s
 LONG_FUZZTIME ?= 5m
 
 .PHONY: test
-test: controlplane ## unit tests (-race), a short fuzz of the planner, and the integration tests on a real control plane
+test: lint controlplane ## make lint, unit tests (-race), a short fuzz of the planner, and the integration tests on a real control plane
 	go test -race -count=1 ./cmd/... ./pkg/...
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...

@@ -131,6 +131,7 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 
 				e.log.Info("started leading", "lease", key, "identity", e.identity)
 				e.setLeader(true)
+				defer e.setLeader(false) // before the lease is released
 				workCtx, cancel := context.WithCancel(leadCtx)
 				defer cancel()
 				defer context.AfterFunc(ctx, cancel)()

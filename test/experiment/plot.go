@@ -3,8 +3,10 @@ package experiment
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -155,6 +157,22 @@ func jobPanel(title string, r *Result) panel {
 	return p
 }
 
+// secondTicks marks whole seconds at a round step giving at most ten labels.
+func secondTicks(lo, hi float64) []plot.Tick {
+	step := 5.0
+	for _, s := range []float64{5, 10, 20, 30, 60, 120, 300, 600} {
+		step = s
+		if (hi-lo)/s <= 10 {
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	return ticks
+}
+
 // drawFigure stacks the panels vertically into one PNG.
 func drawFigure(path string, panels []panel) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -165,6 +183,7 @@ func drawFigure(path string, panels []panel) error {
 		p := plot.New()
 		p.Title.Text = pn.title
 		p.X.Label.Text = "time (s)"
+		p.X.Tick.Marker = plot.TickerFunc(secondTicks)
 		p.Y.Label.Text = pn.ylabel
 		p.Y.Min = 0
 		if pn.ymax > 0 {

@@ -276,3 +276,63 @@ func jobNames(r *Result) []string {
 	slices.Sort(names)
 	return names
 }
+
+// ReadResult reads back what WriteCSV wrote for one run: its samples (with
+// the trainers Running per job), enough to draw its figure again.
+func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error) {
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-samples.csv", scenario, variant.Label()))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	r := &Result{Scenario: scenario, Variant: variant}
+	for _, row := range rows[1:] {
+		num := func(name string) float64 {
+			i, ok := col[name]
+			if !ok || i >= len(row) {
+				return 0
+			}
+			v, _ := strconv.ParseFloat(row[i], 64)
+			return v
+		}
+		s := Sample{
+			At:              time.Duration(num("t_s") * float64(time.Second)),
+			Utilization:     num("utilization"),
+			Ideal:           num("ideal"),
+			CPURunningMilli: int64(num("cpu_running_milli")),
+			CPUPendingMilli: int64(num("cpu_pending_milli")),
+			CPUAllocMilli:   int64(num("cpu_allocatable_milli")),
+			Submitted:       int(num("jobs_submitted")),
+			PendingJobs:     int(num("jobs_pending")),
+			RunningTrainers: int(num("trainers_running")),
+			WebDesired:      int(num("web_desired")),
+			WebRunning:      int(num("web_running")),
+			WebPending:      int(num("web_pending")),
+			PendingPods:     int(num("pods_pending")),
+		}
+		for name, i := range col {
+			if job, ok := strings.CutPrefix(name, "trainers_job"); ok && i < len(row) {
+				n, _ := strconv.Atoi(row[i])
+				s.Jobs = append(s.Jobs, JobView{Name: "job" + job, Running: n})
+			}
+		}
+		slices.SortFunc(s.Jobs, func(a, b JobView) int { return strings.Compare(a.Name, b.Name) })
+		r.Samples = append(r.Samples, s)
+	}
+	if n := len(r.Samples); n > 0 {
+		r.End = r.Samples[n-1].At
+	}
+	return r, nil
+}

@@ -67,7 +67,8 @@ type Options struct {
 	Log io.Writer
 	// SchedulerScoring, when set, is the scoring strategy of kube-scheduler's
 	// NodeResourcesFit plugin: "MostAllocated" packs pods onto the fullest
-	// node that fits them, "LeastAllocated" (what empty means) spreads them.
+	// node that fits them (and turns off the scores that spread pods),
+	// "LeastAllocated" (what empty means) spreads them.
 	SchedulerScoring string
 }
 
@@ -511,8 +512,20 @@ func (cp *ControlPlane) LogTails(n int) string {
 }
 
 // schedulerConfig is a KubeSchedulerConfiguration whose one profile scores
-// nodes for CPU and memory with the given NodeResourcesFit strategy.
+// nodes for CPU and memory with the given NodeResourcesFit strategy. For
+// MostAllocated it also turns off the two scores that spread pods whatever
+// the strategy says: NodeResourcesBalancedAllocation and PodTopologySpread
+// (whose default constraints spread a ReplicaSet's pods over nodes).
 func schedulerConfig(kubeconfig, scoring string) []byte {
+	plugins := ""
+	if scoring == "MostAllocated" {
+		plugins = `  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: PodTopologySpread
+`
+	}
 	return fmt.Appendf(nil, `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -521,7 +534,7 @@ leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: default-scheduler
-  pluginConfig:
+%s  pluginConfig:
   - name: NodeResourcesFit
     args:
       scoringStrategy:
@@ -531,7 +544,7 @@ profiles:
           weight: 1
         - name: memory
           weight: 1
-`, kubeconfig, scoring)
+`, kubeconfig, plugins, scoring)
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. They are free

@@ -38,6 +38,7 @@ func run() error {
 		edlBin  = flag.String("edl", "bin/edl", "the edl binary (make build)")
 		out     = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
 		workDir = flag.String("workdir", "", "directory for the runs' logs (default $EDL_CACHE_DIR/experiment/<size>)")
+		replot  = flag.Bool("replot", false, "run nothing: draw the figures again from the samples CSVs in -out")
 	)
 	flag.Parse()
 	size, err := experiment.LookupSize(*sizeName)
@@ -56,6 +57,10 @@ func run() error {
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("the edl binary: %w (run make build)", err)
+	}
+
+	if *replot {
+		return redraw(*out, *scenarios, variants)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -113,6 +118,34 @@ func run() error {
 		return err
 	}
 	fmt.Printf("all done in %s; tables in %s\n", time.Since(began).Round(time.Second), filepath.Join(*out, "results.md"))
+	return nil
+}
+
+// redraw draws each scenario's figure again from the samples CSVs in dir.
+func redraw(dir, scenarios string, variants map[experiment.Scenario]*string) error {
+	for _, sc := range split(scenarios) {
+		scenario := experiment.Scenario(sc)
+		if variants[scenario] == nil {
+			return fmt.Errorf("unknown scenario %q: training or shared", sc)
+		}
+		var results []*experiment.Result
+		for _, label := range split(*variants[scenario]) {
+			variant, err := experiment.ParseVariant(label)
+			if err != nil {
+				return err
+			}
+			res, err := experiment.ReadResult(dir, scenario, variant)
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
+		}
+		png, err := experiment.PlotScenario(dir, scenario, results)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("plot: %s\n", png)
+	}
 	return nil
 }
 

@@ -74,6 +74,8 @@ func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
 	})
 	// Node A holds two trainers (and the pserver); node B, added later, one.
 	require.NoError(t, cp.AddNodes(testContext(t), framework.NodeSpec{Name: ns + "-a", CPU: "4100m", Memory: "16Gi", Labels: pool}))
+	// Untainted: the node must go with the test, or later tests' pods land on it.
+	t.Cleanup(func() { assert.NoError(t, cp.DeleteNode(context.Background(), ns+"-a")) })
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), job, metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
@@ -85,6 +87,8 @@ func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
 	scaleTrainers(t, ns, "example", 2)
 	waitTrainers(t, ns, "example", 2, 0)
 	require.NoError(t, cp.AddNodes(testContext(t), framework.NodeSpec{Name: ns + "-b", CPU: "2100m", Memory: "16Gi", Labels: pool}))
+	// Untainted: the node must go with the test, or later tests' pods land on it.
+	t.Cleanup(func() { assert.NoError(t, cp.DeleteNode(context.Background(), ns+"-b")) })
 	time.Sleep(1100 * time.Millisecond)
 	scaleTrainers(t, ns, "example", 3)
 	pods := waitTrainers(t, ns, "example", 3, 0)

@@ -88,6 +88,15 @@ var spawner = sync.OnceValue(func() chan<- func() {
 	return funcs
 })
 
+// StartChild starts cmd the way the control plane's processes are started:
+// in a process group of its own, and (on Linux) killed with SIGKILL when the
+// test binary dies, even by -timeout, which runs no t.Cleanup. Tests use it
+// for the edl processes they run.
+func StartChild(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	return startOnSpawnerThread(cmd)
+}
+
 func startOnSpawnerThread(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	spawner() <- func() { errc <- cmd.Start() }

@@ -6,9 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"reflect"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,8 +160,7 @@ func (f *fleet) start(replica string) *edlRun {
 	r := &edlRun{replica: replica, done: make(chan struct{})}
 	r.cmd = exec.Command(f.bin, f.args...)
 	r.cmd.Stderr = &r.stderr
-	r.cmd.SysProcAttr = dieWithTestBinary()
-	require.NoError(f.t, startOnSpawnerThread(r.cmd))
+	require.NoError(f.t, framework.StartChild(r.cmd))
 	r.started = time.Now()
 	go func() {
 		r.err = r.cmd.Wait()
@@ -180,38 +177,6 @@ func (f *fleet) all() []*edlRun {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]*edlRun(nil), f.runs...)
-}
-
-// dieWithTestBinary asks Linux to SIGKILL the child when the thread that
-// started it ends (Pdeathsig), so that a test binary killed by -timeout,
-// which runs no t.Cleanup, leaves no edl behind. The field exists only on
-// Linux, hence reflection.
-func dieWithTestBinary() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{}
-	if f := reflect.ValueOf(attr).Elem().FieldByName("Pdeathsig"); f.IsValid() {
-		f.Set(reflect.ValueOf(syscall.SIGKILL))
-	}
-	return attr
-}
-
-// spawner starts children from one goroutine locked to its OS thread for
-// the life of the test binary: Pdeathsig fires when the starting *thread*
-// ends, and Go may end a thread whose goroutine locked it.
-var spawner = sync.OnceValue(func() chan<- func() {
-	funcs := make(chan func())
-	go func() {
-		runtime.LockOSThread() // never unlocked
-		for f := range funcs {
-			f()
-		}
-	}()
-	return funcs
-})
-
-func startOnSpawnerThread(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	spawner() <- func() { errc <- cmd.Start() }
-	return <-errc
 }
 
 // leaseHolder reads the holder of edl's leader Lease; empty when nobody

@@ -222,8 +222,8 @@ Go on with:
   %s --kubeconfig %s get tj
   %s --kubeconfig %s describe tj resnet
 Stop everything with:
-  make cluster-down
-`, kubeconfig, pid, filepath.Join(o.dir, "edl.log"), kubectl, kubeconfig, kubectl, kubeconfig)
+  %smake cluster-down
+`, kubeconfig, pid, filepath.Join(o.dir, "edl.log"), kubectl, kubeconfig, kubectl, kubeconfig, dirEnv(o.dir))
 	return nil
 }
 
@@ -367,6 +367,20 @@ func defaultDir() string {
 	if d := os.Getenv("EDL_CLUSTER_DIR"); d != "" {
 		return d
 	}
+	return standardDir()
+}
+
+// dirEnv is what a make command needs in front to reach the cluster in dir:
+// nothing for the standard directory.
+func dirEnv(dir string) string {
+	if filepath.Clean(dir) == filepath.Clean(standardDir()) {
+		return ""
+	}
+	return "EDL_CLUSTER_DIR=" + dir + " "
+}
+
+// standardDir is hack/cluster.sh's directory when EDL_CLUSTER_DIR is unset.
+func standardDir() string {
 	cache := os.Getenv("EDL_CACHE_DIR")
 	if cache == "" {
 		home, err := os.UserHomeDir()

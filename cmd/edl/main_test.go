@@ -30,14 +30,7 @@ func TestBadInvocationsGiveOneLine(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage-kubeconfig")
 	require.NoError(t, os.WriteFile(garbage, []byte("this: [is not a kubeconfig"), 0o600))
 	// Nothing listens on port 1 of the loopback address: connection refused.
-	unreachable := filepath.Join(dir, "unreachable-kubeconfig")
-	require.NoError(t, os.WriteFile(unreachable, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600))
+	unreachable := writeKubeconfig(t, "https://127.0.0.1:1")
 
 	cases := []struct {
 		name string
@@ -87,18 +80,26 @@ func TestMissingCRDIsOneLine(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer server.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+server.URL+`"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600))
+	kubeconfig := writeKubeconfig(t, server.URL)
 
 	code, _, stderr := runEDL("-kubeconfig", kubeconfig)
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "edl: the API server at "+server.URL+" does not serve paddlepaddle.org/v1 TrainingJobs: install the CRD with 'kubectl create -f thirdpartyresource.yaml'\n", stderr)
+}
+
+// writeKubeconfig writes a kubeconfig for the API server at url, with a
+// bearer token, and returns its path.
+func writeKubeconfig(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+url+`"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	return path
 }
 
 func TestVersionAndHelp(t *testing.T) {

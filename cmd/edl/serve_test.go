@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,15 +66,7 @@ func stubAPIServer(t *testing.T) string {
 		}
 	}))
 	t.Cleanup(server.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+server.URL+`"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600))
-	return kubeconfig
+	return writeKubeconfig(t, server.URL)
 }
 
 // TestStartupProblemsAreOneLine: problems found after connecting give one

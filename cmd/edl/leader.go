@@ -25,6 +25,10 @@ const leaseName = "edl-controller"
 // the renew loop should have given up and exited long before.
 const watchdogTimeout = 20 * time.Second
 
+// lostLeaseGrace bounds how long a replica that lost its lease waits for the
+// controller and the autoscaler to return before it exits anyway.
+const lostLeaseGrace = 5 * time.Second
+
 // election is what runElected needs besides the work.
 type election struct {
 	client   kubernetes.Interface
@@ -36,6 +40,8 @@ type election struct {
 
 	namespace, identity                       string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
+	// lostGrace bounds the wait for work to return once the lease is lost.
+	lostGrace time.Duration
 }
 
 // newIdentity names this replica in the lease: the pod name (the hostname
@@ -175,6 +181,17 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 		}
 		return workErr
 	default:
+		// The lease is lost and work's context has ended: give work a
+		// moment to log its last lines, so that the error is the process's
+		// last line, but never wait on a write that hangs.
+		if started {
+			mu.Unlock()
+			select {
+			case <-workDone:
+			case <-time.After(e.lostGrace):
+			}
+			mu.Lock()
+		}
 		return fmt.Errorf("lost the leader lease %s; exiting so that a restart rejoins the election", key)
 	}
 }

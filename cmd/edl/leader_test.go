@@ -156,19 +156,49 @@ func TestReplicasNeverWorkAtOnce(t *testing.T) {
 }
 
 // TestLosingTheLeaseIsAnError: when another holder takes the lease, work
-// stops and runElected returns an error, so that the process exits.
+// stops and runElected returns an error, so that the process exits; the
+// error comes after work has returned, so that it is the last line logged.
 func TestLosingTheLeaseIsAnError(t *testing.T) {
+	workStopped := make(chan struct{})
+	err := loseLease(t, func(ctx context.Context) error {
+		<-ctx.Done()
+		close(workStopped)
+		return nil
+	})
+	assert.Equal(t, "lost the leader lease paddlecloud/edl-controller; exiting so that a restart rejoins the election", err.Error())
+	select {
+	case <-workStopped:
+	default:
+		t.Fatal("runElected returned before work did")
+	}
+}
+
+// TestLosingTheLeaseDoesNotWaitOnHungWork: work that does not return once
+// its context ends keeps the process for the grace period only.
+func TestLosingTheLeaseDoesNotWaitOnHungWork(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	err := loseLease(t, func(context.Context) error {
+		<-hang
+		return nil
+	})
+	assert.Contains(t, err.Error(), "lost the leader lease")
+}
+
+// loseLease runs work under runElected, lets someone else take the lease
+// and returns runElected's error.
+func loseLease(t *testing.T, work func(context.Context) error) error {
+	t.Helper()
 	client := leaseClient()
 	var leading atomic.Bool
-	workStopped := make(chan struct{})
 	begun := make(chan struct{})
 	done := make(chan error, 1)
+	e := testElection(client, "a", &leading)
+	e.lostGrace = testRetry
 	go func() {
-		done <- runElected(context.Background(), testElection(client, "a", &leading), func(ctx context.Context) error {
+		done <- runElected(context.Background(), e, func(ctx context.Context) error {
 			close(begun)
-			<-ctx.Done()
-			close(workStopped)
-			return nil
+			return work(ctx)
 		})
 	}()
 	select {
@@ -187,16 +217,12 @@ func TestLosingTheLeaseIsAnError(t *testing.T) {
 	select {
 	case err := <-done:
 		require.Error(t, err)
-		assert.Equal(t, "lost the leader lease paddlecloud/edl-controller; exiting so that a restart rejoins the election", err.Error())
+		assert.False(t, leading.Load())
+		return err
 	case <-time.After(patience):
 		t.Fatal("the lost lease went unnoticed")
+		return nil
 	}
-	select {
-	case <-workStopped:
-	case <-time.After(patience):
-		t.Fatal("work went on without the lease")
-	}
-	assert.False(t, leading.Load())
 }
 
 // TestStandbyStopsWithoutWorking: a replica that never led stops at once and

@@ -359,6 +359,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		leaseDuration: opts.leaseDuration,
 		renewDeadline: opts.renewDeadline,
 		retryPeriod:   opts.retryPeriod,
+		lostGrace:     lostLeaseGrace,
 	}, work)
 }
 

@@ -42,6 +42,7 @@ import (
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 	"github.com/paddlepaddle/edl/pkg/metrics"
+	"github.com/paddlepaddle/edl/pkg/reconnect"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -245,6 +246,12 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	m := metrics.New(version)
 	workqueue.SetProvider(m.WorkqueueProvider())
 	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: m})
+	// Checked before the transport learns to wait for the server, so that
+	// a server that is not there is one line at once.
+	if err := checkServer(ctx, cfg); err != nil {
+		return err
+	}
+	reconnect.Configure(cfg, reconnect.DefaultInterval, logger)
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create Kubernetes client: %w", err)
@@ -252,9 +259,6 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	tjClient, err := tjclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create TrainingJob client: %w", err)
-	}
-	if err := checkServer(ctx, kubeClient, cfg.Host); err != nil {
-		return err
 	}
 	if opts.leaderElect {
 		if err := checkLeaseNamespace(ctx, kubeClient, opts.leaderElectNS); err != nil {
@@ -411,13 +415,18 @@ func eventRecorder(kubeClient kubernetes.Interface) (record.EventRecorder, func(
 // checkServer fails fast, with one line, when the API server cannot be
 // reached or does not serve TrainingJobs, instead of letting informers retry
 // forever in silence.
-func checkServer(ctx context.Context, client kubernetes.Interface, host string) error {
+func checkServer(ctx context.Context, cfg *rest.Config) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create Kubernetes client: %w", err)
+	}
+	host := cfg.Host
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("cannot reach the API server at %s: %w", host, err)
 	}
-	_, err := client.Discovery().ServerResourcesForGroupVersion(v1.SchemeGroupVersion.String())
+	_, err = client.Discovery().ServerResourcesForGroupVersion(v1.SchemeGroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("the API server at %s does not serve %s TrainingJobs: install the CRD with 'kubectl create -f thirdpartyresource.yaml'", host, v1.SchemeGroupVersion)
 	}

@@ -221,6 +221,14 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 
 	if err := c.sync(ctx, key); err != nil {
+		if apierrors.IsConflict(err) {
+			// Someone (the autoscaler, a user) wrote the object since the
+			// informer saw it: not a failure; the next sync reads the newer
+			// version, which the informer delivers moments later.
+			c.log.Debug("sync raced another write; retrying", "job", key, "err", err)
+			c.queue.AddRateLimited(key)
+			return true
+		}
 		c.log.Warn("sync failed; retrying", "job", key, "err", err)
 		if c.metrics != nil {
 			c.metrics.SyncFailed()

@@ -9,9 +9,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // countingRecorder counts failed syncs.
@@ -40,6 +43,27 @@ func TestFailedSyncsAreCounted(t *testing.T) {
 	f.c.queue.Add(testNamespace + "/broken")
 	require.True(t, f.c.processNextItem(context.Background()))
 	assert.Equal(t, int32(1), rec.failed.Load())
+}
+
+// TestStatusConflictsAreRequeuedQuietly: a status write that loses to a
+// newer write (the autoscaler's status patch) is requeued, not counted as a
+// failed sync.
+func TestStatusConflictsAreRequeuedQuietly(t *testing.T) {
+	rec := &countingRecorder{}
+	f := newFixture(t, WithRecorder(rec))
+	f.addJob(newJob("raced"))
+	f.tj.PrependReactor("update", "trainingjobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			return true, nil, apierrors.NewConflict(v1.Resource("trainingjobs"), "raced", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+
+	key := testNamespace + "/raced"
+	f.c.queue.Add(key)
+	require.True(t, f.c.processNextItem(context.Background()))
+	assert.Equal(t, int32(0), rec.failed.Load(), "a conflict is not a failure")
+	assert.Equal(t, 1, f.c.queue.NumRequeues(key), "a conflict is retried")
 }
 
 // TestRunReturnsOnlyAfterItsSyncsFinish: a replica hands its leader lease over

@@ -691,7 +691,8 @@ func describeChaos(plane *framework.ControlPlane, namespaces ...string) string {
 // leader: the standby takes the lease once it expires and does the work.
 // SIGTERM on the new leader: it stops its work, releases the lease and
 // exits 0, and a restarted replica takes over at its next retry. Both
-// handover times are logged, not asserted.
+// handovers must stay within client-go's bounds (plus slack for a loaded
+// machine's API calls); the measured times are logged.
 func TestLeaderFailover(t *testing.T) {
 	const jobsNS = "training"
 	began := time.Now()
@@ -802,7 +803,11 @@ func TestLeaderFailover(t *testing.T) {
 	// renewal, and retries at intervals that client-go stretches by up to
 	// JitterFactor: it may see the renewal, and then the expiry, one long
 	// interval late each.
-	worst := chaosLeaseDuration + 2*time.Duration(float64(chaosRetryPeriod)*(1+leaderelection.JitterFactor))
+	longRetry := time.Duration(float64(chaosRetryPeriod) * (1 + leaderelection.JitterFactor))
+	worst := chaosLeaseDuration + 2*longRetry
+	const slack = 3 * time.Second
+	assert.Less(t, failover, worst+slack, "failover after SIGKILL")
+	assert.Less(t, handover, longRetry+slack, "handover after SIGTERM")
 	t.Logf("failover after SIGKILL of the leader: %s (lease duration + retry period = %s; client-go's worst case with its retry jitter %s); a new job ran %s after that",
 		failover.Round(10*time.Millisecond), chaosLeaseDuration+chaosRetryPeriod, worst, ranAfterKill.Round(10*time.Millisecond))
 	t.Logf("handover after SIGTERM of the leader: exited 0 after %s, lease released after %s, taken by the other replica after %s; a new job ran %s after that",

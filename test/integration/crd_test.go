@@ -6,16 +6,23 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1/testcorpus"
+	"github.com/paddlepaddle/edl/pkg/controller"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -107,4 +114,65 @@ spec:
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
 	assert.Equal(t, []string{"NAME", "PHASE", "TRAINERS", "MIN", "MAX", "AGE"}, header)
 	assert.Regexp(t, `(?m)^minimal\s+1\s+3\s+\S+$`, out, "an unsynced job shows its min and max")
+}
+
+// TestJobsThatBypassTheSchemaFailInvalid stores invalid jobs the way an
+// older, rule-less CRD would have let them in (the TrainingJob schema is
+// loosened for the test, then restored), plus one the current schema lets
+// through: the controller marks each Failed with reason Invalid, a message
+// naming the field and a Warning event, and creates nothing for any of them.
+func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
+	installCRD(t)
+	ns := newNamespace(t)
+	client, err := dynamic.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	crds, err := apiextensionsclient.NewForConfig(cp.Config)
+	require.NoError(t, err)
+
+	// Loosen the spec's schema: no types, no rules, no defaults.
+	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(testContext(t), "trainingjobs.paddlepaddle.org", metav1.GetOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, applyCRD(cp), "restore the TrainingJob CRD") })
+	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	schema.XValidations = nil
+	schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	_, err = crds.ApiextensionsV1().CustomResourceDefinitions().Update(testContext(t), crd, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	cases := []struct{ name, spec, field string }{
+		{"min-above-max", `{image: paddlepaddle/paddlecloud-job, trainer: {min-instance: 5, max-instance: 2}, pserver: {min-instance: 1, max-instance: 1}}`,
+			"spec.trainer.min-instance"},
+		{"no-image", `{trainer: {min-instance: 1, max-instance: 2}, pserver: {min-instance: 1, max-instance: 1}}`,
+			"spec.image"},
+		{"zero-pservers", `{image: paddlepaddle/paddlecloud-job, trainer: {min-instance: 1, max-instance: 2}, pserver: {min-instance: 0, max-instance: 0}}`,
+			"spec.pserver.min-instance"},
+		// The schema's rules check cpu, memory and GPUs; the controller checks every resource.
+		{"negative-storage", `{image: paddlepaddle/paddlecloud-job, trainer: {min-instance: 1, max-instance: 2, resources: {requests: {ephemeral-storage: "-1Gi"}}}, pserver: {min-instance: 1, max-instance: 1}}`,
+			"spec.trainer.resources.requests[ephemeral-storage]"},
+	}
+	for _, c := range cases {
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte("apiVersion: paddlepaddle.org/v1\nkind: TrainingJob\nmetadata: {name: "+c.name+"}\nspec: "+c.spec), &obj.Object))
+		// The API server takes the loosened schema within moments.
+		err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			_, err := client.Resource(trainingJobs).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		require.NoError(t, err, "the loosened schema never took %s", c.name)
+	}
+
+	startController(t, ns)
+	for _, c := range cases {
+		job := waitForJob(t, ns, c.name, "Failed/Invalid", func(job *v1.TrainingJob) bool {
+			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == controller.ReasonInvalid
+		})
+		assert.Contains(t, job.Status.Message, c.field, c.name)
+		assert.Equal(t, []string{controller.ReasonInvalid}, eventReasons(t, ns, c.name), c.name)
+	}
+	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rss.Items, "ReplicaSets created for invalid jobs")
+	services, err := cp.Client.CoreV1().Services(ns).List(testContext(t), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, services.Items, "Services created for invalid jobs")
 }

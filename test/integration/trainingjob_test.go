@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -36,6 +37,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	"github.com/paddlepaddle/edl/pkg/reconnect"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -62,9 +64,13 @@ func startController(t *testing.T, ns string) {
 // sees the whole cluster.
 func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *autoscaler.Config) {
 	t.Helper()
-	kubeClient, err := kubernetes.NewForConfig(plane.Config)
+	logger := log.New("test", t.Name())
+	logger.SetHandler(log.LvlFilterHandler(log.LvlInfo, log.StreamHandler(testWriter{t}, log.LogfmtFormat())))
+	cfg := rest.CopyConfig(plane.Config)
+	reconnect.Configure(cfg, reconnect.DefaultInterval, logger)
+	kubeClient, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	tj, err := tjclient.NewForConfig(plane.Config)
+	tj, err := tjclient.NewForConfig(cfg)
 	require.NoError(t, err)
 
 	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
@@ -79,8 +85,6 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "edl-controller"})
 
-	logger := log.New("test", t.Name())
-	logger.SetHandler(log.LvlFilterHandler(log.LvlInfo, log.StreamHandler(testWriter{t}, log.LogfmtFormat())))
 	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
 	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
 	ctrl, err := controller.NewController(kubeClient, tj, jobInformer, rsInformer,

@@ -23,6 +23,8 @@ func (p *planner) actions() []ScaleAction {
 			a.Reason, a.Cause = p.growReason(j), CauseIdle
 		case len(j.yieldNodes) > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
+		case len(j.shareNodes) > 0:
+			a.Reason, a.Cause = p.shrinkReason(j), CauseMinimum
 		case j.stuck > 0 && j.loadValue == 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseUnschedulable
 		default:
@@ -57,6 +59,9 @@ func (p *planner) shrinkReason(j *jobState) string {
 	var parts []string
 	if len(j.yieldNodes) > 0 {
 		parts = append(parts, p.yieldReason(j))
+	}
+	if len(j.shareNodes) > 0 {
+		parts = append(parts, p.shareReason(j))
 	}
 	if j.stuck > 0 {
 		parts = append(parts, fmt.Sprintf("%s of the job cannot be scheduled and no node has room for one (%s)",
@@ -110,4 +115,26 @@ func (p *planner) yieldReason(j *jobState) string {
 	}
 	return fmt.Sprintf("%s of priority %s %s %s; trainers of priority %d make room on %s",
 		plural(count, "unschedulable pod"), prio, verb, need.resources(), j.priority, plural(len(j.yieldNodes), "node"))
+}
+
+// shareReason describes the pods of jobs of j's priority that are below
+// their minimum and for which j gave back trainers above its own.
+func (p *planner) shareReason(j *jobState) string {
+	var need vec
+	count := 0
+	jobs := map[string]bool{}
+	for _, pod := range p.outranking {
+		if pod.Priority != j.priority || pod.Job == "" || pod.Job == j.key {
+			continue
+		}
+		count++
+		jobs[pod.Job] = true
+		need = need.plus(vecOf(pod.Request))
+	}
+	verb := "need"
+	if count == 1 {
+		verb = "needs"
+	}
+	return fmt.Sprintf("%s of %s below their minimum %s %s; trainers above this job's minimum make room on %s (all of priority %d)",
+		plural(count, "unschedulable pod"), plural(len(jobs), "job"), verb, need.resources(), plural(len(j.shareNodes), "node"), j.priority)
 }

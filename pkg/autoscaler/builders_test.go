@@ -33,12 +33,13 @@ func nodes(prefix string, count int, alloc Resources) []nodeSpec {
 
 // otherPod is a pod that is not a trainer of a planned job.
 type otherPod struct {
-	name      string
-	node      string // "" for pending
-	priority  int32
-	req       Resources
-	job       string // set for trainers of jobs not passed to Plan
-	nominated string
+	name       string
+	node       string // "" for pending
+	priority   int32
+	req        Resources
+	job        string // set for pods of jobs not passed to Plan: trainers unless notTrainer
+	notTrainer bool   // a pserver or master of job
+	nominated  string
 }
 
 func pendingPods(count int, priority int32, req Resources) []otherPod {
@@ -82,7 +83,7 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.ClusterRes
 			use(t.Node, t.Request)
 			if t.Unschedulable {
 				r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: t.Name, Priority: j.Priority,
-					Request: t.Request, Job: j.Key, Created: t.Created})
+					Request: t.Request, Job: j.Key, Trainer: true, Created: t.Created})
 			}
 		}
 		if len(j.Trainers) > 0 {
@@ -93,7 +94,7 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.ClusterRes
 		use(o.node, o.req)
 		if o.node == "" {
 			r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
-				Request: o.req, Job: o.job, Created: t0, NominatedNode: o.nominated})
+				Request: o.req, Job: o.job, Trainer: o.job != "" && !o.notTrainer, Created: t0, NominatedNode: o.nominated})
 		}
 	}
 	sort.SliceStable(r.Pending, func(i, j int) bool { return r.Pending[i].Priority > r.Pending[j].Priority })

@@ -88,6 +88,14 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		case 2:
 			o.nominated = nodeName()
 		}
+		switch f.intn(4) {
+		case 0: // a pod of a job that is not planned: starting, or not elastic
+			o.job, o.notTrainer = fmt.Sprintf("ns/new%d", f.intn(2)), f.intn(2) == 0
+		case 1: // a pserver or master of a planned job
+			if len(jobs) > 0 {
+				o.job, o.notTrainer = jobs[f.intn(len(jobs))].Key, true
+			}
+		}
 		others[i] = o
 	}
 	opts := Options{Now: t0, CoolDown: time.Duration(f.intn(3)) * 3 * time.Minute, MaxGrowPerCycle: int32(f.intn(4))}
@@ -152,11 +160,12 @@ func jobByKey(jobs []Job, key string) Job {
 }
 
 // shrinkJustified reports whether the plan had a reason to take trainers from
-// j: a resource over the threshold (counting replicas not created yet), or an
-// unschedulable pod of higher priority.
+// j: a resource over the threshold (counting replicas not created yet), an
+// unschedulable pod of higher priority, or one of its own priority that
+// another job needs.
 func shrinkJustified(snap cluster.ClusterResource, jobs []Job, j Job, opts Options) bool {
 	for _, p := range snap.Pending {
-		if p.Priority > j.Priority {
+		if p.Priority > j.Priority || (p.Priority == j.Priority && p.Job != "" && p.Job != j.Key) {
 			return true
 		}
 	}

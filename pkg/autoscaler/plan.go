@@ -158,7 +158,8 @@ type jobState struct {
 	nodes             []string
 
 	// Material for the reasons.
-	yieldNodes     map[int32]bool
+	yieldNodes     map[int32]bool // nodes freed for pods of a higher priority
+	shareNodes     map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
 	loadRes        int
 	loadValue      float64
 	growFulfilment float64
@@ -225,9 +226,20 @@ type slot struct {
 	cost int32
 }
 
+// pendingShape is what the eviction search depends on: pods of one shape
+// find the same evictions.
 type pendingShape struct {
+	claim
+	req vec
+}
+
+// claim is who asks for room: a pod of priority, which may take trainers
+// above their minimum from jobs of a lower priority and, when share is set,
+// of its own priority too, but never from its own job.
+type claim struct {
 	priority int32
-	req      vec
+	share    bool
+	own      string
 }
 
 func newPlanner(snap cluster.ClusterResource, jobs []Job, opts Options) *planner {

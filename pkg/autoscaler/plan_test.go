@@ -345,6 +345,95 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "a job that cannot start takes trainers above min from a job of its priority",
+			nodes: twoFull,
+			jobs: []Job{
+				// rich runs 4 of 1..10, two per node: no room anywhere.
+				newJob("rich", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+			},
+			// new (not Running, so not planned) waits for its pserver and
+			// its one trainer: 3 + 4 CPU.
+			others: []otherPod{
+				{name: "new-pserver", job: "ns/new", notTrainer: true, req: res(3, 1, 0)},
+				{name: "new-trainer-0", job: "ns/new", req: res(4, 1, 0)},
+			},
+			opts: Options{MaxLoadDesired: 2}, // isolate the rule from load
+			want: map[string]int32{"rich": 2},
+			reasons: map[string][]string{"rich": {
+				"scale down by 2: 2 unschedulable pods of 1 job below their minimum need 7 CPU",
+				"trainers above this job's minimum make room on 2 nodes (all of priority 0)",
+			}},
+		},
+		{
+			name:  "the most fulfilled job of the priority gives back for a job below its minimum",
+			nodes: nodes("n", 3, res(8, 64, 0)),
+			jobs: []Job{
+				newJob("poor", withRange(1, 10), withRequest(res(4, 1, 0)), runningOn("n-0", "n-0")),
+				newJob("rich", withRange(1, 4), withRequest(res(4, 1, 0)), runningOn("n-1", "n-1", "n-2", "n-2")),
+			},
+			others: []otherPod{{name: "new-trainer-0", job: "ns/new", req: res(4, 1, 0)}},
+			opts:   Options{MaxLoadDesired: 2},
+			want:   map[string]int32{"rich": 3},
+		},
+		{
+			name:  "nobody gives back below min for a job that cannot start",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("full", withRange(4, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+			},
+			others: []otherPod{{name: "new-trainer-0", job: "ns/new", req: res(4, 1, 0)}},
+			opts:   Options{MaxLoadDesired: 2},
+			want:   map[string]int32{},
+		},
+		{
+			name:  "a job of a lower priority does not take from a higher one to start",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("high", withRange(1, 10), withPriority(1000), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+			},
+			others: []otherPod{{name: "new-trainer-0", job: "ns/new", priority: 0, req: res(4, 1, 0)}},
+			opts:   Options{MaxLoadDesired: 2},
+			want:   map[string]int32{},
+		},
+		{
+			name:  "plain pods of the same priority are not a job's minimum: nobody yields",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("rich", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+			},
+			others: pendingPods(2, 0, res(4, 1, 0)),
+			opts:   Options{MaxLoadDesired: 2},
+			want:   map[string]int32{},
+		},
+		{
+			name:  "a planned job's pserver does not take its own job's trainers",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("self", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+			},
+			others: []otherPod{{name: "self-pserver-0", job: "self", notTrainer: true, req: res(4, 1, 0)}},
+			opts:   Options{MaxLoadDesired: 2},
+			want:   map[string]int32{},
+		},
+		{
+			name:  "a planned job's trainers beyond its min take nothing from its equals",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("rich", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+				// No trainer placed, min 1: its first unschedulable trainer
+				// is its right, the second is opportunistic.
+				newJob("starved", withRange(1, 10), withRequest(res(4, 1, 0)), unschedulableTrainers(2)),
+			},
+			opts: Options{MaxLoadDesired: 2},
+			// rich gives one trainer for starved's first; starved gives up
+			// its second, which no node has room for.
+			want: map[string]int32{"rich": 3, "starved": 1},
+			reasons: map[string][]string{
+				"rich":    {"1 unschedulable pod of 1 job below their minimum needs 4 CPU"},
+				"starved": {"1 trainer of the job cannot be scheduled"},
+			},
+		},
+		{
 			name:  "duplicate keys and zero requests are accounted but never moved",
 			nodes: n4x8,
 			jobs: []Job{
@@ -417,8 +506,10 @@ func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, op
 		switch {
 		case a.To > a.From:
 			assert.Equal(t, CauseIdle, a.Cause, a.Job)
-		case strings.Contains(a.Reason, "unschedulable pod"):
+		case strings.Contains(a.Reason, "trainers of priority"):
 			assert.Equal(t, CausePriority, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "below their minimum"):
+			assert.Equal(t, CauseMinimum, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "cannot be scheduled") && !strings.Contains(a.Reason, "above max_load_desired"):
 			assert.Equal(t, CauseUnschedulable, a.Cause, a.Job)
 		default:

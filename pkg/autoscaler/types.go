@@ -99,6 +99,10 @@ const (
 	// CausePriority: the job shrank to make room for unschedulable pods of a
 	// higher priority. A scale-down that also relieves load counts here.
 	CausePriority Cause = "priority"
+	// CauseMinimum: the job gave trainers above its minimum to jobs of its
+	// own priority whose pods cannot be scheduled while they are below
+	// theirs (a job that cannot start, or runs fewer than min trainers).
+	CauseMinimum Cause = "minimum"
 	// CauseLoad: the job shrank because requests exceeded MaxLoadDesired.
 	CauseLoad Cause = "load"
 	// CauseUnschedulable: the job gave up trainers no node has room for.

@@ -9,7 +9,13 @@ import (
 )
 
 // yieldToPriority fits the unschedulable pending pods that outrank some
-// movable job, taking trainers back where needed.
+// movable job, and those a TrainingJob needs to run at its minimum (its
+// master, its pservers and its trainers up to min-instance), taking trainers
+// back where needed. A pod of a higher priority may take any trainer above
+// its job's minimum; a job's pod that is part of its minimum may take them
+// from jobs of its own priority too: an elastic job's trainers beyond Min
+// are opportunistic, and a job that cannot start is worse off than one that
+// runs fewer extra trainers.
 func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 	if len(p.movable) == 0 {
 		return
@@ -22,7 +28,7 @@ func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 	}
 	order := make([]int, 0, len(pending))
 	for i := range pending {
-		if pending[i].Priority > p.minPrio {
+		if pending[i].Priority > p.minPrio || (pending[i].Job != "" && pending[i].Priority == p.minPrio) {
 			order = append(order, i)
 		}
 	}
@@ -47,13 +53,18 @@ func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 			// take twice. It still counts as load.
 			continue
 		}
+		c := claim{priority: pod.Priority}
 		if pod.Job != "" {
-			if _, known := p.byKey[pod.Job]; known {
+			if _, planned := p.byKey[pod.Job]; planned && pod.Trainer {
 				if quota[pod.Job] <= 0 {
-					continue
+					continue // beyond its minimum: opportunistic
 				}
 				quota[pod.Job]--
 			}
+			// Any other pod of a job is part of its minimum: the job is not
+			// Running yet (so not planned), or it is not elastic, or it is
+			// the pserver or master of a planned one.
+			c.share, c.own = true, pod.Job
 		}
 		req := vecOf(pod.Request)
 		if req.negative() {
@@ -66,13 +77,13 @@ func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 			p.take(n, req)
 			continue
 		}
-		shape := pendingShape{priority: pod.Priority, req: req}
+		shape := pendingShape{claim: c, req: req}
 		if p.hopeless[shape] {
 			// Nothing was freed for an identical pod; removals since then
 			// were made for other pods and used by them.
 			continue
 		}
-		if !p.makeRoom(pod.Priority, req) {
+		if !p.makeRoom(c, req) {
 			if p.hopeless == nil {
 				p.hopeless = map[pendingShape]bool{}
 			}
@@ -117,23 +128,29 @@ func (e *eviction) better(o *eviction) bool {
 	return e.node < o.node
 }
 
-func (p *planner) yieldable(j *jobState, priority int32) bool {
-	return j.movable && j.priority < priority && j.slack() > 0
+// yieldable reports whether j may lose trainers to c.
+func (p *planner) yieldable(j *jobState, c claim) bool {
+	return j.movable && j.slack() > 0 && j.key != c.own &&
+		(j.priority < c.priority || (c.share && j.priority == c.priority))
 }
 
-// makeRoom removes trainers of lower-priority jobs so that req fits on one
-// node, and places the pod there. It reports false, changing nothing, when no
-// node can be freed enough.
-func (p *planner) makeRoom(priority int32, req vec) bool {
-	best := p.cheapestEviction(priority, req)
+// makeRoom removes trainers of the jobs c may take from so that req fits on
+// one node, and places the pod there. It reports false, changing nothing,
+// when no node can be freed enough.
+func (p *planner) makeRoom(c claim, req vec) bool {
+	best := p.cheapestEviction(c, req)
 	if best == nil {
 		return false
 	}
 	for i, j := range best.jobs {
-		if j.yieldNodes == nil {
-			j.yieldNodes = map[int32]bool{}
+		nodes := &j.yieldNodes
+		if j.priority == c.priority {
+			nodes = &j.shareNodes
 		}
-		j.yieldNodes[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
+		if *nodes == nil {
+			*nodes = map[int32]bool{}
+		}
+		(*nodes)[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
 		for j.next <= best.cuts[i] {
 			p.removeNext(j)
 		}
@@ -149,49 +166,50 @@ func (p *planner) makeRoom(priority int32, req vec) bool {
 // newest first, so freeing a node may mean removing a job's newer trainers
 // elsewhere too; the search counts them. Typical pods are placed at C = 1 or
 // 2 in O(jobs); the worst case is a few passes over all trainers.
-func (p *planner) cheapestEviction(priority int32, req vec) *eviction {
+func (p *planner) cheapestEviction(c claim, req vec) *eviction {
 	var levels []int32
 	for _, j := range p.movable {
-		if p.yieldable(j, priority) {
+		if p.yieldable(j, c) {
 			levels = append(levels, j.priority)
 		}
 	}
 	slices.Sort(levels)
 	levels = slices.Compact(levels)
-	shape := pendingShape{priority: priority, req: req}
+	shape := pendingShape{claim: c, req: req}
 	for _, level := range levels {
 		// Identical pods (a Deployment's replicas) tend to need the same
 		// depth: start where the last one succeeded. A larger c only adds
 		// candidates, so this never finds a costlier eviction.
-		c := max(1, p.depth[shape])
+		depth := max(1, p.depth[shape])
 		for {
-			e, truncated := p.evictionWithin(priority, level, c, req)
+			e, truncated := p.evictionWithin(c, level, depth, req)
 			if e != nil {
 				if p.depth == nil {
 					p.depth = map[pendingShape]int32{}
 				}
-				p.depth[shape] = c
+				p.depth[shape] = depth
 				return e
 			}
-			if !truncated || c >= math.MaxInt32/2 {
+			if !truncated || depth >= math.MaxInt32/2 {
 				break
 			}
-			c *= 2
+			depth *= 2
 		}
 	}
 	return nil
 }
 
-// evictionWithin finds the best eviction taking only from jobs of priority at
-// most level, at most c running trainers per job. truncated reports whether c
-// held any job back, i.e. whether a larger c could find more.
-func (p *planner) evictionWithin(priority, level, c int32, req vec) (best *eviction, truncated bool) {
+// evictionWithin finds the best eviction for c taking only from jobs of
+// priority at most level, at most depth running trainers per job. truncated
+// reports whether depth held any job back, i.e. whether a larger depth could
+// find more.
+func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *eviction, truncated bool) {
 	if p.cands == nil {
 		p.cands = make([][]slot, len(p.names))
 	}
 	var touched []int32
 	for _, j := range p.movable {
-		if !p.yieldable(j, priority) || j.priority > level {
+		if !p.yieldable(j, c) || j.priority > level {
 			continue
 		}
 		last := j.next + int(j.slack())
@@ -199,7 +217,7 @@ func (p *planner) evictionWithin(priority, level, c int32, req vec) (best *evict
 		for k := j.next; k < last; k++ {
 			v := &j.victims[k]
 			if v.bound {
-				if cost == c {
+				if cost == depth {
 					truncated = true
 					break
 				}

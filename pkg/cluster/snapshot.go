@@ -68,6 +68,7 @@ type podRecord struct {
 	namespace     string
 	name          string
 	job           string // "namespace/job" for trainers
+	member        string // "namespace/job" for every pod of a TrainingJob
 	node          string
 	phase         corev1.PodPhase
 	live          bool // neither Succeeded nor Failed
@@ -211,6 +212,9 @@ func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
 	}
 	if job, ok := pod.Labels[TrainerLabel]; ok && job != "" {
 		rec.job = pod.Namespace + "/" + job
+		rec.member = rec.job
+	} else if job := jobOf(pod.Labels); job != "" {
+		rec.member = pod.Namespace + "/" + job
 	}
 	if pod.Spec.Priority != nil {
 		rec.priority = *pod.Spec.Priority
@@ -415,7 +419,7 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 	for _, p := range s.pending {
 		r.Pending = append(r.Pending, PendingPod{
 			Namespace: p.namespace, Name: p.name, Priority: p.priority,
-			Request: p.request, Job: p.job, Created: p.created, NominatedNode: p.nominated,
+			Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
 		})
 	}
 	for job, pods := range s.trainers {

@@ -293,14 +293,22 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	s.onPod(newPod("a-old", trainerOf("a"), onNode("n1"), withPhase(corev1.PodPending), createdAt(3), withRequests("1", "1Gi")))
 	s.onPod(newPod("a-done", trainerOf("a"), onNode("n1"), withPhase(corev1.PodFailed)))
 	s.onPod(newPod("pserver", withLabel(PserverLabel, "a"), onNode("n1")))
+	s.onPod(newPod("b-pserver", withLabel(PserverLabel, "b"), unschedulablePod(), withPriority(1), createdAt(6)))
+	s.onPod(newPod("c-master", withLabel(MasterLabel, "c"), unschedulablePod(), withPriority(1), createdAt(7)))
 
 	r := s.InquiryResource()
 	var names []string
 	for _, p := range r.Pending {
 		names = append(names, p.Name)
 	}
-	assert.Equal(t, []string{"high-old", "high-new", "low"}, names)
+	assert.Equal(t, []string{"high-old", "high-new", "low", "b-pserver", "c-master"}, names)
 	assert.Equal(t, "ns/a", r.Pending[0].Job)
+	assert.True(t, r.Pending[0].Trainer)
+	assert.Equal(t, "", r.Pending[1].Job, "not a TrainingJob's pod")
+	assert.Equal(t, "ns/b", r.Pending[3].Job, "a pserver belongs to its job")
+	assert.False(t, r.Pending[3].Trainer)
+	assert.Equal(t, "ns/c", r.Pending[4].Job, "a master belongs to its job")
+	assert.False(t, r.Pending[4].Trainer)
 	assert.Equal(t, "n1", r.Pending[2].NominatedNode)
 	assert.Equal(t, Resources{CPUMilli: 8000, MemoryMega: 1024}, r.Pending[0].Request)
 

@@ -95,6 +95,16 @@ func isJobPod(labels map[string]string) bool {
 	return false
 }
 
+// jobOf returns the TrainingJob a pod of any role belongs to, "" for none.
+func jobOf(labels map[string]string) string {
+	for _, l := range [...]string{TrainerLabel, PserverLabel, MasterLabel} {
+		if job := labels[l]; job != "" {
+			return job
+		}
+	}
+	return ""
+}
+
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {
 	if len(cs) == 0 {
 		return nil

@@ -69,9 +69,12 @@ type PendingPod struct {
 	Priority int32
 	// Request is the pod's effective request as the scheduler counts it.
 	Request Resources
-	// Job is "namespace/job" when the pod is a trainer (labelled paddle-job),
-	// else "".
+	// Job is "namespace/job" when the pod belongs to a TrainingJob: a
+	// trainer, parameter server or master (labelled paddle-job,
+	// paddle-job-pserver or paddle-job-master); else "".
 	Job string
+	// Trainer is true for a trainer pod (labelled paddle-job).
+	Trainer bool
 	// Created orders pods of equal priority the way the scheduling queue does.
 	Created time.Time
 	// NominatedNode is status.nominatedNodeName: the scheduler has already

@@ -60,6 +60,7 @@ type options struct {
 	autoscaleInterval time.Duration
 	cooldownCycles    int
 	maxGrowPerCycle   int
+	rebalanceGap      float64
 	dryRun            bool
 	gpuResources      string
 
@@ -119,6 +120,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", 5*time.Second, "time between two autoscaling plans")
 	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", 3, "autoscale intervals a job scaled down is not grown again (0 disables)")
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
+	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
 	fs.StringVar(&o.gpuResources, "gpu_resources", "nvidia.com/gpu", "comma-separated extended resources counted as GPUs")
 	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
@@ -156,6 +158,9 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	}
 	if o.maxGrowPerCycle < 0 || o.maxGrowPerCycle > math.MaxInt32 {
 		return o, fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
+	}
+	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
+		return o, fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
 	}
 	if len(gpuResourceNames(o.gpuResources)) == 0 {
 		return o, fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)
@@ -320,6 +325,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 			MaxLoadDesired:  opts.maxLoadDesired,
 			CoolDown:        time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
 			MaxGrowPerCycle: int32(opts.maxGrowPerCycle), // #nosec G115 -- parseFlags keeps it within [0, MaxInt32]
+			RebalanceGap:    opts.rebalanceGap,
 			DryRun:          opts.dryRun,
 			Recorder:        m,
 		})

@@ -43,6 +43,8 @@ func TestBadInvocationsGiveOneLine(t *testing.T) {
 		{"bad log level", []string{"-log_level", "loud"}, 2, `invalid value "loud" for flag -log_level`},
 		{"max_load_desired out of range", []string{"-max_load_desired", "1.5"}, 2, "-max_load_desired: must be greater than 0 and at most 1"},
 		{"max_load_desired not a number", []string{"-max_load_desired", "most"}, 2, `invalid value "most" for flag -max_load_desired`},
+		{"rebalance_gap zero", []string{"-rebalance_gap", "0"}, 2, "invalid value 0 for flag -rebalance_gap: must be greater than 0 and at most 1"},
+		{"rebalance_gap above 1", []string{"-rebalance_gap", "1.5"}, 2, "invalid value 1.5 for flag -rebalance_gap: must be greater than 0 and at most 1"},
 		{"bad http_addr", []string{"-http_addr", "8080"}, 2, `invalid value "8080" for flag -http_addr: must be host:port or :port`},
 		{"bad lease namespace", []string{"-leader_elect_namespace", "Paddle_Cloud"}, 2, `invalid value "Paddle_Cloud" for flag -leader_elect_namespace`},
 		{"zero lease duration", []string{"-leader_elect_lease_duration", "0s"}, 2, "invalid value 0s for flag -leader_elect_lease_duration: must be positive"},

@@ -25,6 +25,8 @@ func (p *planner) actions() []ScaleAction {
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
 		case len(j.shareNodes) > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseMinimum
+		case j.rebalanced > 0:
+			a.Reason, a.Cause = p.rebalanceReason(j), CauseRebalance
 		case j.stuck > 0 && j.loadValue == 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseUnschedulable
 		default:
@@ -137,4 +139,9 @@ func (p *planner) shareReason(j *jobState) string {
 	}
 	return fmt.Sprintf("%s of %s below their minimum %s %s; trainers above this job's minimum make room on %s (all of priority %d)",
 		plural(count, "unschedulable pod"), plural(len(jobs), "job"), verb, need.resources(), plural(len(j.shareNodes), "node"), j.priority)
+}
+
+func (p *planner) rebalanceReason(j *jobState) string {
+	return fmt.Sprintf("scale down by %d: fulfillment %s (%d of %d..%d trainers placed) is more than %s above the %s of %s, the least fulfilled job of priority %d; the room goes to the least fulfilled jobs",
+		j.rebalanced, ratio(j.rebalanceFrom), j.rebalancePlaced, j.min, j.max, ratio(p.rebalanceGap()), ratio(j.rebalanceToF), j.rebalanceTo.key, j.priority)
 }

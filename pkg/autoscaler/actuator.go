@@ -36,10 +36,12 @@ import (
 type Config struct {
 	// Interval between two plans.
 	Interval time.Duration
-	// MaxLoadDesired, CoolDown and MaxGrowPerCycle are passed to Plan.
+	// MaxLoadDesired, CoolDown, MaxGrowPerCycle and RebalanceGap are passed
+	// to Plan.
 	MaxLoadDesired  float64
 	CoolDown        time.Duration
 	MaxGrowPerCycle int32
+	RebalanceGap    float64
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
 	// Recorder receives the measurements of every cycle; nil records nothing.
@@ -131,6 +133,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		Now:             now,
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
+		RebalanceGap:    a.cfg.RebalanceGap,
 	})
 	if a.cfg.Recorder != nil {
 		a.cfg.Recorder.Planned(a.clock.Since(now), snap, jobs)

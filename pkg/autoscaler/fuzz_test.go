@@ -98,7 +98,8 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		}
 		others[i] = o
 	}
-	opts := Options{Now: t0, CoolDown: time.Duration(f.intn(3)) * 3 * time.Minute, MaxGrowPerCycle: int32(f.intn(4))}
+	opts := Options{Now: t0, CoolDown: time.Duration(f.intn(3)) * 3 * time.Minute, MaxGrowPerCycle: int32(f.intn(4)),
+		RebalanceGap: []float64{0, 0.05, 0.3, 1}[f.intn(4)]}
 	if k := f.intn(4); k > 0 {
 		opts.MaxLoadDesired = 0.4 + 0.2*float64(k)
 	}
@@ -143,6 +144,13 @@ func FuzzPlan(f *testing.F) {
 					}
 				}
 				assert.LessOrEqual(t, int(a.From-a.To), stuck, "%s gave up more trainers than are unschedulable: %s", a.Job, a.Reason)
+			case a.To < a.From && a.Cause == CauseRebalance:
+				// Rebalancing: some other job of its priority can grow.
+				taker := false
+				for _, o := range jobs {
+					taker = taker || (o.Key != j.Key && o.Priority == j.Priority && o.Min < o.Max && o.Current < o.Max)
+				}
+				assert.True(t, taker, "%s rebalanced with no job of its priority to give to: %s", a.Job, a.Reason)
 			case a.To < a.From:
 				assert.True(t, shrinkJustified(snap, jobs, j, opts), "%s shrank without load or outranking pods: %s", a.Job, a.Reason)
 			}

@@ -71,6 +71,7 @@ func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction 
 		p.yieldToPriority(snap.Pending)
 		p.yieldToLoad()
 		p.trimStuck()
+		p.rebalance()
 	}
 	p.grow()
 	return p.actions()
@@ -164,6 +165,12 @@ type jobState struct {
 	loadValue      float64
 	growFulfilment float64
 	growPlaced     int64
+
+	rebalanced      int64     // trainers given back by rebalance
+	rebalanceFrom   float64   // its fulfillment before
+	rebalancePlaced int64     // its placed trainers before
+	rebalanceTo     *jobState // the least fulfilled job when it first gave
+	rebalanceToF    float64   // that job's fulfillment then
 }
 
 func (j *jobState) slack() int64 { return j.desired - j.min }

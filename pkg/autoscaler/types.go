@@ -59,6 +59,11 @@ type Options struct {
 	// a single job sees per cycle, without starving the other jobs, which
 	// still get their turn by fulfillment.
 	MaxGrowPerCycle int32
+	// RebalanceGap is how far, in fulfillment, the most fulfilled running job
+	// of a priority may be above the least fulfilled one before it gives
+	// trainers back for it. Not positive means DefaultRebalanceGap; 1 or more
+	// turns rebalancing off.
+	RebalanceGap float64
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from
@@ -103,6 +108,9 @@ const (
 	// own priority whose pods cannot be scheduled while they are below
 	// theirs (a job that cannot start, or runs fewer than min trainers).
 	CauseMinimum Cause = "minimum"
+	// CauseRebalance: the job gave trainers back because it was more than
+	// RebalanceGap more fulfilled than another job of its priority.
+	CauseRebalance Cause = "rebalance"
 	// CauseLoad: the job shrank because requests exceeded MaxLoadDesired.
 	CauseLoad Cause = "load"
 	// CauseUnschedulable: the job gave up trainers no node has room for.

@@ -52,7 +52,7 @@ func New(version string) *Metrics {
 		}),
 		scaleActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edl_autoscaler_scale_actions_total",
-			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, load, unschedulable).",
+			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).",
 		}, []string{"direction", "reason"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_leader",
@@ -86,6 +86,7 @@ func New(version string) *Metrics {
 	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseIdle))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CausePriority))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseMinimum))
+	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseRebalance))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseLoad))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseUnschedulable))
 	return m

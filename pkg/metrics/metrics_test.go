@@ -116,11 +116,12 @@ func TestScaledCountsByDirectionAndReason(t *testing.T) {
 	m.Scaled(autoscaler.ScaleAction{From: 6, To: 4, Cause: autoscaler.CausePriority})
 	m.Scaled(autoscaler.ScaleAction{From: 4, To: 3, Cause: autoscaler.CausePriority})
 	want := `
-# HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, load, unschedulable).
+# HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).
 # TYPE edl_autoscaler_scale_actions_total counter
 edl_autoscaler_scale_actions_total{direction="down",reason="load"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="minimum"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="priority"} 2
+edl_autoscaler_scale_actions_total{direction="down",reason="rebalance"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="unschedulable"} 0
 edl_autoscaler_scale_actions_total{direction="up",reason="idle"} 1
 `

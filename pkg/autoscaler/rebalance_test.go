@@ -1,0 +1,168 @@
+package autoscaler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// full is one node of 11 CPU that rich's 10 trainers and poor's one fill.
+var full = nodes("n", 1, res(11, 64, 0))
+
+func rebalanceCases() []planCase {
+	fill := func(n int) jobMutator { return spread(n, full) }
+	// MaxLoadDesired 1 lets the jobs fill the node without the load rule.
+	opts := Options{MaxLoadDesired: 1}
+	return []planCase{
+		{
+			name:  "the most fulfilled job gives back to the least fulfilled one of its priority",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
+			opts:  opts,
+			// rich 10 → 6, poor will grow 1 → 5: 5/9 − 4/9 = 0.11 > 0.1 would
+			// move one more, but then poor (5/9) would pass rich (4/9).
+			want: map[string]int32{"rich": 6},
+			reasons: map[string][]string{"rich": {
+				"scale down by 4: fulfillment 1 (10 of 1..10 trainers placed) is more than 0.1 above the 0 of poor, the least fulfilled job of priority 0",
+			}},
+		},
+		{
+			name:  "within the gap nothing moves",
+			nodes: full,
+			jobs:  []Job{newJob("a", withRange(1, 21), fill(6)), newJob("b", withRange(1, 21), fill(5))},
+			opts:  Options{MaxLoadDesired: 1, RebalanceGap: 0.1},
+			want:  map[string]int32{},
+		},
+		{
+			name:  "a gap of 1 turns rebalancing off",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
+			opts:  Options{MaxLoadDesired: 1, RebalanceGap: 1},
+			want:  map[string]int32{},
+		},
+		{
+			name:  "no rebalancing across priorities",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", withPriority(100), fill(1))},
+			opts:  opts,
+			want:  map[string]int32{},
+		},
+		{
+			name:  "a job cooling down is not given to",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1), scaledDownAt(t0.Add(-time.Second)))},
+			opts:  Options{MaxLoadDesired: 1, Now: t0, CoolDown: time.Minute},
+			want:  map[string]int32{},
+		},
+		{
+			name:  "a job at max is not given to",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", withRange(1, 1), fill(1))},
+			opts:  opts,
+			want:  map[string]int32{},
+		},
+		{
+			name:  "no room where the giver's trainers leave: nothing moves",
+			nodes: full,
+			jobs: []Job{
+				newJob("rich", fill(10)),
+				// poor's trainers need 2 CPU; a 1-CPU trainer of rich frees 1.
+				newJob("poor", withRequest(res(2, 1, 0)), withRange(1, 10)),
+			},
+			opts: Options{MaxLoadDesired: 2},
+			want: map[string]int32{},
+		},
+	}
+}
+
+func TestRebalance(t *testing.T) {
+	for _, tc := range rebalanceCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+			actions := Plan(snap, tc.jobs, tc.opts)
+			for _, j := range tc.jobs {
+				want, ok := tc.want[j.Key]
+				if !ok {
+					want = j.Current
+				}
+				assert.Equal(t, want, toOf(actions, j), "job %s", j.Key)
+			}
+			for key, subs := range tc.reasons {
+				a, ok := actionFor(actions, key)
+				require.True(t, ok, "no action for %s", key)
+				assert.Equal(t, CauseRebalance, a.Cause)
+				for _, s := range subs {
+					assert.Contains(t, a.Reason, s, "job %s", key)
+				}
+			}
+			assertWellFormed(t, snap, tc.jobs, tc.opts, actions)
+		})
+	}
+}
+
+// TestRebalanceConverges replays the experiment's shape in small: jobs that
+// arrived early hold the cluster, late ones run their minimum. Plan after
+// plan, with the cool-down, the trainers spread until every job is within
+// the gap of the others, and then nothing moves.
+func TestRebalanceConverges(t *testing.T) {
+	// Six nodes of 7 CPU, each full: three trainers of each early job, and
+	// one more of an early job or a late job's only one.
+	ns := nodes("n", 6, res(7, 64, 0))
+	jobs := []Job{
+		newJob("early-1", withRange(1, 20), spread(18, ns), runningOn("n-0", "n-1")),
+		newJob("early-2", withRange(1, 20), spread(18, ns), runningOn("n-2", "n-3")),
+		newJob("late-1", withRange(1, 20), runningOn("n-4")),
+		newJob("late-2", withRange(1, 20), runningOn("n-5")),
+	}
+	opts := Options{MaxLoadDesired: 1, CoolDown: 3 * time.Minute}
+	moved := 0
+	quiet := 0
+	for round := range 60 {
+		opts.Now = t0.Add(time.Duration(round) * time.Minute)
+		actions := Plan(clusterOf(ns, jobs), jobs, opts)
+		assertWellFormed(t, clusterOf(ns, jobs), jobs, opts, actions)
+		jobs = applyPlanAt(jobs, actions, opts.Now)
+		moved += len(actions)
+		if len(actions) == 0 {
+			quiet++
+			if quiet == 4 {
+				break
+			}
+		} else {
+			quiet = 0
+		}
+	}
+	require.Equal(t, 4, quiet, "the plans never settled")
+	t.Logf("settled after %d actions: %v", moved, currents(jobs))
+	lo, hi := 2.0, -1.0
+	total := int32(0)
+	for _, j := range jobs {
+		f := float64(j.Current-j.Min) / float64(j.Max-j.Min)
+		lo, hi = min(lo, f), max(hi, f)
+		total += j.Current
+	}
+	assert.LessOrEqual(t, hi-lo, DefaultRebalanceGap+1e-9, "spread of the fulfillments: %v", currents(jobs))
+	assert.Equal(t, int32(42), total, "the 42 CPU stay used: %v", currents(jobs))
+	assert.Greater(t, moved, 0)
+}
+
+// applyPlanAt is applyPlan with the scale-downs stamped at now.
+func applyPlanAt(jobs []Job, actions []ScaleAction, now time.Time) []Job {
+	out := applyPlan(jobs, actions)
+	for i := range out {
+		if a, ok := actionFor(actions, out[i].Key); ok && a.To < a.From {
+			out[i].LastScaleDown = now
+		}
+	}
+	return out
+}
+
+func currents(jobs []Job) map[string]int32 {
+	m := map[string]int32{}
+	for _, j := range jobs {
+		m[j.Key] = j.Current
+	}
+	return m
+}

@@ -21,11 +21,17 @@ import (
 //     the node whose freeing disrupts the fewest running trainers of the
 //     lowest priorities. Removal follows the ReplicaSet controller: a job
 //     first loses trainers that are not yet scheduled, then the newest ones
-//     bound to nodes. Pods that no removal can fit cost nothing.
+//     bound to nodes. Pods that no removal can fit cost nothing. The pods a
+//     TrainingJob needs to run at its minimum (its master, pservers and
+//     trainers up to Min) may also take trainers above Min from jobs of
+//     their own priority, the most fulfilled first.
 //  2. Yield to load. While requests exceed MaxLoadDesired of allocatable for
 //     CPU, memory or GPU, a trainer is taken from the job whose next removal
 //     is cheapest: not-yet-scheduled trainers first, then the lowest
-//     priority, then the most fulfilled.
+//     priority, then the most fulfilled. Then, if nothing was taken back
+//     yet, rebalance: the most fulfilled job of a priority gives trainers
+//     back while it is more than RebalanceGap above the least fulfilled one
+//     that can grow.
 //  3. Grow. The least fulfilled job (ties: higher priority, smaller request,
 //     key) gets one trainer at a time, while its resources stay within
 //     MaxLoadDesired and some node has room for the whole trainer. Growth
@@ -166,6 +172,7 @@ type jobState struct {
 	growFulfilment float64
 	growPlaced     int64
 
+	growsFromIdle   bool      // growth can serve it from idle capacity: rebalance gives it nothing
 	rebalanced      int64     // trainers given back by rebalance
 	rebalanceFrom   float64   // its fulfillment before
 	rebalancePlaced int64     // its placed trainers before
@@ -639,8 +646,9 @@ func (p *planner) grow() {
 	heap.Init(h)
 	limit := int64(p.opts.MaxGrowPerCycle)
 	// When a job cooling down is the least fulfilled, giving the next trainer
-	// to a job of its priority or lower would leave it behind for good once
-	// the cool-down ends (nothing rebalances equals): that capacity waits for
+	// to a job of its priority or lower would leave it behind once the
+	// cool-down ends (rebalancing would give it back only a gap later,
+	// stopping trainers to do so): that capacity waits for
 	// it. Jobs of a higher priority still grow.
 	blocked, blocking := int32(0), false
 	for h.Len() > 0 {

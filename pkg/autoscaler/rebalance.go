@@ -35,7 +35,13 @@ func (p *planner) rebalance() {
 	promised := map[*jobState]int64{}
 	reserved := make(map[int32]vec)
 	load := p.growLoad
+	// A job that growth can serve from idle capacity takes nothing: nothing
+	// was freed in this plan yet, so the fit index holds exactly the idle
+	// capacity growth hands out.
 	exhausted := map[*jobState]bool{}
+	for _, j := range p.movable {
+		j.growsFromIdle = p.index.firstFit(j.req) >= 0 && p.loadAdmits(j.req)
+	}
 	for _, level := range levels {
 		jobs := byPriority[level]
 		for {
@@ -87,7 +93,7 @@ func (p *planner) pair(jobs []*jobState, promised map[*jobState]int64, exhausted
 		}
 	}
 	for _, j := range jobs {
-		if j == giver || j.rebalanced > 0 || j.coolingDown || j.unschedulable || j.starved || j.desired+promised[j] >= j.max {
+		if j == giver || j.rebalanced > 0 || j.growsFromIdle || j.coolingDown || j.unschedulable || j.starved || j.desired+promised[j] >= j.max {
 			continue
 		}
 		if taker == nil {

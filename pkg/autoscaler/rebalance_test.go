@@ -29,6 +29,13 @@ func rebalanceCases() []planCase {
 			}},
 		},
 		{
+			name:  "a job that can grow into idle capacity takes nothing",
+			nodes: append(nodes("n", 1, res(11, 64, 0)), nodeSpec{"idle", res(4, 64, 0)}),
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
+			opts:  opts,
+			want:  map[string]int32{"poor": 5}, // growth, not rebalancing
+		},
+		{
 			name:  "within the gap nothing moves",
 			nodes: full,
 			jobs:  []Job{newJob("a", withRange(1, 21), fill(6)), newJob("b", withRange(1, 21), fill(5))},

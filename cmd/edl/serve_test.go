@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 )
 
@@ -123,4 +127,55 @@ func TestElectionFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, o.leaderElect)
 	assert.Empty(t, o.httpAddr)
+}
+
+// TestHealthzFailsWhenTheLeaderStopsRenewing: a leader whose renewal hangs
+// (an API call that never returns) still believes it leads; once its lease
+// is older than the lease duration plus the watchdog's tolerance, /healthz
+// fails, so that the liveness probe restarts it.
+func TestHealthzFailsWhenTheLeaderStopsRenewing(t *testing.T) {
+	client := leaseClient()
+	var hang atomic.Bool
+	release := make(chan struct{})
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if hang.Load() {
+			<-release
+		}
+		return false, nil, nil
+	})
+	var leading atomic.Bool
+	e := testElection(client, "a", &leading)
+	e.watchdog = leaderelection.NewLeaderHealthzAdaptor(100 * time.Millisecond)
+	handler := (&health{watchdog: e.watchdog}).handler(http.NotFoundHandler())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runElected(ctx, e, func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	defer func() {
+		close(release)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(patience):
+			t.Error("runElected did not return")
+		}
+	}()
+
+	require.Eventually(t, leading.Load, patience, 10*time.Millisecond, "never led")
+	code, _ := get(t, handler, "/healthz")
+	assert.Equal(t, http.StatusOK, code, "a leader that renews is healthy")
+
+	hang.Store(true)
+	var body string
+	require.Eventually(t, func() bool {
+		code, body = get(t, handler, "/healthz")
+		return code == http.StatusInternalServerError
+	}, patience, 20*time.Millisecond, "a leader that cannot renew stayed healthy")
+	assert.Contains(t, body, "leader election")
+	assert.True(t, leading.Load(), "the hung leader still believes it leads: only the probe can help")
 }

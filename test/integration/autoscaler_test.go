@@ -236,3 +236,94 @@ func TestAutoscalerGrowsYieldsAndGrowsBack(t *testing.T) {
 	assert.LessOrEqual(t, spread(replicas), int32(1), "%v", replicas)
 	t.Logf("trainers after the wave: %v", fmt.Sprint(replicas))
 }
+
+// TestLateJobStartsAndSharesTheCluster runs EDL with its default threshold
+// on 4 kwok nodes of 11 CPUs. An early job of 3-CPU trainers fills every node
+// to 9 or 10 CPUs, which leaves 7 CPUs idle in pieces no trainer fits and
+// keeps the requests under max_load_desired. A late job of the same priority
+// then cannot place its trainer, and its pending pods do not cross the
+// threshold either: the early job gives a trainer for the late job's
+// minimum, then more until the two are within the rebalance gap.
+func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
+	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{
+		{Name: "worker", CPU: "11", Memory: "32Gi", Count: 4},
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	require.NoError(t, applyCRD(plane))
+
+	c := elasticCluster{kube: plane.Client, ns: "training"}
+	var err error
+	c.tj, err = tjclient.NewForConfig(plane.Config)
+	require.NoError(t, err)
+	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "training"}, Value: 100,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	runEDL(t, plane, "", &autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second})
+
+	submit := func(name string) {
+		t.Helper()
+		job := &v1.TrainingJob{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
+			Spec: v1.TrainingJobSpec{
+				Image:             "paddlepaddle/paddlecloud-job",
+				PriorityClassName: "training",
+				Trainer: v1.TrainerSpec{MinInstance: 1, MaxInstance: 20, Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+				Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+			},
+		}
+		_, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Create(ctx, job, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	var replicas map[string]int32
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) { return cond(), nil })
+		require.NoError(t, err, "%s; trainers: %v\n%s", what, replicas, c.describe(ctx))
+	}
+	settled := func(jobs []string, total int32) func() bool {
+		return func() bool {
+			var err error
+			replicas, err = c.trainerReplicas(ctx, jobs)
+			if err != nil {
+				return false
+			}
+			_, pending, err := c.load(ctx)
+			return err == nil && pending == 0 && sum(replicas) == total
+		}
+	}
+
+	// Three trainers per node (4 × 3 = 12) and the pserver: 37 of 44 CPUs.
+	submit("early")
+	waitFor("the early job never filled the nodes", settled([]string{"early"}, 12))
+	load, _, err := c.load(ctx)
+	require.NoError(t, err)
+	require.Less(t, load, 0.97, "the setting needs requests under the threshold")
+
+	submit("late")
+	both := []string{"early", "late"}
+	waitFor("the late job never started, or the two never shared the nodes evenly", func() bool {
+		if !settled(both, 12)() || spread(replicas) > 1 {
+			return false
+		}
+		job, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "late", metav1.GetOptions{})
+		return err == nil && job.Status.Phase == v1.PhaseRunning
+	})
+	events, err := c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=early"})
+	require.NoError(t, err)
+	var scaled []string
+	for _, e := range events.Items {
+		if e.Reason == controller.EventScaled {
+			scaled = append(scaled, e.Message)
+		}
+	}
+	joined := strings.Join(scaled, "\n")
+	assert.Contains(t, joined, "1 job below their minimum", "the early job made room for the late one's minimum")
+	assert.Contains(t, joined, "the least fulfilled job of priority 100", "the early job gave back to the late one")
+	t.Logf("trainers once shared: %v", replicas)
+}

@@ -183,9 +183,13 @@ type jobState struct {
 func (j *jobState) slack() int64 { return j.desired - j.min }
 
 // fulfillmentCmp compares (a.placed−a.min)/(a.max−a.min) with b's exactly.
-func fulfillmentCmp(a, b *jobState) int {
-	l := (a.placed - a.min) * (b.max - b.min)
-	r := (b.placed - b.min) * (a.max - a.min)
+func fulfillmentCmp(a, b *jobState) int { return fulfillmentAt(a, a.placed, b, b.placed) }
+
+// fulfillmentAt compares a's fulfillment with aPlaced trainers placed to b's
+// with bPlaced, exactly.
+func fulfillmentAt(a *jobState, aPlaced int64, b *jobState, bPlaced int64) int {
+	l := (aPlaced - a.min) * (b.max - b.min)
+	r := (bPlaced - b.min) * (a.max - a.min)
 	switch {
 	case l < r:
 		return -1
@@ -195,11 +199,14 @@ func fulfillmentCmp(a, b *jobState) int {
 	return 0
 }
 
-func (j *jobState) fulfillment() float64 {
+func (j *jobState) fulfillment() float64 { return j.fulfillmentAt(j.placed) }
+
+// fulfillmentAt is j's fulfillment with placed trainers placed.
+func (j *jobState) fulfillmentAt(placed int64) float64 {
 	if j.max == j.min {
 		return 1
 	}
-	return float64(j.placed-j.min) / float64(j.max-j.min)
+	return float64(placed-j.min) / float64(j.max-j.min)
 }
 
 type planner struct {

@@ -462,26 +462,32 @@ func planCases() []planCase {
 
 func TestPlan(t *testing.T) {
 	for _, tc := range planCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
-			actions := Plan(snap, tc.jobs, tc.opts)
-			for _, j := range tc.jobs {
-				want, ok := tc.want[j.Key]
-				if !ok {
-					want = j.Current
-				}
-				assert.Equal(t, want, toOf(actions, j), "job %s", j.Key)
-			}
-			for key, subs := range tc.reasons {
-				a, ok := actionFor(actions, key)
-				require.True(t, ok, "no action for %s", key)
-				for _, s := range subs {
-					assert.Contains(t, a.Reason, s, "job %s", key)
-				}
-			}
-			assertWellFormed(t, snap, tc.jobs, tc.opts, actions)
-		})
+		t.Run(tc.name, func(t *testing.T) { runPlanCase(t, tc) })
 	}
+}
+
+// runPlanCase plans tc and checks the replicas, the reasons and the plan's
+// well-formedness.
+func runPlanCase(t *testing.T, tc planCase) []ScaleAction {
+	t.Helper()
+	snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+	actions := Plan(snap, tc.jobs, tc.opts)
+	for _, j := range tc.jobs {
+		want, ok := tc.want[j.Key]
+		if !ok {
+			want = j.Current
+		}
+		assert.Equal(t, want, toOf(actions, j), "job %s", j.Key)
+	}
+	for key, subs := range tc.reasons {
+		a, ok := actionFor(actions, key)
+		require.True(t, ok, "no action for %s", key)
+		for _, s := range subs {
+			assert.Contains(t, a.Reason, s, "job %s", key)
+		}
+	}
+	assertWellFormed(t, snap, tc.jobs, tc.opts, actions)
+	return actions
 }
 
 var hasNumber = regexp.MustCompile(`^scale (up|down) by [1-9][0-9]*[ :].*[0-9]`)

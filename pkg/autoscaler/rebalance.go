@@ -49,13 +49,13 @@ func (p *planner) rebalance() {
 			if giver == nil || taker == nil {
 				break
 			}
-			gf, tf := giver.fulfillment(), placedFulfillment(taker, taker.placed+promised[taker])
+			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+promised[taker])
 			if gf-tf <= gap {
 				break
 			}
 			// After the move the giver must still be at least as fulfilled
 			// as the taker, or the next plan would move the trainer back.
-			if fulfillmentAfter(giver, giver.placed-1, taker, taker.placed+promised[taker]+1) < 0 {
+			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+promised[taker]+1) < 0 {
 				break
 			}
 			v := &giver.victims[giver.next]
@@ -100,34 +100,12 @@ func (p *planner) pair(jobs []*jobState, promised map[*jobState]int64, exhausted
 			taker = j
 			continue
 		}
-		c := fulfillmentAfter(j, j.placed+promised[j], taker, taker.placed+promised[taker])
+		c := fulfillmentAt(j, j.placed+promised[j], taker, taker.placed+promised[taker])
 		if c < 0 || (c == 0 && j.key < taker.key) {
 			taker = j
 		}
 	}
 	return giver, taker
-}
-
-// placedFulfillment is j's fulfillment with placed trainers.
-func placedFulfillment(j *jobState, placed int64) float64 {
-	if j.max == j.min {
-		return 1
-	}
-	return float64(placed-j.min) / float64(j.max-j.min)
-}
-
-// fulfillmentAfter compares a's fulfillment with aPlaced trainers to b's with
-// bPlaced, exactly.
-func fulfillmentAfter(a *jobState, aPlaced int64, b *jobState, bPlaced int64) int {
-	l := (aPlaced - a.min) * (b.max - b.min)
-	r := (bPlaced - b.min) * (a.max - a.min)
-	switch {
-	case l < r:
-		return -1
-	case l > r:
-		return 1
-	}
-	return 0
 }
 
 // admits reports whether load keeps every resource req asks for within the

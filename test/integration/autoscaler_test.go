@@ -109,6 +109,48 @@ func spread(m map[string]int32) int32 {
 	return hi - lo
 }
 
+// newElasticCluster starts a control plane of its own with nodes, installs
+// the CRD, the namespace "training" and the PriorityClasses, and runs EDL on
+// it with scaling.
+func newElasticCluster(t *testing.T, ctx context.Context, nodes framework.NodeSpec, priorities map[string]int32, scaling autoscaler.Config) elasticCluster {
+	t.Helper()
+	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{nodes}})
+	require.NoError(t, applyCRD(plane))
+	c := elasticCluster{kube: plane.Client, ns: "training"}
+	var err error
+	c.tj, err = tjclient.NewForConfig(plane.Config)
+	require.NoError(t, err)
+	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for name, value := range priorities {
+		_, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	runEDL(t, plane, "", &scaling)
+	return c
+}
+
+// submit creates a job of the "training" class: trainers of trainerCPU and
+// 1 GiB, 1 to 20 of them, and one pserver of pserverCPU.
+func (c elasticCluster) submit(t *testing.T, ctx context.Context, name, trainerCPU, pserverCPU string) {
+	t.Helper()
+	job := &v1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
+		Spec: v1.TrainingJobSpec{
+			Image:             "paddlepaddle/paddlecloud-job",
+			PriorityClassName: "training",
+			Trainer: v1.TrainerSpec{MinInstance: 1, MaxInstance: 20, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(trainerCPU), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+			Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(pserverCPU), corev1.ResourceMemory: resource.MustParse("128Mi")}}},
+		},
+	}
+	_, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Create(ctx, job, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
 // TestAutoscalerGrowsYieldsAndGrowsBack runs EDL on a control plane of its
 // own with 10 kwok nodes of 4 CPUs: three elastic jobs grow into the idle
 // capacity, evenly, up to max_load_desired; a Deployment of higher-priority
@@ -116,45 +158,17 @@ func spread(m map[string]int32) int32 {
 // shrinks the jobs until every web pod runs; when the Deployment goes, the
 // jobs grow back.
 func TestAutoscalerGrowsYieldsAndGrowsBack(t *testing.T) {
-	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{
-		{Name: "worker", CPU: "4", Memory: "16Gi", Count: 10},
-	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	require.NoError(t, applyCRD(plane))
-
-	c := elasticCluster{kube: plane.Client, ns: "training"}
-	var err error
-	c.tj, err = tjclient.NewForConfig(plane.Config)
-	require.NoError(t, err)
-	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	for name, value := range map[string]int32{"training": 100, "web": 1000} {
-		_, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-
 	const maxLoad = 0.9
-	runEDL(t, plane, "", &autoscaler.Config{Interval: time.Second, MaxLoadDesired: maxLoad, CoolDown: 3 * time.Second})
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "4", Memory: "16Gi", Count: 10},
+		map[string]int32{"training": 100, "web": 1000},
+		autoscaler.Config{Interval: time.Second, MaxLoadDesired: maxLoad, CoolDown: 3 * time.Second})
 
 	// Three jobs of 1-CPU trainers, 1 to 20 each, and a 100m pserver.
 	jobs := []string{"alpha", "beta", "gamma"}
 	for _, name := range jobs {
-		job := &v1.TrainingJob{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
-			Spec: v1.TrainingJobSpec{
-				Image:             "paddlepaddle/paddlecloud-job",
-				PriorityClassName: "training",
-				Trainer: v1.TrainerSpec{MinInstance: 1, MaxInstance: 20, Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
-				Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}},
-			},
-		}
-		_, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Create(ctx, job, metav1.CreateOptions{})
-		require.NoError(t, err)
+		c.submit(t, ctx, name, "1", "100m")
 	}
 
 	// Grow: 40 CPUs × 0.9 = 36 CPUs; the pservers hold 0.3, so 35 trainers fit
@@ -245,41 +259,11 @@ func TestAutoscalerGrowsYieldsAndGrowsBack(t *testing.T) {
 // threshold either: the early job gives a trainer for the late job's
 // minimum, then more until the two are within the rebalance gap.
 func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
-	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{
-		{Name: "worker", CPU: "11", Memory: "32Gi", Count: 4},
-	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	require.NoError(t, applyCRD(plane))
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "11", Memory: "32Gi", Count: 4},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second})
 
-	c := elasticCluster{kube: plane.Client, ns: "training"}
-	var err error
-	c.tj, err = tjclient.NewForConfig(plane.Config)
-	require.NoError(t, err)
-	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "training"}, Value: 100,
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	runEDL(t, plane, "", &autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second})
-
-	submit := func(name string) {
-		t.Helper()
-		job := &v1.TrainingJob{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
-			Spec: v1.TrainingJobSpec{
-				Image:             "paddlepaddle/paddlecloud-job",
-				PriorityClassName: "training",
-				Trainer: v1.TrainerSpec{MinInstance: 1, MaxInstance: 20, Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
-				Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
-			},
-		}
-		_, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Create(ctx, job, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
 	var replicas map[string]int32
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
@@ -299,13 +283,13 @@ func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
 	}
 
 	// Three trainers per node (4 × 3 = 12) and the pserver: 37 of 44 CPUs.
-	submit("early")
+	c.submit(t, ctx, "early", "3", "1")
 	waitFor("the early job never filled the nodes", settled([]string{"early"}, 12))
 	load, _, err := c.load(ctx)
 	require.NoError(t, err)
 	require.Less(t, load, 0.97, "the setting needs requests under the threshold")
 
-	submit("late")
+	c.submit(t, ctx, "late", "3", "1")
 	both := []string{"early", "late"}
 	waitFor("the late job never started, or the two never shared the nodes evenly", func() bool {
 		if !settled(both, 12)() || spread(replicas) > 1 {

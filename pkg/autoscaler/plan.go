@@ -695,14 +695,7 @@ func (p *planner) grow() {
 // loadAdmits reports whether one more trainer keeps every resource it asks
 // for within the threshold. Resources it does not ask for are not its
 // business: a CPU-only trainer is not held back by GPU load.
-func (p *planner) loadAdmits(req vec) bool {
-	for r := range numRes {
-		if req[r] > 0 && p.exceeds(p.growLoad[r]+req[r], r) {
-			return false
-		}
-	}
-	return true
-}
+func (p *planner) loadAdmits(req vec) bool { return p.admits(p.growLoad.plus(req), req) }
 
 type jobHeap struct {
 	items []*jobState

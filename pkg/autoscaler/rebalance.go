@@ -32,16 +32,16 @@ func (p *planner) rebalance() {
 		}
 		byPriority[j.priority] = append(byPriority[j.priority], j)
 	}
-	promised := map[*jobState]int64{}
-	reserved := make(map[int32]vec)
-	load := p.growLoad
 	// A job that growth can serve from idle capacity takes nothing: nothing
 	// was freed in this plan yet, so the fit index holds exactly the idle
 	// capacity growth hands out.
-	exhausted := map[*jobState]bool{}
 	for _, j := range p.movable {
 		j.growsFromIdle = p.index.firstFit(j.req) >= 0 && p.loadAdmits(j.req)
 	}
+	promised := map[*jobState]int64{} // trainers each taker will grow by
+	reserved := map[int32]vec{}       // per node, room promised to takers
+	exhausted := map[*jobState]bool{} // givers whose trainers free no room a taker fits in
+	load := p.growLoad
 	for _, level := range levels {
 		jobs := byPriority[level]
 		for {

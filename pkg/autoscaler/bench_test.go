@@ -20,6 +20,18 @@ import (
 // not created yet, and unschedulable high-priority pods that fit only after
 // one, two or seven trainers leave a node.
 func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
+	return buildBenchScenario(nodeCount, false)
+}
+
+// rebalanceScenario is benchScenario with the nodes full (12 ordinary pods
+// each, 2 CPU left, less than a trainer), no pending pods, and the jobs
+// uneven: every other job holds 150 trainers, the rest 50, so that the plan
+// is all rebalancing.
+func rebalanceScenario(nodeCount int) (cluster.ClusterResource, []Job) {
+	return buildBenchScenario(nodeCount, true)
+}
+
+func buildBenchScenario(nodeCount int, uneven bool) (cluster.ClusterResource, []Job) {
 	rng := rand.New(rand.NewSource(int64(nodeCount)))
 	ns := make([]nodeSpec, nodeCount)
 	for i := range ns {
@@ -29,9 +41,13 @@ func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
 		}
 		ns[i] = nodeSpec{name: fmt.Sprintf("node-%05d", i), alloc: alloc}
 	}
+	ordinary := 10
+	if uneven {
+		ordinary = 12
+	}
 	var others []otherPod
 	for i, n := range ns {
-		for k := range 10 {
+		for k := range ordinary {
 			others = append(others, otherPod{name: fmt.Sprintf("o-%d-%d", i, k), node: n.name, req: res(1, 2, 0)})
 		}
 	}
@@ -43,21 +59,32 @@ func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
 		}
 	}
 	rng.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	next := 0
 	for i := range jobs {
 		j := Job{Key: fmt.Sprintf("ns/job-%04d", i), Min: 10, Max: 200, Priority: int32(i % 3), Request: res(2.5, 8, 0)}
-		for k := range 100 {
+		count := 100
+		if uneven {
+			// Pairs of one priority: one job of 150 trainers, one of 50.
+			j.Priority = int32((i / 2) % 3)
+			count = 150 - 100*(i%2)
+		}
+		for k := range count {
 			j.Trainers = append(j.Trainers, TrainerPod{
-				Name: fmt.Sprintf("job-%04d-%03d", i, k), Node: ns[slots[i*100+k]].name, Phase: corev1.PodRunning,
+				Name: fmt.Sprintf("job-%04d-%03d", i, k), Node: ns[slots[next]].name, Phase: corev1.PodRunning,
 				Created: t0.Add(time.Duration(rng.Intn(3600)) * time.Second), Request: j.Request,
 			})
+			next++
 		}
 		// Oldest first, as the snapshot reports them.
 		sort.Slice(j.Trainers, func(a, b int) bool { return olderTrainer(&j.Trainers[a], &j.Trainers[b]) })
-		j.Current = 100
-		if i%10 == 0 {
-			j.Current = 102 // two replicas the ReplicaSet controller has not created yet
+		j.Current = int32(count)
+		if i%10 == 0 && !uneven {
+			j.Current += 2 // two replicas the ReplicaSet controller has not created yet
 		}
 		jobs[i] = j
+	}
+	if uneven {
+		return clusterOf(ns, jobs, others...), jobs
 	}
 	for k := range max(1, nodeCount/100) {
 		others = append(others,
@@ -80,10 +107,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func BenchmarkPlan(b *testing.B) {
+func BenchmarkPlan(b *testing.B) { benchmarkPlan(b, benchScenario) }
+
+// BenchmarkPlanRebalance measures a plan that is all rebalancing.
+func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }
+
+func benchmarkPlan(b *testing.B, scenario func(int) (cluster.ClusterResource, []Job)) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			snap, jobs := benchScenario(n)
+			snap, jobs := scenario(n)
 			actions := Plan(snap, jobs, Options{})
 			up, down := 0, 0
 			for _, a := range actions {

@@ -173,6 +173,8 @@ type jobState struct {
 	growPlaced     int64
 
 	growsFromIdle   bool      // growth can serve it from idle capacity: rebalance gives it nothing
+	promised        int64     // trainers rebalance freed room for, for growth to add
+	takerAt         int       // index in rebalance's heap of takers, -1 when not in it
 	rebalanced      int64     // trainers given back by rebalance
 	rebalanceFrom   float64   // its fulfillment before
 	rebalancePlaced int64     // its placed trainers before
@@ -700,16 +702,34 @@ func (p *planner) loadAdmits(req vec) bool { return p.admits(p.growLoad.plus(req
 type jobHeap struct {
 	items []*jobState
 	less  func(a, b *jobState) bool
+	// at, when set, is where the heap keeps each job's index (-1 once
+	// popped), so that a job can be removed from the middle.
+	at func(*jobState) *int
 }
 
 func (h *jobHeap) Len() int           { return len(h.items) }
 func (h *jobHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
-func (h *jobHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *jobHeap) Push(x any)         { h.items = append(h.items, x.(*jobState)) }
+func (h *jobHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	if h.at != nil {
+		*h.at(h.items[i]), *h.at(h.items[j]) = i, j
+	}
+}
+func (h *jobHeap) Push(x any) { h.items = append(h.items, x.(*jobState)) }
 func (h *jobHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
+	if h.at != nil {
+		*h.at(x) = -1
+	}
 	return x
+}
+
+// index numbers the items for at; call it before heap.Init.
+func (h *jobHeap) index() {
+	for i, j := range h.items {
+		*h.at(j) = i
+	}
 }
 
 func cmpString(a, b string) int {

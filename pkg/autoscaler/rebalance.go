@@ -1,5 +1,7 @@
 package autoscaler
 
+import "container/heap"
+
 // DefaultRebalanceGap is the fulfillment difference between two jobs of one
 // priority above which Plan moves trainers from the more fulfilled one, used
 // when Options.RebalanceGap is not positive.
@@ -24,6 +26,12 @@ func (p *planner) rebalance() {
 			return // this plan yields already: one kind of change at a time
 		}
 	}
+	// A job that growth can serve from idle capacity takes nothing: nothing
+	// was freed in this plan yet, so the fit index holds exactly the idle
+	// capacity growth hands out.
+	for _, j := range p.movable {
+		j.growsFromIdle = p.index.firstFit(j.req) >= 0 && p.loadAdmits(j.req)
+	}
 	byPriority := map[int32][]*jobState{}
 	var levels []int32
 	for _, j := range p.movable {
@@ -32,30 +40,37 @@ func (p *planner) rebalance() {
 		}
 		byPriority[j.priority] = append(byPriority[j.priority], j)
 	}
-	// A job that growth can serve from idle capacity takes nothing: nothing
-	// was freed in this plan yet, so the fit index holds exactly the idle
-	// capacity growth hands out.
-	for _, j := range p.movable {
-		j.growsFromIdle = p.index.firstFit(j.req) >= 0 && p.loadAdmits(j.req)
-	}
-	promised := map[*jobState]int64{} // trainers each taker will grow by
-	reserved := map[int32]vec{}       // per node, room promised to takers
-	exhausted := map[*jobState]bool{} // givers whose trainers free no room a taker fits in
+	reserved := map[int32]vec{} // per node, room promised to takers
 	load := p.growLoad
 	for _, level := range levels {
-		jobs := byPriority[level]
-		for {
-			giver, taker := p.pair(jobs, promised, exhausted)
-			if giver == nil || taker == nil {
-				break
+		givers := &jobHeap{less: giveFirst}
+		takers := &jobHeap{less: takeFirst, at: func(j *jobState) *int { return &j.takerAt }}
+		for _, j := range byPriority[level] {
+			givers.items = append(givers.items, j)
+			takers.items = append(takers.items, j)
+		}
+		takers.index()
+		heap.Init(givers)
+		heap.Init(takers)
+		for givers.Len() > 0 && takers.Len() > 0 {
+			giver, taker := givers.items[0], takers.items[0]
+			// Drop who cannot give or take any more; a job is never both.
+			if giver.slack() == 0 || !giver.victims[giver.next].bound || giver.promised > 0 {
+				heap.Pop(givers)
+				continue
 			}
-			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+promised[taker])
+			if taker.growsFromIdle || taker.coolingDown || taker.unschedulable || taker.starved ||
+				taker.desired+taker.promised >= taker.max {
+				heap.Pop(takers)
+				continue
+			}
+			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+taker.promised)
 			if gf-tf <= gap {
-				break
+				break // the most fulfilled giver is close enough to the least fulfilled taker
 			}
 			// After the move the giver must still be at least as fulfilled
 			// as the taker, or the next plan would move the trainer back.
-			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+promised[taker]+1) < 0 {
+			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+taker.promised+1) < 0 {
 				break
 			}
 			v := &giver.victims[giver.next]
@@ -63,7 +78,7 @@ func (p *planner) rebalance() {
 			if n < 0 || !taker.req.fitsIn(p.free[n].plus(v.req).minus(reserved[n])) {
 				// The taker's trainer would not fit where this one leaves:
 				// the giver's capacity is of no use to it.
-				exhausted[giver] = true
+				heap.Pop(givers)
 				continue
 			}
 			after := load.minus(v.req).plus(taker.req)
@@ -74,38 +89,35 @@ func (p *planner) rebalance() {
 				giver.rebalanceFrom, giver.rebalancePlaced = gf, giver.placed
 				giver.rebalanceTo, giver.rebalanceToF = taker, tf
 			}
+			if giver.takerAt >= 0 {
+				heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
+			}
 			reserved[n] = reserved[n].plus(taker.req)
 			load = after
 			p.removeNext(giver)
 			giver.rebalanced++
-			promised[taker]++
+			taker.promised++
+			heap.Fix(givers, 0)
+			heap.Fix(takers, taker.takerAt)
 		}
 	}
 }
 
-// pair returns the most fulfilled job that can give a running trainer (and
-// is not exhausted) and the least fulfilled other one that can grow, counting
-// the trainers promised to it in this phase.
-func (p *planner) pair(jobs []*jobState, promised map[*jobState]int64, exhausted map[*jobState]bool) (giver, taker *jobState) {
-	for _, j := range jobs {
-		if j.slack() > 0 && j.victims[j.next].bound && promised[j] == 0 && !exhausted[j] && (giver == nil || fulfillmentCmp(j, giver) > 0 || (fulfillmentCmp(j, giver) == 0 && j.key < giver.key)) {
-			giver = j
-		}
+// giveFirst orders the givers: the most fulfilled first, then by key.
+func giveFirst(a, b *jobState) bool {
+	if c := fulfillmentCmp(a, b); c != 0 {
+		return c > 0
 	}
-	for _, j := range jobs {
-		if j == giver || j.rebalanced > 0 || j.growsFromIdle || j.coolingDown || j.unschedulable || j.starved || j.desired+promised[j] >= j.max {
-			continue
-		}
-		if taker == nil {
-			taker = j
-			continue
-		}
-		c := fulfillmentAt(j, j.placed+promised[j], taker, taker.placed+promised[taker])
-		if c < 0 || (c == 0 && j.key < taker.key) {
-			taker = j
-		}
+	return a.key < b.key
+}
+
+// takeFirst orders the takers: the least fulfilled first, counting the
+// trainers promised to them, then by key.
+func takeFirst(a, b *jobState) bool {
+	if c := fulfillmentAt(a, a.placed+a.promised, b, b.placed+b.promised); c != 0 {
+		return c < 0
 	}
-	return giver, taker
+	return a.key < b.key
 }
 
 // admits reports whether load keeps every resource req asks for within the

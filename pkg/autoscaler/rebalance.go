@@ -40,7 +40,7 @@ func (p *planner) rebalance() {
 		}
 		byPriority[j.priority] = append(byPriority[j.priority], j)
 	}
-	reserved := map[int32]vec{} // per node, room promised to takers
+	var reserved []vec // per node, room promised to takers; made at the first move
 	load := p.growLoad
 	for _, level := range levels {
 		givers := &jobHeap{less: giveFirst}
@@ -75,7 +75,11 @@ func (p *planner) rebalance() {
 			}
 			v := &giver.victims[giver.next]
 			n := p.nodeOf(giver, v)
-			if n < 0 || !taker.req.fitsIn(p.free[n].plus(v.req).minus(reserved[n])) {
+			var promised vec
+			if reserved != nil && n >= 0 {
+				promised = reserved[n]
+			}
+			if n < 0 || !taker.req.fitsIn(p.free[n].plus(v.req).minus(promised)) {
 				// The taker's trainer would not fit where this one leaves:
 				// the giver's capacity is of no use to it.
 				heap.Pop(givers)
@@ -91,6 +95,9 @@ func (p *planner) rebalance() {
 			}
 			if giver.takerAt >= 0 {
 				heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
+			}
+			if reserved == nil {
+				reserved = make([]vec, len(p.free))
 			}
 			reserved[n] = reserved[n].plus(taker.req)
 			load = after

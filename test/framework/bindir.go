@@ -17,6 +17,20 @@ const BinDirEnv = "EDL_CONTROLPLANE_BIN"
 
 const modulePath = "github.com/paddlepaddle/edl"
 
+// CacheDir is the directory EDL's scripts and commands keep their state in,
+// as hack/build-control-plane.sh and hack/cluster.sh resolve it:
+// $EDL_CACHE_DIR, or ~/.cache/edl.
+func CacheDir() string {
+	if d := os.Getenv("EDL_CACHE_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "edl")
+}
+
 // binaries lists what Start runs, all expected in BinDir.
 var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"}
 

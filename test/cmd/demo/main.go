@@ -380,14 +380,4 @@ func dirEnv(dir string) string {
 }
 
 // standardDir is hack/cluster.sh's directory when EDL_CLUSTER_DIR is unset.
-func standardDir() string {
-	cache := os.Getenv("EDL_CACHE_DIR")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "edl")
-	}
-	return filepath.Join(cache, "cluster")
-}
+func standardDir() string { return filepath.Join(framework.CacheDir(), "cluster") }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddlepaddle/edl/test/experiment"
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 func main() {
@@ -49,7 +50,7 @@ func run() error {
 		*out = filepath.Join("docs", "experiments", size.Name)
 	}
 	if *workDir == "" {
-		*workDir = filepath.Join(cacheDir(), "experiment", size.Name)
+		*workDir = filepath.Join(framework.CacheDir(), "experiment", size.Name)
 	}
 	bin, err := filepath.Abs(*edlBin)
 	if err != nil {
@@ -157,15 +158,4 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-func cacheDir() string {
-	if d := os.Getenv("EDL_CACHE_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return os.TempDir()
-	}
-	return filepath.Join(home, ".cache", "edl")
 }

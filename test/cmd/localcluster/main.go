@@ -125,14 +125,4 @@ func writeKubeconfig(from, to string) error {
 	return os.Rename(tmp, to)
 }
 
-func defaultDir() string {
-	cache := os.Getenv("EDL_CACHE_DIR")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "edl")
-	}
-	return filepath.Join(cache, "cluster")
-}
+func defaultDir() string { return filepath.Join(framework.CacheDir(), "cluster") }

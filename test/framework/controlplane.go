@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -40,6 +41,10 @@ const (
 	// its --request-timeout (1 min) for clients to close their watches; a
 	// test control plane has nothing to gain from that.
 	stopGrace = 3 * time.Second
+
+	// startAttempts bounds how often Start lays the control plane out again
+	// on new ports after a component found its port taken.
+	startAttempts = 3
 )
 
 // Component names, as used for log files (Dir/logs/<name>.log) and LogTail.
@@ -125,12 +130,28 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
 		return nil, err
 	}
-	if err := cp.prepare(opts); err != nil {
-		_ = cp.Stop()
-		return nil, err
-	}
 	track(cp)
-	if err := cp.start(ctx, opts); err != nil {
+	for attempt := 1; ; attempt++ {
+		if err := cp.prepare(opts); err != nil {
+			_ = cp.Stop()
+			return nil, err
+		}
+		err := cp.start(ctx, opts)
+		if err == nil {
+			break
+		}
+		if taken := cp.portTaken(); taken != "" && attempt < startAttempts && ctx.Err() == nil && !cp.isStopped() {
+			if opts.Log != nil {
+				fmt.Fprintf(opts.Log, "%s could not bind its port (%s); starting again on other ports\n", taken, err)
+			}
+			cp.stopComponents()
+			// etcd keeps its peer URL in its data; the next attempt's differs.
+			if err := os.RemoveAll(filepath.Join(cp.Dir, "etcd")); err != nil {
+				_ = cp.Stop()
+				return nil, err
+			}
+			continue
+		}
 		// Keep the logs that explain the failure.
 		cp.mu.Lock()
 		cp.removeDir = false
@@ -150,10 +171,14 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		}
 	}
 	var err error
-	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
-		return err
+	// A second layout keeps the first one's credentials: client-go caches
+	// TLS transports by the certificate files' paths.
+	if cp.pki == nil {
+		if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
+			return err
+		}
 	}
-	ports, err := freePorts(5)
+	ports, err := pickPorts(5)
 	if err != nil {
 		return err
 	}
@@ -305,7 +330,9 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	// developer's kwok settings out of the tests.
 	kw.env = []string{"HOME=" + filepath.Join(cp.Dir, "kwok", "home")}
 
+	cp.mu.Lock()
 	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
+	cp.mu.Unlock()
 	cp.healthz = map[*process]string{
 		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
 		scheduler: fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
@@ -446,19 +473,7 @@ func (cp *ControlPlane) stop() error {
 	cp.mu.Unlock()
 	untrack(cp)
 
-	// The API server's clients first, so that it has no watches to drain,
-	// then the API server, so that etcd has none either. Before prepare has
-	// laid out the processes there is nothing to stop.
-	if len(cp.components) > 0 {
-		etcd, clients := cp.components[0], cp.components[2:]
-		var wg sync.WaitGroup
-		for _, p := range clients {
-			wg.Go(func() { p.stop(stopGrace) })
-		}
-		wg.Wait()
-		cp.apiServer.stop(stopGrace)
-		etcd.stop(stopGrace)
-	}
+	cp.stopComponents()
 
 	cp.mu.Lock()
 	remove := cp.removeDir
@@ -467,6 +482,40 @@ func (cp *ControlPlane) stop() error {
 		return os.RemoveAll(cp.Dir)
 	}
 	return nil
+}
+
+// stopComponents stops every process: the API server's clients first, so that
+// it has no watches to drain, then the API server, so that etcd has none
+// either. Before prepare has laid out the processes there is nothing to stop.
+func (cp *ControlPlane) stopComponents() {
+	cp.mu.Lock()
+	components := cp.components
+	cp.mu.Unlock()
+	if len(components) == 0 {
+		return
+	}
+	etcd, apiServer, clients := components[0], components[1], components[2:]
+	var wg sync.WaitGroup
+	for _, p := range clients {
+		wg.Go(func() { p.stop(stopGrace) })
+	}
+	wg.Wait()
+	apiServer.stop(stopGrace)
+	etcd.stop(stopGrace)
+}
+
+// portTaken names the first component whose last run failed because its
+// port was in use, or returns "".
+func (cp *ControlPlane) portTaken() string {
+	cp.mu.Lock()
+	components := cp.components
+	cp.mu.Unlock()
+	for _, p := range components {
+		if strings.Contains(p.lastRun(), "address already in use") {
+			return p.name
+		}
+	}
+	return ""
 }
 
 func (cp *ControlPlane) isStopped() bool {
@@ -547,19 +596,51 @@ profiles:
 `, kubeconfig, plugins, scoring)
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free
-// when returned; nothing reserves them.
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free when
+// tried. Nothing reserves them until the components bind them, so they are
+// drawn at random from below the kernel's ephemeral range: a port in that
+// range is what every outgoing connection on the machine (a parallel test
+// package's, say) takes as its local port, and one did take a port this
+// function had just found free. Start tries again if a port is taken anyway.
 func freePorts(n int) ([]int, error) {
+	lo, hi := portRange()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+	seen := map[int]bool{}
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("find %d free ports in [%d, %d): only %d found", n, lo, hi, len(ports))
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := lo + rand.IntN(hi-lo) // #nosec G404 -- a port number, not a secret
+		if seen[port] {
+			continue
+		}
+		seen[port] = true
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// pickPorts is freePorts; a test replaces it to hand out a taken port.
+var pickPorts = freePorts
+
+// portRange is where freePorts draws from: the 16,384 ports below the
+// ephemeral range (Linux's ip_local_port_range, 32768 by default).
+func portRange() (lo, hi int) {
+	hi = 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				hi = v
+			}
+		}
+	}
+	lo = max(1024, hi-16384)
+	return lo, hi
 }
 
 // writeStages copies kwok's embedded stages into dir and returns their paths.

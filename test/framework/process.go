@@ -153,6 +153,20 @@ func (p *process) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// lastRun returns the log of the process's latest run: what follows the last
+// header line start wrote.
+func (p *process) lastRun() string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	if i := strings.LastIndex(s, "\n=== "); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
 func isClosed(c chan struct{}) bool {
 	if c == nil {
 		return false

@@ -176,8 +176,14 @@ func withTrainers(minInstance, maxInstance int32) jobMutator {
 // waitForJob waits until the job's status satisfies cond and returns it.
 func waitForJob(t *testing.T, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {
 	t.Helper()
+	return waitForJobWithin(t, waitTimeout, ns, name, what, cond)
+}
+
+// waitForJobWithin is waitForJob with a timeout of its own.
+func waitForJobWithin(t *testing.T, timeout time.Duration, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {
+	t.Helper()
 	var last *v1.TrainingJob
-	err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		job, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

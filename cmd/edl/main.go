@@ -66,6 +66,9 @@ type options struct {
 
 	httpAddr string
 
+	kubeAPIQPS   float64
+	kubeAPIBurst int
+
 	leaderElect   bool
 	leaderElectNS string
 	leaseDuration time.Duration
@@ -123,6 +126,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
 	fs.StringVar(&o.gpuResources, "gpu_resources", "nvidia.com/gpu", "comma-separated extended resources counted as GPUs")
+	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
+	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", 30, "requests edl may send at once above -kube_api_qps")
 	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
 	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
 	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
@@ -167,6 +172,12 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	}
 	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
 		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
+	}
+	if !(o.kubeAPIQPS > 0) || math.IsInf(o.kubeAPIQPS, 0) {
+		return o, fmt.Errorf("invalid value %v for flag -kube_api_qps: must be positive", o.kubeAPIQPS)
+	}
+	if o.kubeAPIBurst < 1 {
+		return o, fmt.Errorf("invalid value %d for flag -kube_api_burst: must be at least 1", o.kubeAPIBurst)
 	}
 	if o.httpAddr != "" {
 		if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
@@ -238,14 +249,24 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// clientConfig is restConfig with edl's user agent and the flags' rate limit.
+func clientConfig(opts options) (*rest.Config, error) {
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "edl/" + version
+	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	return cfg, nil
+}
+
 // start connects to the API server and runs until ctx is done.
 func start(ctx context.Context, opts options, logger log.Logger) error {
 	routeKlog(logger)
-	cfg, err := restConfig(opts.kubeconfig)
+	cfg, err := clientConfig(opts)
 	if err != nil {
 		return err
 	}
-	cfg.UserAgent = "edl/" + version
 	// Work queues and REST clients find their metrics through process-wide
 	// hooks, set before the first queue and the first request.
 	m := metrics.New(version)
@@ -265,8 +286,16 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	if err != nil {
 		return fmt.Errorf("create TrainingJob client: %w", err)
 	}
+	var leaseClient kubernetes.Interface
 	if opts.leaderElect {
-		if err := checkLeaseNamespace(ctx, kubeClient, opts.leaderElectNS); err != nil {
+		// The Lease has a client and a rate limit of its own, so that a
+		// burst of scaling writes never delays a renewal.
+		leaseConfig := rest.CopyConfig(cfg)
+		leaseConfig.UserAgent += " (leader-election)"
+		if leaseClient, err = kubernetes.NewForConfig(leaseConfig); err != nil {
+			return fmt.Errorf("create leader-election client: %w", err)
+		}
+		if err := checkLeaseNamespace(ctx, leaseClient, opts.leaderElectNS); err != nil {
 			return err
 		}
 	}
@@ -359,7 +388,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		return work(ctx)
 	}
 	return runElected(ctx, election{
-		client:        kubeClient,
+		client:        leaseClient,
 		recorder:      recorder,
 		watchdog:      h.watchdog,
 		log:           logger,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,6 +46,9 @@ func TestBadInvocationsGiveOneLine(t *testing.T) {
 		{"max_load_desired not a number", []string{"-max_load_desired", "most"}, 2, `invalid value "most" for flag -max_load_desired`},
 		{"rebalance_gap zero", []string{"-rebalance_gap", "0"}, 2, "invalid value 0 for flag -rebalance_gap: must be greater than 0 and at most 1"},
 		{"rebalance_gap above 1", []string{"-rebalance_gap", "1.5"}, 2, "invalid value 1.5 for flag -rebalance_gap: must be greater than 0 and at most 1"},
+		{"zero qps", []string{"-kube_api_qps", "0"}, 2, "invalid value 0 for flag -kube_api_qps: must be positive"},
+		{"qps not a number", []string{"-kube_api_qps", "NaN"}, 2, "invalid value NaN for flag -kube_api_qps: must be positive"},
+		{"zero burst", []string{"-kube_api_burst", "0"}, 2, "invalid value 0 for flag -kube_api_burst: must be at least 1"},
 		{"bad http_addr", []string{"-http_addr", "8080"}, 2, `invalid value "8080" for flag -http_addr: must be host:port or :port`},
 		{"bad lease namespace", []string{"-leader_elect_namespace", "Paddle_Cloud"}, 2, `invalid value "Paddle_Cloud" for flag -leader_elect_namespace`},
 		{"zero lease duration", []string{"-leader_elect_lease_duration", "0s"}, 2, "invalid value 0s for flag -leader_elect_lease_duration: must be positive"},
@@ -132,4 +136,24 @@ func TestOneLineJoinsErrors(t *testing.T) {
 	assert.NoError(t, oneLine(nil))
 	err := oneLine(errors.Join(errors.New("the controller failed"), nil, errors.New("the autoscaler failed")))
 	assert.EqualError(t, err, "the controller failed; the autoscaler failed")
+}
+
+func TestClientConfigCarriesTheRateLimit(t *testing.T) {
+	kubeconfig := writeKubeconfig(t, "https://127.0.0.1:1")
+	for _, c := range []struct {
+		args  []string
+		qps   float32
+		burst int
+	}{
+		{nil, 20, 30},
+		{[]string{"-kube_api_qps", "7.5", "-kube_api_burst", "12"}, 7.5, 12},
+	} {
+		opts, err := parseFlags(append([]string{"-kubeconfig", kubeconfig}, c.args...), io.Discard)
+		require.NoError(t, err)
+		cfg, err := clientConfig(opts)
+		require.NoError(t, err)
+		assert.Equal(t, c.qps, cfg.QPS, c.args)
+		assert.Equal(t, c.burst, cfg.Burst, c.args)
+		assert.Equal(t, "edl/"+version, cfg.UserAgent)
+	}
 }

@@ -65,6 +65,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  Recorder
 	log      log.Logger
+	gpus     []corev1.ResourceName // counted as GPUs in the trainers' environment
 }
 
 // Recorder counts what the controller measures; pkg/metrics implements it
@@ -80,6 +81,13 @@ type Option func(*Controller)
 // WithRecorder reports the controller's measurements to r.
 func WithRecorder(r Recorder) Option {
 	return func(c *Controller) { c.metrics = r }
+}
+
+// WithGPUResources names the extended resources counted as GPUs in the
+// trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT (edl's
+// -gpu_resources); the default is GPUResource.
+func WithGPUResources(names []corev1.ResourceName) Option {
+	return func(c *Controller) { c.gpus = append([]corev1.ResourceName(nil), names...) }
 }
 
 // NewController wires the controller to its informers. The pod informer may
@@ -443,7 +451,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		if final {
 			return nil
 		}
-		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false))
+		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false), c.gpus)
 		_, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache is behind; its event brings the job back
@@ -456,7 +464,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return nil
 	}
 
-	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final))
+	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final), c.gpus)
 	have := int32(1)
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas

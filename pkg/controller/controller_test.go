@@ -107,7 +107,7 @@ func TestSyncCreatesANewJob(t *testing.T) {
 				case *appsv1.ReplicaSet:
 					role := map[string]Role{"mnist-master": RoleMaster, "mnist-pserver": RolePserver, "mnist-trainer": RoleTrainer}[obj.Name]
 					want := map[Role]int32{RoleMaster: 1, RolePserver: tt.job.Spec.Pserver.MinInstance, RoleTrainer: tt.job.Spec.Trainer.MinInstance}[role]
-					assert.Equal(t, ReplicaSet(tt.job, role, want), obj, "ReplicaSet %s", obj.Name)
+					assert.Equal(t, ReplicaSet(tt.job, role, want, nil), obj, "ReplicaSet %s", obj.Name)
 				case *corev1.Service:
 					role := map[string]Role{"mnist-master": RoleMaster, "mnist-pserver": RolePserver}[obj.Name]
 					assert.Equal(t, Service(tt.job, role), obj, "Service %s", obj.Name)
@@ -291,7 +291,7 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 
 			for _, role := range changedRoles {
 				name := ReplicaSetName("mnist", role)
-				want := ReplicaSet(changed, role, 1)
+				want := ReplicaSet(changed, role, 1, nil)
 				var ops []jsonPatchOp
 				require.NoError(t, json.Unmarshal(f.patchOf("replicasets", name), &ops))
 				paths := map[string]any{}
@@ -756,4 +756,25 @@ func TestEventsWaitForTheStatusWrite(t *testing.T) {
 	})
 	require.Error(t, f.sync("mnist"))
 	assert.Empty(t, f.events(), "no Running event for a status that was not stored")
+}
+
+// edl's -gpu_resources reaches the trainers' environment: a trainer with a
+// MIG slice is told to use its GPU only when the slice is named.
+func TestSyncCountsTheNamedGPUResources(t *testing.T) {
+	mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
+	resources := corev1.ResourceRequirements{Limits: resourceList(string(mig), "2", "cpu", "4")}
+	for _, c := range []struct {
+		opts          []Option
+		count, useGPU string
+	}{
+		{nil, "4", "false"},
+		{[]Option{WithGPUResources([]corev1.ResourceName{mig})}, "2", "true"},
+	} {
+		f := newFixture(t, c.opts...)
+		f.addJob(newJob("mnist", withTrainerResources(resources)))
+		require.NoError(t, f.sync("mnist"))
+		env := f.getReplicaSet("mnist-trainer").Spec.Template.Spec.Containers[0].Env
+		assert.Equal(t, c.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
+		assert.Equal(t, c.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
+	}
 }

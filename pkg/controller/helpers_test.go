@@ -211,7 +211,7 @@ type rsMutator func(*appsv1.ReplicaSet)
 
 // ownedReplicaSet is the ReplicaSet the controller builds for a role.
 func ownedReplicaSet(job *v1.TrainingJob, role Role, replicas int32, muts ...rsMutator) *appsv1.ReplicaSet {
-	rs := ReplicaSet(job, role, replicas)
+	rs := ReplicaSet(job, role, replicas, nil)
 	for _, m := range muts {
 		m(rs)
 	}
@@ -371,7 +371,7 @@ func (f *fixture) addJobObjects(job *v1.TrainingJob, trainers int32) {
 	f.t.Helper()
 	for _, role := range roles(job) {
 		replicas := desiredReplicas(job, role, &trainers, false)
-		f.addReplicaSet(ReplicaSet(job, role, replicas))
+		f.addReplicaSet(ReplicaSet(job, role, replicas, nil))
 		if role != RoleTrainer {
 			f.addService(Service(job, role))
 		}

@@ -121,12 +121,18 @@ func ports(job *v1.TrainingJob) []corev1.ContainerPort {
 }
 
 // trainerCount is the number of "trainers" PaddlePaddle v1 runs inside one
-// trainer process: its GPUs, or else its whole CPUs (at least one).
-func trainerCount(job *v1.TrainingJob) (count int64, useGPU bool) {
+// trainer process: its GPUs (the first of gpus it has a limit, else a
+// request, for), or else its whole CPUs (at least one).
+func trainerCount(job *v1.TrainingJob, gpus []corev1.ResourceName) (count int64, useGPU bool) {
+	if len(gpus) == 0 {
+		gpus = []corev1.ResourceName{GPUResource}
+	}
 	res := job.Spec.Trainer.Resources
-	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
-		if gpu, ok := list[GPUResource]; ok && gpu.Value() > 0 {
-			return gpu.Value(), true
+	for _, name := range gpus {
+		for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
+			if gpu, ok := list[name]; ok && gpu.Value() > 0 {
+				return gpu.Value(), true
+			}
 		}
 	}
 	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
@@ -137,7 +143,8 @@ func trainerCount(job *v1.TrainingJob) (count int64, useGPU bool) {
 	return 1, false
 }
 
-// GPUResource is the extended resource name of NVIDIA GPUs.
+// GPUResource is the extended resource name of NVIDIA GPUs, what the pod
+// builders count as GPUs when given no names.
 const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // Endpoints of the master Service of a fault-tolerant job.
@@ -154,12 +161,13 @@ func etcdEndpoint(job *v1.TrainingJob) string {
 
 // Env is the environment contract of a role's container: both the names the
 // original (v1) launcher reads and those of the Fluid-era launchers. It is
-// documented in docs/api.md.
-func Env(job *v1.TrainingJob, role Role) []corev1.EnvVar {
+// documented in docs/api.md. gpus are the extended resources counted as GPUs
+// (edl's -gpu_resources); nil means GPUResource.
+func Env(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) []corev1.EnvVar {
 	spec := &job.Spec
 	trainers := strconv.Itoa(int(spec.Trainer.MinInstance))
 	pservers := strconv.Itoa(int(spec.Pserver.MinInstance))
-	count, useGPU := trainerCount(job)
+	count, useGPU := trainerCount(job, gpus)
 	env := []corev1.EnvVar{
 		{Name: "PADDLE_JOB_NAME", Value: job.Name},
 		{Name: "PADDLE_TRAINING_ROLE", Value: string(role)},
@@ -213,15 +221,15 @@ func resourcesOf(job *v1.TrainingJob, role Role) corev1.ResourceRequirements {
 	}
 }
 
-// PodTemplate builds the pod template of a role.
-func PodTemplate(job *v1.TrainingJob, role Role) corev1.PodTemplateSpec {
+// PodTemplate builds the pod template of a role; gpus as for Env.
+func PodTemplate(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) corev1.PodTemplateSpec {
 	spec := &job.Spec
 	container := corev1.Container{
 		Name:            containerName(role),
 		Image:           spec.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         command(job, role),
-		Env:             Env(job, role),
+		Env:             Env(job, role, gpus),
 		Resources:       resourcesOf(job, role),
 		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
 	}
@@ -256,9 +264,10 @@ func PodTemplate(job *v1.TrainingJob, role Role) corev1.PodTemplateSpec {
 	}
 }
 
-// ReplicaSet builds the ReplicaSet of a role with the given replicas.
-func ReplicaSet(job *v1.TrainingJob, role Role, replicas int32) *appsv1.ReplicaSet {
-	template := PodTemplate(job, role)
+// ReplicaSet builds the ReplicaSet of a role with the given replicas; gpus
+// as for Env.
+func ReplicaSet(job *v1.TrainingJob, role Role, replicas int32, gpus []corev1.ResourceName) *appsv1.ReplicaSet {
+	template := PodTemplate(job, role, gpus)
 	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaSetName(job.Name, role),

@@ -33,7 +33,7 @@ func TestNamesAndLabels(t *testing.T) {
 			assert.Equal(t, tt.name, ServiceName("mnist", tt.role))
 			assert.Equal(t, tt.label, LabelFor(tt.role))
 
-			rs := ReplicaSet(job, tt.role, 1)
+			rs := ReplicaSet(job, tt.role, 1, nil)
 			assert.Equal(t, tt.name, rs.Name)
 			assert.Equal(t, testNamespace, rs.Namespace)
 			want := map[string]string{tt.label: "mnist"}
@@ -58,7 +58,7 @@ func TestOwnerReference(t *testing.T) {
 	}}
 	for _, role := range allRoles {
 		t.Run(string(role), func(t *testing.T) {
-			assert.Equal(t, want, ReplicaSet(job, role, 1).OwnerReferences)
+			assert.Equal(t, want, ReplicaSet(job, role, 1, nil).OwnerReferences)
 			if role != RoleTrainer {
 				assert.Equal(t, want, Service(job, role).OwnerReferences)
 			}
@@ -89,7 +89,7 @@ func TestStartCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			container := PodTemplate(tt.job, tt.role).Spec.Containers[0]
+			container := PodTemplate(tt.job, tt.role, nil).Spec.Containers[0]
 			assert.Equal(t, tt.want, container.Command)
 			assert.Empty(t, container.Args)
 		})
@@ -117,8 +117,8 @@ func TestPorts(t *testing.T) {
 				want = append(want, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
 				wantSvc = append(wantSvc, corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
 			}
-			assert.Equal(t, want, PodTemplate(tt.job, RolePserver).Spec.Containers[0].Ports)
-			assert.Equal(t, want, PodTemplate(tt.job, RoleTrainer).Spec.Containers[0].Ports)
+			assert.Equal(t, want, PodTemplate(tt.job, RolePserver, nil).Spec.Containers[0].Ports)
+			assert.Equal(t, want, PodTemplate(tt.job, RoleTrainer, nil).Spec.Containers[0].Ports)
 
 			svc := Service(tt.job, RolePserver)
 			assert.Equal(t, wantSvc, svc.Spec.Ports)
@@ -153,7 +153,7 @@ func TestServices(t *testing.T) {
 		assert.Equal(t, []corev1.ContainerPort{
 			{Name: "master", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
 			{Name: "etcd", ContainerPort: 2379, Protocol: corev1.ProtocolTCP},
-		}, PodTemplate(job, RoleMaster).Spec.Containers[0].Ports)
+		}, PodTemplate(job, RoleMaster, nil).Spec.Containers[0].Ports)
 	})
 }
 
@@ -166,7 +166,7 @@ func TestResourcesPerRole(t *testing.T) {
 	}))
 	for role, want := range map[Role]corev1.ResourceRequirements{RoleMaster: master, RolePserver: pserver, RoleTrainer: trainer} {
 		t.Run(string(role), func(t *testing.T) {
-			got := PodTemplate(job, role).Spec.Containers[0].Resources
+			got := PodTemplate(job, role, nil).Spec.Containers[0].Resources
 			assert.Equal(t, want, got)
 			// The template owns its copy: changing it leaves the job alone.
 			got.Requests[corev1.ResourceCPU] = resourceList("cpu", "99")[corev1.ResourceCPU]
@@ -187,7 +187,7 @@ func TestPodSpecOptions(t *testing.T) {
 	}))
 	for _, role := range allRoles {
 		t.Run(string(role), func(t *testing.T) {
-			pod := PodTemplate(job, role).Spec
+			pod := PodTemplate(job, role, nil).Spec
 			c := pod.Containers[0]
 			assert.Equal(t, "registry.example/paddle:1.0", c.Image)
 			assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
@@ -205,12 +205,12 @@ func TestPodSpecOptions(t *testing.T) {
 	}
 
 	t.Run("no host network keeps the default DNS policy", func(t *testing.T) {
-		pod := PodTemplate(newJob("a"), RoleTrainer).Spec
+		pod := PodTemplate(newJob("a"), RoleTrainer, nil).Spec
 		assert.False(t, pod.HostNetwork)
 		assert.Empty(t, pod.DNSPolicy)
 	})
 	t.Run("the template does not alias the job's slices and maps", func(t *testing.T) {
-		pod := PodTemplate(job, RoleTrainer).Spec
+		pod := PodTemplate(job, RoleTrainer, nil).Spec
 		pod.NodeSelector["disk"] = "hdd"
 		pod.Volumes[0].Name = "changed"
 		assert.Equal(t, "ssd", job.Spec.NodeSelector["disk"])
@@ -245,7 +245,7 @@ func TestEnvContract(t *testing.T) {
 	}))
 	for _, role := range allRoles {
 		t.Run(string(role), func(t *testing.T) {
-			env := Env(job, role)
+			env := Env(job, role, nil)
 			want := map[string]string{
 				"PADDLE_JOB_NAME":                  "mnist",
 				"PADDLE_TRAINING_ROLE":             string(role),
@@ -287,7 +287,7 @@ func TestEnvContract(t *testing.T) {
 			for _, name := range []string{"PADDLE_MASTER_ENDPOINT", "PADDLE_ETCD_ENDPOINTS", "ETCD_ENDPOINTS"} {
 				assert.NotContains(t, m, name, "a plain job has no master")
 			}
-			assert.Equal(t, env, PodTemplate(job, role).Spec.Containers[0].Env, "the container carries the contract")
+			assert.Equal(t, env, PodTemplate(job, role, nil).Spec.Containers[0].Env, "the container carries the contract")
 		})
 	}
 }
@@ -310,7 +310,7 @@ func TestEnvFaultTolerantEndpoints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, role := range allRoles {
-				env := Env(tt.job, role)
+				env := Env(tt.job, role, nil)
 				m := envMap(t, env)
 				if tt.noEndpoint {
 					assert.NotContains(t, m, "PADDLE_MASTER_ENDPOINT")
@@ -327,25 +327,30 @@ func TestEnvFaultTolerantEndpoints(t *testing.T) {
 }
 
 func TestEnvTrainerCount(t *testing.T) {
+	mig := []corev1.ResourceName{"nvidia.com/mig-1g.5gb", "nvidia.com/gpu"}
 	tests := []struct {
 		name      string
 		resources corev1.ResourceRequirements
+		gpus      []corev1.ResourceName
 		count     string
 		useGPU    string
 	}{
-		{"nothing requested: one", corev1.ResourceRequirements{}, "1", "false"},
-		{"whole CPUs requested", corev1.ResourceRequirements{Requests: resourceList("cpu", "4")}, "4", "false"},
-		{"whole CPUs as limits", corev1.ResourceRequirements{Limits: resourceList("cpu", "3")}, "3", "false"},
-		{"less than one CPU: one", corev1.ResourceRequirements{Requests: resourceList("cpu", "500m")}, "1", "false"},
+		{"nothing requested: one", corev1.ResourceRequirements{}, nil, "1", "false"},
+		{"whole CPUs requested", corev1.ResourceRequirements{Requests: resourceList("cpu", "4")}, nil, "4", "false"},
+		{"whole CPUs as limits", corev1.ResourceRequirements{Limits: resourceList("cpu", "3")}, nil, "3", "false"},
+		{"less than one CPU: one", corev1.ResourceRequirements{Requests: resourceList("cpu", "500m")}, nil, "1", "false"},
 		// "its whole CPUs": 2.5 CPUs hold two whole CPUs, not three.
-		{"fractional CPUs: the whole ones", corev1.ResourceRequirements{Requests: resourceList("cpu", "2500m")}, "2", "false"},
-		{"GPUs as limits", corev1.ResourceRequirements{Requests: resourceList("cpu", "8"), Limits: resourceList("nvidia.com/gpu", "2")}, "2", "true"},
-		{"GPUs as requests", corev1.ResourceRequirements{Requests: resourceList("nvidia.com/gpu", "1", "cpu", "4")}, "1", "true"},
-		{"zero GPUs: CPUs", corev1.ResourceRequirements{Requests: resourceList("cpu", "2"), Limits: resourceList("nvidia.com/gpu", "0")}, "2", "false"},
+		{"fractional CPUs: the whole ones", corev1.ResourceRequirements{Requests: resourceList("cpu", "2500m")}, nil, "2", "false"},
+		{"GPUs as limits", corev1.ResourceRequirements{Requests: resourceList("cpu", "8"), Limits: resourceList("nvidia.com/gpu", "2")}, nil, "2", "true"},
+		{"GPUs as requests", corev1.ResourceRequirements{Requests: resourceList("nvidia.com/gpu", "1", "cpu", "4")}, nil, "1", "true"},
+		{"zero GPUs: CPUs", corev1.ResourceRequirements{Requests: resourceList("cpu", "2"), Limits: resourceList("nvidia.com/gpu", "0")}, nil, "2", "false"},
+		{"-gpu_resources names MIG slices", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, mig, "2", "true"},
+		{"a GPU not in -gpu_resources: CPUs", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, nil, "4", "false"},
+		{"the first name counts", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/gpu", "1", "nvidia.com/mig-1g.5gb", "3")}, mig, "3", "true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := Env(newJob("a", withTrainerResources(tt.resources)), RoleTrainer)
+			env := Env(newJob("a", withTrainerResources(tt.resources)), RoleTrainer, tt.gpus)
 			assert.Equal(t, tt.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
 			assert.Equal(t, tt.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
 		})
@@ -366,7 +371,7 @@ func TestEnvPasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			job := newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Passes, s.Trainer.Passes = tt.spec, tt.trainer }))
-			assert.Equal(t, tt.want, envValue(t, Env(job, RoleTrainer), "PADDLE_INIT_NUM_PASSES"))
+			assert.Equal(t, tt.want, envValue(t, Env(job, RoleTrainer, nil), "PADDLE_INIT_NUM_PASSES"))
 		})
 	}
 }
@@ -376,7 +381,7 @@ func TestTemplateHash(t *testing.T) {
 		job := newJob("a", append([]jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
 			s.NodeSelector = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
 		})}, muts...)...)
-		tpl := PodTemplate(job, RoleTrainer)
+		tpl := PodTemplate(job, RoleTrainer, nil)
 		return TemplateHash(&tpl)
 	}
 	first := base()
@@ -388,12 +393,12 @@ func TestTemplateHash(t *testing.T) {
 		}
 	})
 	t.Run("the ReplicaSet carries its template's hash", func(t *testing.T) {
-		rs := ReplicaSet(newJob("a"), RoleTrainer, 2)
+		rs := ReplicaSet(newJob("a"), RoleTrainer, 2, nil)
 		assert.Equal(t, TemplateHash(&rs.Spec.Template), rs.Annotations[AnnotationTemplateHash])
 	})
 	t.Run("replicas do not change it", func(t *testing.T) {
 		job := newJob("a")
-		assert.Equal(t, ReplicaSet(job, RoleTrainer, 2).Annotations, ReplicaSet(job, RoleTrainer, 5).Annotations)
+		assert.Equal(t, ReplicaSet(job, RoleTrainer, 2, nil).Annotations, ReplicaSet(job, RoleTrainer, 5, nil).Annotations)
 	})
 	changes := []struct {
 		name string
@@ -436,7 +441,7 @@ func TestReplicaSetReplicas(t *testing.T) {
 	}
 
 	t.Run("the builder takes the replicas", func(t *testing.T) {
-		rs := ReplicaSet(job, RoleTrainer, desiredReplicas(job, RoleTrainer, nil, false))
+		rs := ReplicaSet(job, RoleTrainer, desiredReplicas(job, RoleTrainer, nil, false), nil)
 		require.NotNil(t, rs.Spec.Replicas)
 		assert.Equal(t, int32(2), *rs.Spec.Replicas)
 	})

@@ -32,7 +32,7 @@ func masterPod(name string, muts ...podMutator) *corev1.Pod {
 func observation(job *v1.TrainingJob, rsRoles []Role, pods ...*corev1.Pod) observed {
 	obs := observed{replicaSets: map[Role]*appsv1.ReplicaSet{}, pods: map[Role][]*corev1.Pod{}}
 	for _, role := range rsRoles {
-		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false))
+		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)
 	}
 	for _, p := range pods {
 		for _, role := range allRoles {

@@ -268,7 +268,7 @@ func TestDocsExampleJobsAreValidAndRunnable(t *testing.T) {
 				}
 				assert.True(t, hasReq && hasLim && req.Cmp(lim) == 0, "%s: nvidia.com/gpu request %v must equal limit %v", role, req.String(), lim.String())
 			}
-			for _, env := range controller.Env(defaulted, controller.RoleTrainer) {
+			for _, env := range controller.Env(defaulted, controller.RoleTrainer, nil) {
 				if env.Name == "PADDLE_INIT_USE_GPU" && env.Value == "true" {
 					sawGPU = true
 				}
@@ -303,7 +303,7 @@ func TestDocsExampleTrainFTReadsThePodContract(t *testing.T) {
 	v1.SetObjectDefaults_TrainingJob(job)
 	require.True(t, job.Spec.FaultTolerant, "examplejob.yaml is the fault-tolerant example")
 	set := map[string]bool{}
-	for _, env := range controller.Env(job, controller.RoleTrainer) {
+	for _, env := range controller.Env(job, controller.RoleTrainer, nil) {
 		set[env.Name] = true
 	}
 	userSet := map[string]bool{"DATA_DIR": true, "OUTPUT_DIR": true}

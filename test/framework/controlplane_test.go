@@ -1,10 +1,8 @@
 package framework
 
 import (
-	"bytes"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +49,7 @@ func TestStartMovesOffATakenPort(t *testing.T) {
 	}
 	defer func() { pickPorts = freePorts }()
 
-	var log syncBuffer
+	var log SyncBuffer
 	cp := StartForTest(t, Options{Log: &log})
 	assert.Equal(t, 2, calls, "one more layout after the clash")
 	assert.Contains(t, log.String(), "kube-scheduler could not bind its port")
@@ -63,21 +61,4 @@ func TestStartMovesOffATakenPort(t *testing.T) {
 	_, err = cp.Client.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NoError(t, cp.waitHealthy(t.Context(), cp.components[3], cp.healthz[cp.components[3]], 10*time.Second))
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,4 +33,22 @@ func StartForTest(t testing.TB, opts Options) *ControlPlane {
 		}
 	})
 	return cp
+}
+
+// SyncBuffer is a bytes.Buffer safe for a process writing and a test reading.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

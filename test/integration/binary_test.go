@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,24 +50,6 @@ func edlBinary(t *testing.T) string {
 	return edlPath
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestEDLBinaryOutOfCluster runs the built edl binary the way a user does
 // from a workstation, with -kubeconfig, drives a job to Running with it, and
 // stops it with SIGTERM. It elects itself leader with a Lease in the test's
@@ -76,7 +57,7 @@ func (b *syncBuffer) String() string {
 func TestEDLBinaryOutOfCluster(t *testing.T) {
 	installCRD(t)
 	ns := newNamespace(t)
-	var stderr syncBuffer
+	var stderr framework.SyncBuffer
 	cmd := exec.Command(edlBinary(t), "-kubeconfig", cp.Kubeconfig, "-log_level", "debug",
 		"-leader_elect_namespace", ns, "-http_addr", "127.0.0.1:0")
 	cmd.Stderr = &stderr

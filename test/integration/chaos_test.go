@@ -52,7 +52,7 @@ const chaosSeedEnv = "EDL_CHAOS_SEED"
 type edlRun struct {
 	replica string
 	cmd     *exec.Cmd
-	stderr  syncBuffer
+	stderr  framework.SyncBuffer
 	started time.Time
 	done    chan struct{}
 	err     error // how the process ended, once done is closed

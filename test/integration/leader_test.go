@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // edlProc is one run of the built edl binary whose HTTP server listens on a
@@ -26,7 +28,7 @@ import (
 type edlProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *framework.SyncBuffer
 	done   chan struct{}
 	err    error // how the process ended, once done is closed
 }
@@ -40,7 +42,7 @@ var (
 // kills it if it still runs.
 func startEDLProc(t *testing.T, args ...string) *edlProc {
 	t.Helper()
-	p := &edlProc{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &edlProc{t: t, stderr: &framework.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(edlBinary(t), append(args, "-http_addr", "127.0.0.1:0")...)
 	p.cmd.Stderr = p.stderr
 	require.NoError(t, p.cmd.Start())

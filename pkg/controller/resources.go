@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"net"
+	"net/url"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -152,11 +155,37 @@ func masterEndpoint(job *v1.TrainingJob) string {
 	return fmt.Sprintf("%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, MasterPort)
 }
 
-func etcdEndpoint(job *v1.TrainingJob) string {
-	if job.Spec.Master.EtcdEndpoint != "" {
-		return job.Spec.Master.EtcdEndpoint
+// etcdEndpoint is where a role finds the task queue's etcd: master.etcd-endpoint,
+// or the etcd beside the master. An endpoint on the loopback interface, as in
+// the original's example job (127.0.0.1:2379), names the etcd inside the
+// master pod: only the master reaches it there, the other roles through the
+// master Service.
+func etcdEndpoint(job *v1.TrainingJob, role Role) string {
+	endpoint := job.Spec.Master.EtcdEndpoint
+	if endpoint != "" && (role == RoleMaster || !isLoopback(endpoint)) {
+		return endpoint
 	}
 	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, EtcdPort)
+}
+
+// isLoopback tells whether every endpoint of a comma-separated list
+// ("127.0.0.1:2379", "http://localhost:2379") is on the loopback interface.
+func isLoopback(endpoints string) bool {
+	for _, e := range strings.Split(endpoints, ",") {
+		e = strings.TrimSpace(e)
+		if !strings.Contains(e, "://") {
+			e = "//" + e
+		}
+		u, err := url.Parse(e)
+		if err != nil {
+			return false
+		}
+		host := u.Hostname()
+		if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
 }
 
 // Env is the environment contract of a role's container: both the names the
@@ -196,8 +225,8 @@ func Env(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) []corev1.En
 	if spec.FaultTolerant {
 		env = append(env,
 			corev1.EnvVar{Name: "PADDLE_MASTER_ENDPOINT", Value: masterEndpoint(job)},
-			corev1.EnvVar{Name: "PADDLE_ETCD_ENDPOINTS", Value: etcdEndpoint(job)},
-			corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: etcdEndpoint(job)},
+			corev1.EnvVar{Name: "PADDLE_ETCD_ENDPOINTS", Value: etcdEndpoint(job, role)},
+			corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: etcdEndpoint(job, role)},
 		)
 	}
 	return env

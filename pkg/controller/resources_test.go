@@ -303,9 +303,10 @@ func TestEnvFaultTolerantEndpoints(t *testing.T) {
 		{"plain job: none", newJob("mnist"), "", "", true},
 		{"fault-tolerant: the master Service", newJob("mnist", faultTolerant()),
 			"mnist-master.team-a.svc:8080", "http://mnist-master.team-a.svc:2379", false},
-		{"fault-tolerant with etcd-endpoint", newJob("mnist", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) {
-			s.Master.EtcdEndpoint = "http://etcd.infra:2379"
-		})), "mnist-master.team-a.svc:8080", "http://etcd.infra:2379", false},
+		{"fault-tolerant with etcd-endpoint", withEtcd("http://etcd.infra:2379"),
+			"mnist-master.team-a.svc:8080", "http://etcd.infra:2379", false},
+		{"several endpoints, one not loopback: as given", withEtcd("127.0.0.1:2379,10.0.0.7:2379"),
+			"mnist-master.team-a.svc:8080", "127.0.0.1:2379,10.0.0.7:2379", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -324,6 +325,26 @@ func TestEnvFaultTolerantEndpoints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The original's example job names the etcd inside the master pod by a
+// loopback address; the other pods reach that etcd through the master Service.
+func TestEnvLoopbackEtcdIsTheMastersOwn(t *testing.T) {
+	const service = "http://mnist-master.team-a.svc:2379"
+	for _, endpoint := range []string{"127.0.0.1:2379", "http://localhost:2379", "[::1]:2379", "127.0.0.2:2379, http://127.0.0.1:2379"} {
+		job := withEtcd(endpoint)
+		want := map[Role]string{RoleMaster: endpoint, RolePserver: service, RoleTrainer: service}
+		for role, w := range want {
+			env := Env(job, role, nil)
+			assert.Equal(t, w, envValue(t, env, "PADDLE_ETCD_ENDPOINTS"), "%s %s", endpoint, role)
+			assert.Equal(t, w, envValue(t, env, "ETCD_ENDPOINTS"), "%s %s", endpoint, role)
+		}
+	}
+}
+
+// withEtcd is a fault-tolerant job with master.etcd-endpoint set.
+func withEtcd(endpoint string) *v1.TrainingJob {
+	return newJob("mnist", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) { s.Master.EtcdEndpoint = endpoint }))
 }
 
 func TestEnvTrainerCount(t *testing.T) {

@@ -125,7 +125,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
-	fs.StringVar(&o.gpuResources, "gpu_resources", "nvidia.com/gpu", "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
+	fs.StringVar(&o.gpuResources, "gpu_resources", string(cluster.DefaultGPUResourceName), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", 30, "requests edl may send at once above -kube_api_qps")
 	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")

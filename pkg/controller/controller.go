@@ -85,7 +85,7 @@ func WithRecorder(r Recorder) Option {
 
 // WithGPUResources names the extended resources counted as GPUs in the
 // trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT (edl's
-// -gpu_resources); the default is GPUResource.
+// -gpu_resources); the default is cluster.DefaultGPUResourceName.
 func WithGPUResources(names []corev1.ResourceName) Option {
 	return func(c *Controller) { c.gpus = append([]corev1.ResourceName(nil), names...) }
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // Role is one of the three kinds of process of a job.
@@ -128,7 +129,7 @@ func ports(job *v1.TrainingJob) []corev1.ContainerPort {
 // request, for), or else its whole CPUs (at least one).
 func trainerCount(job *v1.TrainingJob, gpus []corev1.ResourceName) (count int64, useGPU bool) {
 	if len(gpus) == 0 {
-		gpus = []corev1.ResourceName{GPUResource}
+		gpus = []corev1.ResourceName{cluster.DefaultGPUResourceName}
 	}
 	res := job.Spec.Trainer.Resources
 	for _, name := range gpus {
@@ -145,10 +146,6 @@ func trainerCount(job *v1.TrainingJob, gpus []corev1.ResourceName) (count int64,
 	}
 	return 1, false
 }
-
-// GPUResource is the extended resource name of NVIDIA GPUs, what the pod
-// builders count as GPUs when given no names.
-const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // Endpoints of the master Service of a fault-tolerant job.
 func masterEndpoint(job *v1.TrainingJob) string {
@@ -191,7 +188,7 @@ func isLoopback(endpoints string) bool {
 // Env is the environment contract of a role's container: both the names the
 // original (v1) launcher reads and those of the Fluid-era launchers. It is
 // documented in docs/api.md. gpus are the extended resources counted as GPUs
-// (edl's -gpu_resources); nil means GPUResource.
+// (edl's -gpu_resources); nil means cluster.DefaultGPUResourceName.
 func Env(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) []corev1.EnvVar {
 	spec := &job.Spec
 	trainers := strconv.Itoa(int(spec.Trainer.MinInstance))

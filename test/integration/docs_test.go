@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -261,8 +262,8 @@ func TestDocsExampleJobsAreValidAndRunnable(t *testing.T) {
 			for role, res := range map[string]corev1.ResourceRequirements{
 				"trainer": job.Spec.Trainer.Resources, "pserver": job.Spec.Pserver.Resources, "master": job.Spec.Master.Resources,
 			} {
-				req, hasReq := res.Requests[controller.GPUResource]
-				lim, hasLim := res.Limits[controller.GPUResource]
+				req, hasReq := res.Requests[cluster.DefaultGPUResourceName]
+				lim, hasLim := res.Limits[cluster.DefaultGPUResourceName]
 				if !hasReq && !hasLim {
 					continue
 				}

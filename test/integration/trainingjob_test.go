@@ -268,7 +268,14 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 		assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
 		assert.True(t, strings.HasPrefix(pod.Spec.NodeName, "node-"), "trainer %s runs on kwok node %q", pod.Name, pod.Spec.NodeName)
 		assert.Equal(t, []string{"paddle_k8s", "start_new_trainer"}, pod.Spec.Containers[0].Command)
+		// examplejob.yaml names the etcd inside the master pod as
+		// 127.0.0.1:2379; a trainer reaches it through the master Service.
+		assert.Contains(t, pod.Spec.Containers[0].Env,
+			corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "http://example-master." + ns + ".svc:2379"}, "trainer %s", pod.Name)
 	}
+	masters := podsOf(t, ns, controller.LabelMaster, "example")
+	require.Len(t, masters, 1)
+	assert.Contains(t, masters[0].Spec.Containers[0].Env, corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "127.0.0.1:2379"})
 
 	out, err := cp.Kubectl(testContext(t), "get", "tj", "-n", ns)
 	require.NoError(t, err, out)

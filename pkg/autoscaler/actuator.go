@@ -26,7 +26,6 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
-	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
@@ -168,7 +167,7 @@ func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
 		if tj.Status.Phase != v1.PhaseRunning || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
 			continue
 		}
-		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(controller.ReplicaSetName(tj.Name, controller.RoleTrainer))
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
 		if err != nil || rs.Spec.Replicas == nil {
 			continue
 		}
@@ -217,7 +216,7 @@ func (a *Autoscaler) priority(name string) int32 {
 // from what it wrote — then records the decision as an event and in the job's
 // status.
 func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAction, now time.Time) error {
-	name := controller.ReplicaSetName(job.Name, controller.RoleTrainer)
+	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/spec/replicas", "value": act.From},
 		{"op": "replace", "path": "/spec/replicas", "value": act.To},
@@ -235,7 +234,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 		a.cfg.Recorder.Scaled(act)
 	}
 	a.log.Info("scaled trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
-	a.recorder.Eventf(job, corev1.EventTypeNormal, controller.EventScaled, "Scaled trainers from %d to %d: %s", act.From, act.To, act.Reason)
+	a.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled trainers from %d to %d: %s", act.From, act.To, act.Reason)
 
 	record := v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
 	status, err := json.Marshal(map[string]any{"status": map[string]any{"lastScale": record}})

@@ -123,7 +123,7 @@ func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators 
 	for _, m := range mutators {
 		m(job)
 	}
-	rs := controller.ReplicaSet(job, controller.RoleTrainer, replicas, nil)
+	rs := controller.ReplicaSet(job, v1.RoleTrainer, replicas, nil)
 	out := []runtime.Object{job, rs}
 	for i := int32(0); i < replicas; i++ {
 		pod := &corev1.Pod{

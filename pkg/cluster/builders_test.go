@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -110,7 +112,7 @@ func withLabel(k, v string) podMutator {
 	}
 }
 
-func trainerOf(job string) podMutator { return withLabel(TrainerLabel, job) }
+func trainerOf(job string) podMutator { return withLabel(v1.LabelTrainer, job) }
 
 func createdAt(d time.Duration) podMutator {
 	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(d)) }

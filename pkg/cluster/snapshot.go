@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // Options configures a Snapshot.
@@ -210,11 +212,11 @@ func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
 	if pod.DeletionTimestamp != nil {
 		rec.deletion = pod.DeletionTimestamp.Time
 	}
-	if job, ok := pod.Labels[TrainerLabel]; ok && job != "" {
-		rec.job = pod.Namespace + "/" + job
-		rec.member = rec.job
-	} else if job := jobOf(pod.Labels); job != "" {
+	if job, role, ok := v1.JobOf(pod.Labels); ok {
 		rec.member = pod.Namespace + "/" + job
+		if role == v1.RoleTrainer {
+			rec.job = rec.member
+		}
 	}
 	if pod.Spec.Priority != nil {
 		rec.priority = *pod.Spec.Priority

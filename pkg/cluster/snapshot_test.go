@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // originalLine is the line the original EDL README shows for a minikube.
@@ -292,9 +294,9 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	s.onPod(newPod("a-new", trainerOf("a"), onNode("n1"), createdAt(5), withRequests("1", "1500Ki")))
 	s.onPod(newPod("a-old", trainerOf("a"), onNode("n1"), withPhase(corev1.PodPending), createdAt(3), withRequests("1", "1Gi")))
 	s.onPod(newPod("a-done", trainerOf("a"), onNode("n1"), withPhase(corev1.PodFailed)))
-	s.onPod(newPod("pserver", withLabel(PserverLabel, "a"), onNode("n1")))
-	s.onPod(newPod("b-pserver", withLabel(PserverLabel, "b"), unschedulablePod(), withPriority(1), createdAt(6)))
-	s.onPod(newPod("c-master", withLabel(MasterLabel, "c"), unschedulablePod(), withPriority(1), createdAt(7)))
+	s.onPod(newPod("pserver", withLabel(v1.LabelPserver, "a"), onNode("n1")))
+	s.onPod(newPod("b-pserver", withLabel(v1.LabelPserver, "b"), unschedulablePod(), withPriority(1), createdAt(6)))
+	s.onPod(newPod("c-master", withLabel(v1.LabelMaster, "c"), unschedulablePod(), withPriority(1), createdAt(7)))
 
 	r := s.InquiryResource()
 	var names []string

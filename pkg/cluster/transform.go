@@ -65,7 +65,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			InitContainers:    stripContainers(pod.Spec.InitContainers, true),
 		},
 	}
-	if isJobPod(pod.Labels) {
+	if _, _, ok := v1.JobOf(pod.Labels); ok {
 		out.Status = pod.Status
 		if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
 			out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
@@ -81,28 +81,6 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		}
 	}
 	return out, nil
-}
-
-func isJobPod(labels map[string]string) bool {
-	if len(labels) == 0 {
-		return false
-	}
-	for _, l := range [...]string{TrainerLabel, PserverLabel, MasterLabel} {
-		if _, ok := labels[l]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// jobOf returns the TrainingJob a pod of any role belongs to, "" for none.
-func jobOf(labels map[string]string) string {
-	for _, l := range [...]string{TrainerLabel, PserverLabel, MasterLabel} {
-		if job := labels[l]; job != "" {
-			return job
-		}
-	}
-	return ""
 }
 
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {

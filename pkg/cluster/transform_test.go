@@ -72,7 +72,7 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 }
 
 func TestTransformPodKeepsStatusOfJobPods(t *testing.T) {
-	for _, label := range []string{TrainerLabel, PserverLabel, MasterLabel} {
+	for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 		t.Run(label, func(t *testing.T) {
 			in := fatPod(withLabel(label, "job"))
 			status := *in.Status.DeepCopy()

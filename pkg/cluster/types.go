@@ -6,18 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 const (
-	// TrainerLabel marks trainer pods; its value is the TrainingJob name.
-	TrainerLabel = v1.LabelTrainer
-	// PserverLabel marks parameter-server pods; its value is the TrainingJob name.
-	PserverLabel = v1.LabelPserver
-	// MasterLabel marks master pods; its value is the TrainingJob name.
-	MasterLabel = v1.LabelMaster
-
 	// DefaultGPUResourceName is the extended resource counted as GPUs when
 	// Options.GPUResourceNames is empty.
 	DefaultGPUResourceName corev1.ResourceName = "nvidia.com/gpu"

@@ -34,16 +34,6 @@ import (
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
 )
 
-// The event reasons the controller records; each marks an edge, never a sync.
-const (
-	EventCreated   = "Created"
-	EventScaled    = "Scaled"
-	EventRunning   = "Running"
-	EventSucceeded = "Succeeded"
-	EventFailed    = "Failed"
-	EventBlocked   = "Blocked"
-)
-
 // jobIndex is the pod-informer index from a pod to the key of its job.
 const jobIndex = "edl-job"
 
@@ -179,10 +169,8 @@ func podJobKeys(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	for _, label := range []string{LabelTrainer, LabelPserver, LabelMaster} {
-		if job := pod.Labels[label]; job != "" {
-			return []string{pod.Namespace + "/" + job}, nil
-		}
+	if job, _, ok := v1.JobOf(pod.Labels); ok {
+		return []string{pod.Namespace + "/" + job}, nil
 	}
 	return nil, nil
 }
@@ -293,11 +281,9 @@ func (c *Controller) enqueueOwner(obj any) {
 		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
 		return
 	}
-	for _, suffix := range []string{"-trainer", "-pserver", "-master"} {
-		if name, ok := strings.CutSuffix(m.GetName(), suffix); ok {
-			if _, err := c.jobs.TrainingJobs(m.GetNamespace()).Get(name); err == nil {
-				c.queue.Add(m.GetNamespace() + "/" + name)
-			}
+	if name, _, ok := v1.JobOfName(m.GetName()); ok {
+		if _, err := c.jobs.TrainingJobs(m.GetNamespace()).Get(name); err == nil {
+			c.queue.Add(m.GetNamespace() + "/" + name)
 		}
 	}
 }
@@ -313,11 +299,11 @@ func (c *Controller) enqueuePodJob(obj any) {
 }
 
 // roles are the roles a job runs: a master only when fault tolerant.
-func roles(job *v1.TrainingJob) []Role {
+func roles(job *v1.TrainingJob) []v1.Role {
 	if job.Spec.FaultTolerant {
-		return []Role{RoleMaster, RolePserver, RoleTrainer}
+		return []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer}
 	}
-	return []Role{RolePserver, RoleTrainer}
+	return []v1.Role{v1.RolePserver, v1.RoleTrainer}
 }
 
 // sync brings one job's objects and status to what its spec asks for.
@@ -352,7 +338,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var errs []error
 	if len(obs.blocked) == 0 {
 		for _, role := range jobRoles {
-			if role != RoleTrainer {
+			if role != v1.RoleTrainer {
 				if err := c.ensureService(ctx, job, role); err != nil {
 					errs = append(errs, err)
 				}
@@ -362,7 +348,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 		if !final {
-			if err := c.ensureDeletionCosts(ctx, job, obs.pods[RoleTrainer]); err != nil {
+			if err := c.ensureDeletionCosts(ctx, job, obs.pods[v1.RoleTrainer]); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -381,10 +367,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // observe reads the job's ReplicaSets, Services and pods from the listers.
 // An object with one of the job's names that the job does not control is
 // "in the way": it is reported, never adopted, patched or deleted.
-func (c *Controller) observe(job *v1.TrainingJob, jobRoles []Role) (observed, error) {
-	obs := observed{replicaSets: map[Role]*appsv1.ReplicaSet{}, pods: map[Role][]*corev1.Pod{}}
+func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed, error) {
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, pods: map[v1.Role][]*corev1.Pod{}}
 	for _, role := range jobRoles {
-		rs, err := c.replicaSets.ReplicaSets(job.Namespace).Get(ReplicaSetName(job.Name, role))
+		rs, err := c.replicaSets.ReplicaSets(job.Namespace).Get(v1.ReplicaSetName(job.Name, role))
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -394,10 +380,10 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []Role) (observed, er
 		default:
 			obs.replicaSets[role] = rs
 		}
-		if role == RoleTrainer {
+		if role == v1.RoleTrainer {
 			continue
 		}
-		svc, err := c.services.Services(job.Namespace).Get(ServiceName(job.Name, role))
+		svc, err := c.services.Services(job.Namespace).Get(v1.ServiceName(job.Name, role))
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -413,7 +399,7 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []Role) (observed, er
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
 		for _, role := range jobRoles {
-			if pod.Labels[LabelFor(role)] == job.Name {
+			if pod.Labels[v1.LabelFor(role)] == job.Name {
 				obs.pods[role] = append(obs.pods[role], pod)
 			}
 		}
@@ -431,13 +417,13 @@ func controlledBy(obj metav1.Object, job *v1.TrainingJob) bool {
 
 // desiredReplicas is what a role's ReplicaSet should run. The trainer count
 // is the autoscaler's: it is only clamped into [min, max].
-func desiredReplicas(job *v1.TrainingJob, role Role, current *int32, final bool) int32 {
+func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bool) int32 {
 	switch {
 	case final:
 		return 0
-	case role == RoleMaster:
+	case role == v1.RoleMaster:
 		return 1
-	case role == RolePserver:
+	case role == v1.RolePserver:
 		return job.Spec.Pserver.MinInstance
 	case current == nil:
 		return job.Spec.Trainer.MinInstance
@@ -446,7 +432,7 @@ func desiredReplicas(job *v1.TrainingJob, role Role, current *int32, final bool)
 	}
 }
 
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role Role, existing *appsv1.ReplicaSet, final bool) error {
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final bool) error {
 	if existing == nil {
 		if final {
 			return nil
@@ -460,7 +446,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 			return fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
 		}
 		c.log.Info("created ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", rs.Name, "replicas", *rs.Spec.Replicas)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, EventCreated, "Created ReplicaSet %s with %d replicas", rs.Name, *rs.Spec.Replicas)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created ReplicaSet %s with %d replicas", rs.Name, *rs.Spec.Replicas)
 		return nil
 	}
 
@@ -500,11 +486,11 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		switch {
 		case final:
 			why = "the job finished"
-		case role != RoleTrainer:
+		case role != v1.RoleTrainer:
 			why = "the spec asks for it"
 		}
 		c.log.Info("scaled ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", existing.Name, "from", have, "to", *want.Spec.Replicas, "reason", why)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
 	}
 	return nil
 }
@@ -515,10 +501,10 @@ func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJo
 	costs := DeletionCosts(job, trainers)
 	for _, pod := range trainers {
 		cost, ok := costs[pod.Name]
-		if !ok || pod.Annotations[AnnotationDeletionCost] == cost {
+		if !ok || pod.Annotations[v1.AnnotationDeletionCost] == cost {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationDeletionCost: cost}}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationDeletionCost: cost}}})
 		if err != nil {
 			return err
 		}
@@ -542,7 +528,7 @@ func escapeJSONPointer(key string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
-func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role Role) error {
+func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role v1.Role) error {
 	want := Service(job, role)
 	existing, err := c.services.Services(job.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
@@ -554,7 +540,7 @@ func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, rol
 			return fmt.Errorf("create Service %s: %w", want.Name, err)
 		}
 		c.log.Info("created Service", "job", job.Namespace+"/"+job.Name, "service", want.Name)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, EventCreated, "Created Service %s", want.Name)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created Service %s", want.Name)
 		return nil
 	}
 	if err != nil {
@@ -591,18 +577,18 @@ func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatu
 		key := job.Namespace + "/" + job.Name
 		switch status.Phase {
 		case v1.PhaseRunning:
-			c.recorder.Event(job, corev1.EventTypeNormal, EventRunning, status.Message)
+			c.recorder.Event(job, corev1.EventTypeNormal, v1.EventRunning, status.Message)
 		case v1.PhaseSucceeded:
 			c.log.Info("job succeeded", "job", key, "reason", status.Reason, "message", status.Message)
-			c.recorder.Event(job, corev1.EventTypeNormal, EventSucceeded, status.Message+"; every ReplicaSet is scaled to 0")
+			c.recorder.Event(job, corev1.EventTypeNormal, v1.EventSucceeded, status.Message+"; every ReplicaSet is scaled to 0")
 		case v1.PhaseFailed:
 			c.log.Warn("job failed", "job", key, "reason", status.Reason, "message", status.Message)
-			c.recorder.Event(job, corev1.EventTypeWarning, EventFailed, status.Message)
+			c.recorder.Event(job, corev1.EventTypeWarning, v1.EventFailed, status.Message)
 		}
 	}
-	if isTrue(status.Conditions, ConditionBlocked) && !isTrue(job.Status.Conditions, ConditionBlocked) {
+	if isTrue(status.Conditions, v1.ConditionBlocked) && !isTrue(job.Status.Conditions, v1.ConditionBlocked) {
 		c.log.Warn("job blocked by a foreign object", "job", job.Namespace+"/"+job.Name, "message", status.Message)
-		c.recorder.Event(job, corev1.EventTypeWarning, EventBlocked, status.Message)
+		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventBlocked, status.Message)
 	}
 }
 
@@ -622,13 +608,13 @@ func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, messa
 		return nil // a finished job stays as it finished, whatever a newer CRD thinks of its spec
 	}
 	status := *job.Status.DeepCopy()
-	status.Phase, status.Reason, status.Message = v1.PhaseFailed, ReasonInvalid, message
+	status.Phase, status.Reason, status.Message = v1.PhaseFailed, v1.ReasonInvalid, message
 	status.ObservedGeneration = job.Generation
-	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, ReasonInvalid, message}, nil)
+	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, v1.ReasonInvalid, message}, nil)
 	written, err := c.writeStatus(ctx, job, status)
 	if written {
 		c.log.Warn("invalid job", "job", job.Namespace+"/"+job.Name, "err", message)
-		c.recorder.Event(job, corev1.EventTypeWarning, ReasonInvalid, message)
+		c.recorder.Event(job, corev1.EventTypeWarning, v1.ReasonInvalid, message)
 	}
 	return err
 }

@@ -25,13 +25,13 @@ import (
 func healthyPods(job *v1.TrainingJob, trainers int) []*corev1.Pod {
 	var pods []*corev1.Pod
 	if job.Spec.FaultTolerant {
-		pods = append(pods, newPod(job, RoleMaster, job.Name+"-master-0", ready()))
+		pods = append(pods, newPod(job, v1.RoleMaster, job.Name+"-master-0", ready()))
 	}
 	for i := 0; i < int(job.Spec.Pserver.MinInstance); i++ {
-		pods = append(pods, newPod(job, RolePserver, job.Name+"-pserver-"+string(rune('a'+i)), ready()))
+		pods = append(pods, newPod(job, v1.RolePserver, job.Name+"-pserver-"+string(rune('a'+i)), ready()))
 	}
 	for i := 0; i < trainers; i++ {
-		pods = append(pods, newPod(job, RoleTrainer, job.Name+"-trainer-"+string(rune('a'+i)), running()))
+		pods = append(pods, newPod(job, v1.RoleTrainer, job.Name+"-trainer-"+string(rune('a'+i)), running()))
 	}
 	return pods
 }
@@ -105,11 +105,11 @@ func TestSyncCreatesANewJob(t *testing.T) {
 				assert.Equal(t, testNamespace, a.GetNamespace())
 				switch obj := create.GetObject().(type) {
 				case *appsv1.ReplicaSet:
-					role := map[string]Role{"mnist-master": RoleMaster, "mnist-pserver": RolePserver, "mnist-trainer": RoleTrainer}[obj.Name]
-					want := map[Role]int32{RoleMaster: 1, RolePserver: tt.job.Spec.Pserver.MinInstance, RoleTrainer: tt.job.Spec.Trainer.MinInstance}[role]
+					role := map[string]v1.Role{"mnist-master": v1.RoleMaster, "mnist-pserver": v1.RolePserver, "mnist-trainer": v1.RoleTrainer}[obj.Name]
+					want := map[v1.Role]int32{v1.RoleMaster: 1, v1.RolePserver: tt.job.Spec.Pserver.MinInstance, v1.RoleTrainer: tt.job.Spec.Trainer.MinInstance}[role]
 					assert.Equal(t, ReplicaSet(tt.job, role, want, nil), obj, "ReplicaSet %s", obj.Name)
 				case *corev1.Service:
-					role := map[string]Role{"mnist-master": RoleMaster, "mnist-pserver": RolePserver}[obj.Name]
+					role := map[string]v1.Role{"mnist-master": v1.RoleMaster, "mnist-pserver": v1.RolePserver}[obj.Name]
 					assert.Equal(t, Service(tt.job, role), obj, "Service %s", obj.Name)
 				default:
 					t.Errorf("unexpected create of %T", obj)
@@ -120,7 +120,7 @@ func TestSyncCreatesANewJob(t *testing.T) {
 			require.Len(t, statuses, 1)
 			status := statuses[0].Status
 			assert.Equal(t, v1.PhaseCreating, status.Phase)
-			assert.Equal(t, ReasonCreating, status.Reason)
+			assert.Equal(t, v1.ReasonCreating, status.Reason)
 			assert.Equal(t, int64(1), status.ObservedGeneration)
 			assert.Equal(t, tt.job.Spec, statuses[0].Spec, "a status write carries the spec unchanged")
 			assert.Equal(t, v1.PhaseCreating, f.getJob("mnist").Status.Phase, "the status reached the API server")
@@ -278,19 +278,19 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 			f.updateJob(changed)
 
 			require.NoError(t, f.sync("mnist"))
-			changedRoles := []Role{RolePserver, RoleTrainer}
+			changedRoles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
 			if tt.trainer {
-				changedRoles = []Role{RoleTrainer}
+				changedRoles = []v1.Role{v1.RoleTrainer}
 			}
 			var wantPatches []string
 			for _, role := range changedRoles {
-				wantPatches = append(wantPatches, "patch replicasets "+ReplicaSetName("mnist", role))
+				wantPatches = append(wantPatches, "patch replicasets "+v1.ReplicaSetName("mnist", role))
 			}
 			assert.Equal(t, wantPatches, f.writesOf("replicasets"))
 			assert.Empty(t, f.events(), "a template patch is no scaling edge")
 
 			for _, role := range changedRoles {
-				name := ReplicaSetName("mnist", role)
+				name := v1.ReplicaSetName("mnist", role)
 				want := ReplicaSet(changed, role, 1, nil)
 				var ops []jsonPatchOp
 				require.NoError(t, json.Unmarshal(f.patchOf("replicasets", name), &ops))
@@ -352,7 +352,7 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 	job := newJob("mnist")
 	foreignRS := func(muts ...rsMutator) func(*fixture) string {
 		return func(f *fixture) string {
-			f.addReplicaSet(ownedReplicaSet(job, RoleTrainer, 3, muts...))
+			f.addReplicaSet(ownedReplicaSet(job, v1.RoleTrainer, 3, muts...))
 			return "ReplicaSet mnist-trainer"
 		}
 	}
@@ -364,7 +364,7 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 		{"a ReplicaSet of a deleted job of the same name", foreignRS(ownedByUID("uid-of-the-old-mnist"))},
 		{"a ReplicaSet of a Deployment", foreignRS(controlledByKind("apps/v1", "Deployment", "web"))},
 		{"a Service without owner", func(f *fixture) string {
-			svc := Service(job, RolePserver)
+			svc := Service(job, v1.RolePserver)
 			svc.OwnerReferences = nil
 			f.addService(svc)
 			return "Service mnist-pserver"
@@ -382,9 +382,9 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 			assert.Equal(t, []string{"update trainingjobs/status mnist"}, f.writeStrings(), "nothing created, patched or deleted")
 			status := f.getJob("mnist").Status
 			assert.Equal(t, v1.PhasePending, status.Phase)
-			assert.Equal(t, ReasonBlocked, status.Reason)
+			assert.Equal(t, v1.ReasonBlocked, status.Reason)
 			assert.Contains(t, status.Message, what)
-			blocked := condition(status, ConditionBlocked)
+			blocked := condition(status, v1.ConditionBlocked)
 			require.NotNil(t, blocked)
 			assert.Equal(t, metav1.ConditionTrue, blocked.Status)
 			assert.Contains(t, blocked.Message, what)
@@ -411,7 +411,7 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 		assert.Empty(t, f.getReplicaSet("mnist-trainer").OwnerReferences, "and not adopted")
 
 		require.NoError(t, f.kube.Tracker().Delete(gvrReplicaSets, testNamespace, "mnist-trainer"))
-		require.NoError(t, f.rsIndexer().Delete(ownedReplicaSet(job, RoleTrainer, 3)))
+		require.NoError(t, f.rsIndexer().Delete(ownedReplicaSet(job, v1.RoleTrainer, 3)))
 		require.NoError(t, f.sync("mnist"))
 
 		assert.Equal(t, []string{
@@ -420,7 +420,7 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 			"create replicasets mnist-trainer",
 			"update trainingjobs/status mnist",
 		}, f.writeStrings())
-		blocked := condition(f.getJob("mnist").Status, ConditionBlocked)
+		blocked := condition(f.getJob("mnist").Status, v1.ConditionBlocked)
 		require.NotNil(t, blocked)
 		assert.Equal(t, metav1.ConditionFalse, blocked.Status)
 	})
@@ -448,10 +448,10 @@ func TestSyncInvalidJob(t *testing.T) {
 			assert.Equal(t, []string{"update trainingjobs/status mnist"}, f.writeStrings(), "nothing created for an invalid job")
 			status := f.getJob("mnist").Status
 			assert.Equal(t, v1.PhaseFailed, status.Phase)
-			assert.Equal(t, ReasonInvalid, status.Reason)
+			assert.Equal(t, v1.ReasonInvalid, status.Reason)
 			assert.Contains(t, status.Message, tt.field)
 			assert.Equal(t, int64(1), status.ObservedGeneration)
-			failed := condition(status, ConditionFailed)
+			failed := condition(status, v1.ConditionFailed)
 			require.NotNil(t, failed)
 			assert.Equal(t, metav1.ConditionTrue, failed.Status)
 			events := f.events()
@@ -475,14 +475,14 @@ func TestSyncInvalidJob(t *testing.T) {
 func TestSyncInvalidSpecOfAFinishedJob(t *testing.T) {
 	f := newFixture(t)
 	f.addJob(newJob("mnist", withTrainers(0, 6),
-		withPhase(v1.PhaseSucceeded, ReasonSucceeded, "trainer pod mnist-trainer-a container trainer exited with code 0"),
-		withCondition(ConditionComplete, metav1.ConditionTrue, ReasonSucceeded)))
+		withPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "trainer pod mnist-trainer-a container trainer exited with code 0"),
+		withCondition(v1.ConditionComplete, metav1.ConditionTrue, v1.ReasonSucceeded)))
 
 	require.NoError(t, f.sync("mnist"))
 
 	status := f.getJob("mnist").Status
 	assert.Equal(t, v1.PhaseSucceeded, status.Phase, "a final phase is final")
-	assert.Nil(t, condition(status, ConditionFailed))
+	assert.Nil(t, condition(status, v1.ConditionFailed))
 	assert.Empty(t, f.writeStrings())
 	assert.Empty(t, f.events())
 }
@@ -497,11 +497,11 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 		wantEvent  string
 	}{
 		{"a trainer exited 0", newJob("mnist"), trainerPod("mnist-trainer-z", exited(0)),
-			v1.PhaseSucceeded, ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
+			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
 		{"a fault-tolerant trainer exited 0 in its last run", newJob("mnist", faultTolerant()), trainerPod("mnist-trainer-z", running(), lastExited(0), restarts(1)),
-			v1.PhaseSucceeded, ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
+			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
 		{"a plain trainer failed", newJob("mnist"), trainerPod("mnist-trainer-z", exited(2)),
-			v1.PhaseFailed, ReasonTrainerFailed, "Warning Failed trainer pod mnist-trainer-z container trainer exited with code 2; the job is not fault tolerant"},
+			v1.PhaseFailed, v1.ReasonTrainerFailed, "Warning Failed trainer pod mnist-trainer-z container trainer exited with code 2; the job is not fault tolerant"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -517,7 +517,7 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 
 			var wantPatches, wantScaled []string
 			for _, role := range roles(tt.job) {
-				name := ReplicaSetName("mnist", role)
+				name := v1.ReplicaSetName("mnist", role)
 				wantPatches = append(wantPatches, "patch replicasets "+name)
 				assert.JSONEq(t, `[{"op":"replace","path":"/spec/replicas","value":0}]`, string(f.patchOf("replicasets", name)))
 				assert.Equal(t, int32(0), *f.getReplicaSet(name).Spec.Replicas)
@@ -544,7 +544,7 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 			assert.Empty(t, f.writeStrings())
 			assert.Empty(t, f.events())
 			for _, role := range roles(tt.job) {
-				assert.Equal(t, int32(0), *f.getReplicaSet(ReplicaSetName("mnist", role)).Spec.Replicas)
+				assert.Equal(t, int32(0), *f.getReplicaSet(v1.ReplicaSetName("mnist", role)).Spec.Replicas)
 			}
 			assert.Equal(t, tt.wantPhase, f.getJob("mnist").Status.Phase)
 
@@ -586,7 +586,7 @@ func TestSyncObservesPodsThroughTheIndex(t *testing.T) {
 	// Pods of another job and of another namespace with the same job name
 	// must not count.
 	f.addPods(healthyPods(newJob("other"), 2)...)
-	stranger := newPod(job, RoleTrainer, "mnist-trainer-x", exited(1))
+	stranger := newPod(job, v1.RoleTrainer, "mnist-trainer-x", exited(1))
 	stranger.Namespace = "team-b"
 	f.addPods(stranger)
 
@@ -602,7 +602,7 @@ func TestSyncObservesPodsThroughTheIndex(t *testing.T) {
 
 func TestEnqueueOwner(t *testing.T) {
 	job := newJob("mnist")
-	svcWithoutOwner := Service(job, RoleMaster)
+	svcWithoutOwner := Service(job, v1.RoleMaster)
 	svcWithoutOwner.OwnerReferences = nil
 	tests := []struct {
 		name      string
@@ -610,28 +610,28 @@ func TestEnqueueOwner(t *testing.T) {
 		obj       any
 		want      []string
 	}{
-		{"owned ReplicaSet", true, ownedReplicaSet(job, RoleTrainer, 2), []string{"team-a/mnist"}},
-		{"owned ReplicaSet of a job not in the cache", false, ownedReplicaSet(job, RolePserver, 2), []string{"team-a/mnist"}},
-		{"owned Service", true, Service(job, RolePserver), []string{"team-a/mnist"}},
+		{"owned ReplicaSet", true, ownedReplicaSet(job, v1.RoleTrainer, 2), []string{"team-a/mnist"}},
+		{"owned ReplicaSet of a job not in the cache", false, ownedReplicaSet(job, v1.RolePserver, 2), []string{"team-a/mnist"}},
+		{"owned Service", true, Service(job, v1.RolePserver), []string{"team-a/mnist"}},
 		{"tombstone of an owned ReplicaSet", true,
-			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, RoleTrainer, 2)}, []string{"team-a/mnist"}},
-		{"ReplicaSet of a deleted job of the same name", true, ownedReplicaSet(job, RoleTrainer, 2, ownedByUID("old")), []string{"team-a/mnist"}},
-		{"foreign ReplicaSet in a job's way", true, ownedReplicaSet(job, RoleTrainer, 2, noOwner()), []string{"team-a/mnist"}},
+			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, v1.RoleTrainer, 2)}, []string{"team-a/mnist"}},
+		{"ReplicaSet of a deleted job of the same name", true, ownedReplicaSet(job, v1.RoleTrainer, 2, ownedByUID("old")), []string{"team-a/mnist"}},
+		{"foreign ReplicaSet in a job's way", true, ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner()), []string{"team-a/mnist"}},
 		{"tombstone of a foreign ReplicaSet in a job's way", true,
-			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, RoleTrainer, 2, noOwner())}, []string{"team-a/mnist"}},
+			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner())}, []string{"team-a/mnist"}},
 		{"foreign Service in a job's way", true, svcWithoutOwner, []string{"team-a/mnist"}},
-		{"foreign ReplicaSet with a job's name but no job", false, ownedReplicaSet(job, RoleTrainer, 2, noOwner()), nil},
+		{"foreign ReplicaSet with a job's name but no job", false, ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner()), nil},
 		// A Deployment's ReplicaSet in the way blocks the job as much as an
 		// ownerless one does; when it goes away the job must hear of it.
 		{"ReplicaSet of a Deployment in a job's way", true,
-			ownedReplicaSet(job, RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web")), []string{"team-a/mnist"}},
+			ownedReplicaSet(job, v1.RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web")), []string{"team-a/mnist"}},
 		{"ReplicaSet of a Deployment elsewhere", true, func() *appsv1.ReplicaSet {
-			rs := ownedReplicaSet(job, RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web"))
+			rs := ownedReplicaSet(job, v1.RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web"))
 			rs.Name = "web-5d4f8"
 			return rs
 		}(), nil},
 		{"unrelated ownerless ReplicaSet", true, func() *appsv1.ReplicaSet {
-			rs := ownedReplicaSet(job, RoleTrainer, 2, noOwner())
+			rs := ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner())
 			rs.Name = "web"
 			return rs
 		}(), nil},
@@ -651,22 +651,22 @@ func TestEnqueueOwner(t *testing.T) {
 
 func TestEnqueuePodJob(t *testing.T) {
 	job := newJob("mnist")
-	otherNS := newPod(job, RoleTrainer, "p")
+	otherNS := newPod(job, v1.RoleTrainer, "p")
 	otherNS.Namespace = "team-b"
-	unlabelled := newPod(job, RoleTrainer, "p")
+	unlabelled := newPod(job, v1.RoleTrainer, "p")
 	unlabelled.Labels = map[string]string{"app": "web"}
 	tests := []struct {
 		name string
 		obj  any
 		want []string
 	}{
-		{"trainer", newPod(job, RoleTrainer, "p"), []string{"team-a/mnist"}},
-		{"pserver", newPod(job, RolePserver, "p"), []string{"team-a/mnist"}},
-		{"master", newPod(job, RoleMaster, "p"), []string{"team-a/mnist"}},
+		{"trainer", newPod(job, v1.RoleTrainer, "p"), []string{"team-a/mnist"}},
+		{"pserver", newPod(job, v1.RolePserver, "p"), []string{"team-a/mnist"}},
+		{"master", newPod(job, v1.RoleMaster, "p"), []string{"team-a/mnist"}},
 		{"another namespace", otherNS, []string{"team-b/mnist"}},
-		{"tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: newPod(job, RoleTrainer, "p")}, []string{"team-a/mnist"}},
+		{"tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: newPod(job, v1.RoleTrainer, "p")}, []string{"team-a/mnist"}},
 		{"not a job's pod", unlabelled, nil},
-		{"not a pod", ownedReplicaSet(job, RoleTrainer, 1), nil},
+		{"not a pod", ownedReplicaSet(job, v1.RoleTrainer, 1), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -693,8 +693,8 @@ func TestEnqueueJob(t *testing.T) {
 
 func TestEnqueueIfChanged(t *testing.T) {
 	job := newJob("mnist")
-	pod := func(rv string) *corev1.Pod { return newPod(job, RoleTrainer, "p", withPodRV(rv)) }
-	rs := func(rv string) *appsv1.ReplicaSet { return ownedReplicaSet(job, RoleTrainer, 2, withRSRV(rv)) }
+	pod := func(rv string) *corev1.Pod { return newPod(job, v1.RoleTrainer, "p", withPodRV(rv)) }
+	rs := func(rv string) *appsv1.ReplicaSet { return ownedReplicaSet(job, v1.RoleTrainer, 2, withRSRV(rv)) }
 	tests := []struct {
 		name     string
 		old, cur any

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 func TestDeletionCosts(t *testing.T) {
@@ -30,7 +32,7 @@ func TestDeletionCosts(t *testing.T) {
 	restarted := func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}}
 	}
-	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationDeletionCost: "1"} }
+	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDeletionCost: "1"} }
 
 	tests := []struct {
 		name string

@@ -119,18 +119,18 @@ type podMutator func(*corev1.Pod)
 
 // newPod builds a pending pod of a job's role, labelled as its ReplicaSet's
 // pods are.
-func newPod(job *v1.TrainingJob, role Role, name string, muts ...podMutator) *corev1.Pod {
+func newPod(job *v1.TrainingJob, role v1.Role, name string, muts ...podMutator) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       job.Namespace,
-			Labels:          map[string]string{LabelFor(role): job.Name},
+			Labels:          map[string]string{v1.LabelFor(role): job.Name},
 			ResourceVersion: "1",
 		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName(role), Image: job.Spec.Image}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: role.Name(), Image: job.Spec.Image}}},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodPending,
-			ContainerStatuses: []corev1.ContainerStatus{{Name: containerName(role)}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: role.Name()}},
 		},
 	}
 	for _, m := range muts {
@@ -210,7 +210,7 @@ func withPodRV(rv string) podMutator { return func(p *corev1.Pod) { p.ResourceVe
 type rsMutator func(*appsv1.ReplicaSet)
 
 // ownedReplicaSet is the ReplicaSet the controller builds for a role.
-func ownedReplicaSet(job *v1.TrainingJob, role Role, replicas int32, muts ...rsMutator) *appsv1.ReplicaSet {
+func ownedReplicaSet(job *v1.TrainingJob, role v1.Role, replicas int32, muts ...rsMutator) *appsv1.ReplicaSet {
 	rs := ReplicaSet(job, role, replicas, nil)
 	for _, m := range muts {
 		m(rs)
@@ -372,7 +372,7 @@ func (f *fixture) addJobObjects(job *v1.TrainingJob, trainers int32) {
 	for _, role := range roles(job) {
 		replicas := desiredReplicas(job, role, &trainers, false)
 		f.addReplicaSet(ReplicaSet(job, role, replicas, nil))
-		if role != RoleTrainer {
+		if role != v1.RoleTrainer {
 			f.addService(Service(job, role))
 		}
 	}

@@ -19,23 +19,6 @@ import (
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
-// Role is one of the three kinds of process of a job.
-type Role string
-
-// The roles, as the launcher reads them from PADDLE_TRAINING_ROLE.
-const (
-	RoleMaster  Role = "MASTER"
-	RolePserver Role = "PSERVER"
-	RoleTrainer Role = "TRAINER"
-)
-
-// The pod labels of the original EDL; each selects one role of one job.
-const (
-	LabelTrainer = v1.LabelTrainer
-	LabelPserver = v1.LabelPserver
-	LabelMaster  = v1.LabelMaster
-)
-
 // AnnotationTemplateHash on a ReplicaSet records the hash of the pod template
 // the controller built, so that drift is found without comparing the
 // template field by field against the API server's defaulted copy.
@@ -48,57 +31,18 @@ const (
 	EtcdPort   = 2379
 )
 
-// LabelFor returns the label key selecting a role's pods.
-func LabelFor(role Role) string {
-	switch role {
-	case RoleMaster:
-		return LabelMaster
-	case RolePserver:
-		return LabelPserver
-	default:
-		return LabelTrainer
-	}
-}
-
-// ReplicaSetName is the name of a job's ReplicaSet for a role.
-func ReplicaSetName(job string, role Role) string {
-	switch role {
-	case RoleMaster:
-		return job + "-master"
-	case RolePserver:
-		return job + "-pserver"
-	default:
-		return job + "-trainer"
-	}
-}
-
-// ServiceName is the name of a job's Service for a role (master and pserver).
-func ServiceName(job string, role Role) string { return ReplicaSetName(job, role) }
-
-// containerName is the name of a role's one container.
-func containerName(role Role) string {
-	switch role {
-	case RoleMaster:
-		return "master"
-	case RolePserver:
-		return "pserver"
-	default:
-		return "trainer"
-	}
-}
-
 // command is the paddle_k8s launcher command of a role. Fault-tolerant jobs
 // use the master/etcd path (start_new_*); the original swapped the two.
-func command(job *v1.TrainingJob, role Role) []string {
-	if role == RolePserver && job.Spec.Pserver.Entrypoint != "" {
+func command(job *v1.TrainingJob, role v1.Role) []string {
+	if role == v1.RolePserver && job.Spec.Pserver.Entrypoint != "" {
 		return []string{"sh", "-c", job.Spec.Pserver.Entrypoint}
 	}
 	switch {
-	case role == RoleMaster:
+	case role == v1.RoleMaster:
 		return []string{"paddle_k8s", "start_master"}
-	case role == RolePserver && job.Spec.FaultTolerant:
+	case role == v1.RolePserver && job.Spec.FaultTolerant:
 		return []string{"paddle_k8s", "start_new_pserver"}
-	case role == RolePserver:
+	case role == v1.RolePserver:
 		return []string{"paddle_k8s", "start_pserver"}
 	case job.Spec.FaultTolerant:
 		return []string{"paddle_k8s", "start_new_trainer"}
@@ -149,7 +93,7 @@ func trainerCount(job *v1.TrainingJob, gpus []corev1.ResourceName) (count int64,
 
 // Endpoints of the master Service of a fault-tolerant job.
 func masterEndpoint(job *v1.TrainingJob) string {
-	return fmt.Sprintf("%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, MasterPort)
+	return fmt.Sprintf("%s.%s.svc:%d", v1.ServiceName(job.Name, v1.RoleMaster), job.Namespace, MasterPort)
 }
 
 // etcdEndpoint is where a role finds the task queue's etcd: master.etcd-endpoint,
@@ -157,12 +101,12 @@ func masterEndpoint(job *v1.TrainingJob) string {
 // the original's example job (127.0.0.1:2379), names the etcd inside the
 // master pod: only the master reaches it there, the other roles through the
 // master Service.
-func etcdEndpoint(job *v1.TrainingJob, role Role) string {
+func etcdEndpoint(job *v1.TrainingJob, role v1.Role) string {
 	endpoint := job.Spec.Master.EtcdEndpoint
-	if endpoint != "" && (role == RoleMaster || !isLoopback(endpoint)) {
+	if endpoint != "" && (role == v1.RoleMaster || !isLoopback(endpoint)) {
 		return endpoint
 	}
-	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(job.Name, RoleMaster), job.Namespace, EtcdPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", v1.ServiceName(job.Name, v1.RoleMaster), job.Namespace, EtcdPort)
 }
 
 // isLoopback tells whether every endpoint of a comma-separated list
@@ -189,7 +133,7 @@ func isLoopback(endpoints string) bool {
 // original (v1) launcher reads and those of the Fluid-era launchers. It is
 // documented in docs/api.md. gpus are the extended resources counted as GPUs
 // (edl's -gpu_resources); nil means cluster.DefaultGPUResourceName.
-func Env(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) []corev1.EnvVar {
+func Env(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) []corev1.EnvVar {
 	spec := &job.Spec
 	trainers := strconv.Itoa(int(spec.Trainer.MinInstance))
 	pservers := strconv.Itoa(int(spec.Pserver.MinInstance))
@@ -236,11 +180,11 @@ func fieldEnv(name, path string) corev1.EnvVar {
 }
 
 // resourcesOf is the role's container resources.
-func resourcesOf(job *v1.TrainingJob, role Role) corev1.ResourceRequirements {
+func resourcesOf(job *v1.TrainingJob, role v1.Role) corev1.ResourceRequirements {
 	switch role {
-	case RoleMaster:
+	case v1.RoleMaster:
 		return *job.Spec.Master.Resources.DeepCopy()
-	case RolePserver:
+	case v1.RolePserver:
 		return *job.Spec.Pserver.Resources.DeepCopy()
 	default:
 		return *job.Spec.Trainer.Resources.DeepCopy()
@@ -248,10 +192,10 @@ func resourcesOf(job *v1.TrainingJob, role Role) corev1.ResourceRequirements {
 }
 
 // PodTemplate builds the pod template of a role; gpus as for Env.
-func PodTemplate(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) corev1.PodTemplateSpec {
+func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) corev1.PodTemplateSpec {
 	spec := &job.Spec
 	container := corev1.Container{
-		Name:            containerName(role),
+		Name:            role.Name(),
 		Image:           spec.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         command(job, role),
@@ -260,7 +204,7 @@ func PodTemplate(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) cor
 		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
 	}
 	switch role {
-	case RoleMaster:
+	case v1.RoleMaster:
 		container.Ports = []corev1.ContainerPort{
 			{Name: "master", ContainerPort: MasterPort, Protocol: corev1.ProtocolTCP},
 			{Name: "etcd", ContainerPort: EtcdPort, Protocol: corev1.ProtocolTCP},
@@ -285,26 +229,26 @@ func PodTemplate(job *v1.TrainingJob, role Role, gpus []corev1.ResourceName) cor
 	// keeps the oldest pods of the job, its master and pservers.
 	pod.PriorityClassName = spec.PriorityClassName
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelFor(role): job.Name}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelFor(role): job.Name}},
 		Spec:       pod,
 	}
 }
 
 // ReplicaSet builds the ReplicaSet of a role with the given replicas; gpus
 // as for Env.
-func ReplicaSet(job *v1.TrainingJob, role Role, replicas int32, gpus []corev1.ResourceName) *appsv1.ReplicaSet {
+func ReplicaSet(job *v1.TrainingJob, role v1.Role, replicas int32, gpus []corev1.ResourceName) *appsv1.ReplicaSet {
 	template := PodTemplate(job, role, gpus)
 	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ReplicaSetName(job.Name, role),
+			Name:            v1.ReplicaSetName(job.Name, role),
 			Namespace:       job.Namespace,
-			Labels:          map[string]string{LabelFor(role): job.Name},
+			Labels:          map[string]string{v1.LabelFor(role): job.Name},
 			Annotations:     map[string]string{AnnotationTemplateHash: TemplateHash(&template)},
 			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
 		},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelFor(role): job.Name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelFor(role): job.Name}},
 			Template: template,
 		},
 	}
@@ -312,17 +256,17 @@ func ReplicaSet(job *v1.TrainingJob, role Role, replicas int32, gpus []corev1.Re
 
 // Service builds the Service of the master, or the headless Service of the
 // pservers, which the trainers find by DNS.
-func Service(job *v1.TrainingJob, role Role) *corev1.Service {
+func Service(job *v1.TrainingJob, role v1.Role) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ServiceName(job.Name, role),
+			Name:            v1.ServiceName(job.Name, role),
 			Namespace:       job.Namespace,
-			Labels:          map[string]string{LabelFor(role): job.Name},
+			Labels:          map[string]string{v1.LabelFor(role): job.Name},
 			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
 		},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{LabelFor(role): job.Name}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{v1.LabelFor(role): job.Name}},
 	}
-	if role == RoleMaster {
+	if role == v1.RoleMaster {
 		svc.Spec.Ports = []corev1.ServicePort{
 			{Name: "master", Port: MasterPort, TargetPort: intstr.FromInt32(MasterPort), Protocol: corev1.ProtocolTCP},
 			{Name: "etcd", Port: EtcdPort, TargetPort: intstr.FromInt32(EtcdPort), Protocol: corev1.ProtocolTCP},
@@ -346,10 +290,6 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 	_, _ = h.Write(data)
 	return strconv.FormatUint(h.Sum64(), 36)
 }
-
-// AnnotationDeletionCost is the ReplicaSet controller's pod-deletion-cost:
-// on a scale-down it deletes pods of lower cost first.
-const AnnotationDeletionCost = v1.AnnotationDeletionCost
 
 // deletionCostCeiling is the cost of a trainer created with its job; each
 // second later lowers it by one, so that newer trainers cost less.
@@ -379,7 +319,7 @@ func DeletionCosts(job *v1.TrainingJob, trainers []*corev1.Pod) map[string]strin
 		}
 		running = append(running, p)
 		perNode[p.Spec.NodeName]++
-		if _, ok := p.Annotations[AnnotationDeletionCost]; ok {
+		if _, ok := p.Annotations[v1.AnnotationDeletionCost]; ok {
 			inUse = true
 		}
 	}

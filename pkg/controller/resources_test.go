@@ -14,24 +14,24 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-var allRoles = []Role{RoleMaster, RolePserver, RoleTrainer}
+var allRoles = []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer}
 
 func TestNamesAndLabels(t *testing.T) {
 	tests := []struct {
-		role          Role
+		role          v1.Role
 		name, label   string
 		containerName string
 	}{
-		{RoleMaster, "mnist-master", "paddle-job-master", "master"},
-		{RolePserver, "mnist-pserver", "paddle-job-pserver", "pserver"},
-		{RoleTrainer, "mnist-trainer", "paddle-job", "trainer"},
+		{v1.RoleMaster, "mnist-master", "paddle-job-master", "master"},
+		{v1.RolePserver, "mnist-pserver", "paddle-job-pserver", "pserver"},
+		{v1.RoleTrainer, "mnist-trainer", "paddle-job", "trainer"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.role), func(t *testing.T) {
 			job := newJob("mnist", faultTolerant())
-			assert.Equal(t, tt.name, ReplicaSetName("mnist", tt.role))
-			assert.Equal(t, tt.name, ServiceName("mnist", tt.role))
-			assert.Equal(t, tt.label, LabelFor(tt.role))
+			assert.Equal(t, tt.name, v1.ReplicaSetName("mnist", tt.role))
+			assert.Equal(t, tt.name, v1.ServiceName("mnist", tt.role))
+			assert.Equal(t, tt.label, v1.LabelFor(tt.role))
 
 			rs := ReplicaSet(job, tt.role, 1, nil)
 			assert.Equal(t, tt.name, rs.Name)
@@ -59,7 +59,7 @@ func TestOwnerReference(t *testing.T) {
 	for _, role := range allRoles {
 		t.Run(string(role), func(t *testing.T) {
 			assert.Equal(t, want, ReplicaSet(job, role, 1, nil).OwnerReferences)
-			if role != RoleTrainer {
+			if role != v1.RoleTrainer {
 				assert.Equal(t, want, Service(job, role).OwnerReferences)
 			}
 		})
@@ -72,20 +72,20 @@ func TestStartCommands(t *testing.T) {
 	tests := []struct {
 		name string
 		job  *v1.TrainingJob
-		role Role
+		role v1.Role
 		want []string
 	}{
-		{"fault-tolerant master", newJob("a", faultTolerant()), RoleMaster, []string{"paddle_k8s", "start_master"}},
-		{"fault-tolerant pserver", newJob("a", faultTolerant()), RolePserver, []string{"paddle_k8s", "start_new_pserver"}},
-		{"fault-tolerant trainer", newJob("a", faultTolerant()), RoleTrainer, []string{"paddle_k8s", "start_new_trainer"}},
-		{"plain pserver", newJob("a"), RolePserver, []string{"paddle_k8s", "start_pserver"}},
-		{"plain trainer", newJob("a"), RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
+		{"fault-tolerant master", newJob("a", faultTolerant()), v1.RoleMaster, []string{"paddle_k8s", "start_master"}},
+		{"fault-tolerant pserver", newJob("a", faultTolerant()), v1.RolePserver, []string{"paddle_k8s", "start_new_pserver"}},
+		{"fault-tolerant trainer", newJob("a", faultTolerant()), v1.RoleTrainer, []string{"paddle_k8s", "start_new_trainer"}},
+		{"plain pserver", newJob("a"), v1.RolePserver, []string{"paddle_k8s", "start_pserver"}},
+		{"plain trainer", newJob("a"), v1.RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
 		{"pserver entrypoint override", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
-			RolePserver, []string{"sh", "-c", "python ps.py"}},
+			v1.RolePserver, []string{"sh", "-c", "python ps.py"}},
 		{"pserver entrypoint override, fault-tolerant", newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
-			RolePserver, []string{"sh", "-c", "python ps.py"}},
+			v1.RolePserver, []string{"sh", "-c", "python ps.py"}},
 		{"trainer entrypoint goes to ENTRY, not the command", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python t.py" })),
-			RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
+			v1.RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,10 +117,10 @@ func TestPorts(t *testing.T) {
 				want = append(want, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
 				wantSvc = append(wantSvc, corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
 			}
-			assert.Equal(t, want, PodTemplate(tt.job, RolePserver, nil).Spec.Containers[0].Ports)
-			assert.Equal(t, want, PodTemplate(tt.job, RoleTrainer, nil).Spec.Containers[0].Ports)
+			assert.Equal(t, want, PodTemplate(tt.job, v1.RolePserver, nil).Spec.Containers[0].Ports)
+			assert.Equal(t, want, PodTemplate(tt.job, v1.RoleTrainer, nil).Spec.Containers[0].Ports)
 
-			svc := Service(tt.job, RolePserver)
+			svc := Service(tt.job, v1.RolePserver)
 			assert.Equal(t, wantSvc, svc.Spec.Ports)
 		})
 	}
@@ -130,7 +130,7 @@ func TestServices(t *testing.T) {
 	job := newJob("mnist", faultTolerant(), withPorts(7164, 1, 1))
 
 	t.Run("pserver is headless with the job ports", func(t *testing.T) {
-		svc := Service(job, RolePserver)
+		svc := Service(job, v1.RolePserver)
 		assert.Equal(t, "mnist-pserver", svc.Name)
 		assert.Equal(t, testNamespace, svc.Namespace)
 		assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
@@ -142,7 +142,7 @@ func TestServices(t *testing.T) {
 		}, svc.Spec.Ports)
 	})
 	t.Run("master serves 8080 and etcd 2379", func(t *testing.T) {
-		svc := Service(job, RoleMaster)
+		svc := Service(job, v1.RoleMaster)
 		assert.Equal(t, "mnist-master", svc.Name)
 		assert.Empty(t, svc.Spec.ClusterIP, "the master Service gets a cluster IP")
 		assert.Equal(t, map[string]string{"paddle-job-master": "mnist"}, svc.Spec.Selector)
@@ -153,7 +153,7 @@ func TestServices(t *testing.T) {
 		assert.Equal(t, []corev1.ContainerPort{
 			{Name: "master", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
 			{Name: "etcd", ContainerPort: 2379, Protocol: corev1.ProtocolTCP},
-		}, PodTemplate(job, RoleMaster, nil).Spec.Containers[0].Ports)
+		}, PodTemplate(job, v1.RoleMaster, nil).Spec.Containers[0].Ports)
 	})
 }
 
@@ -164,7 +164,7 @@ func TestResourcesPerRole(t *testing.T) {
 	job := newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) {
 		s.Master.Resources, s.Pserver.Resources, s.Trainer.Resources = master, pserver, trainer
 	}))
-	for role, want := range map[Role]corev1.ResourceRequirements{RoleMaster: master, RolePserver: pserver, RoleTrainer: trainer} {
+	for role, want := range map[v1.Role]corev1.ResourceRequirements{v1.RoleMaster: master, v1.RolePserver: pserver, v1.RoleTrainer: trainer} {
 		t.Run(string(role), func(t *testing.T) {
 			got := PodTemplate(job, role, nil).Spec.Containers[0].Resources
 			assert.Equal(t, want, got)
@@ -205,12 +205,12 @@ func TestPodSpecOptions(t *testing.T) {
 	}
 
 	t.Run("no host network keeps the default DNS policy", func(t *testing.T) {
-		pod := PodTemplate(newJob("a"), RoleTrainer, nil).Spec
+		pod := PodTemplate(newJob("a"), v1.RoleTrainer, nil).Spec
 		assert.False(t, pod.HostNetwork)
 		assert.Empty(t, pod.DNSPolicy)
 	})
 	t.Run("the template does not alias the job's slices and maps", func(t *testing.T) {
-		pod := PodTemplate(job, RoleTrainer, nil).Spec
+		pod := PodTemplate(job, v1.RoleTrainer, nil).Spec
 		pod.NodeSelector["disk"] = "hdd"
 		pod.Volumes[0].Name = "changed"
 		assert.Equal(t, "ssd", job.Spec.NodeSelector["disk"])
@@ -333,7 +333,7 @@ func TestEnvLoopbackEtcdIsTheMastersOwn(t *testing.T) {
 	const service = "http://mnist-master.team-a.svc:2379"
 	for _, endpoint := range []string{"127.0.0.1:2379", "http://localhost:2379", "[::1]:2379", "127.0.0.2:2379, http://127.0.0.1:2379"} {
 		job := withEtcd(endpoint)
-		want := map[Role]string{RoleMaster: endpoint, RolePserver: service, RoleTrainer: service}
+		want := map[v1.Role]string{v1.RoleMaster: endpoint, v1.RolePserver: service, v1.RoleTrainer: service}
 		for role, w := range want {
 			env := Env(job, role, nil)
 			assert.Equal(t, w, envValue(t, env, "PADDLE_ETCD_ENDPOINTS"), "%s %s", endpoint, role)
@@ -371,7 +371,7 @@ func TestEnvTrainerCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := Env(newJob("a", withTrainerResources(tt.resources)), RoleTrainer, tt.gpus)
+			env := Env(newJob("a", withTrainerResources(tt.resources)), v1.RoleTrainer, tt.gpus)
 			assert.Equal(t, tt.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
 			assert.Equal(t, tt.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
 		})
@@ -392,7 +392,7 @@ func TestEnvPasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			job := newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Passes, s.Trainer.Passes = tt.spec, tt.trainer }))
-			assert.Equal(t, tt.want, envValue(t, Env(job, RoleTrainer, nil), "PADDLE_INIT_NUM_PASSES"))
+			assert.Equal(t, tt.want, envValue(t, Env(job, v1.RoleTrainer, nil), "PADDLE_INIT_NUM_PASSES"))
 		})
 	}
 }
@@ -402,7 +402,7 @@ func TestTemplateHash(t *testing.T) {
 		job := newJob("a", append([]jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
 			s.NodeSelector = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
 		})}, muts...)...)
-		tpl := PodTemplate(job, RoleTrainer, nil)
+		tpl := PodTemplate(job, v1.RoleTrainer, nil)
 		return TemplateHash(&tpl)
 	}
 	first := base()
@@ -414,12 +414,12 @@ func TestTemplateHash(t *testing.T) {
 		}
 	})
 	t.Run("the ReplicaSet carries its template's hash", func(t *testing.T) {
-		rs := ReplicaSet(newJob("a"), RoleTrainer, 2, nil)
+		rs := ReplicaSet(newJob("a"), v1.RoleTrainer, 2, nil)
 		assert.Equal(t, TemplateHash(&rs.Spec.Template), rs.Annotations[AnnotationTemplateHash])
 	})
 	t.Run("replicas do not change it", func(t *testing.T) {
 		job := newJob("a")
-		assert.Equal(t, ReplicaSet(job, RoleTrainer, 2, nil).Annotations, ReplicaSet(job, RoleTrainer, 5, nil).Annotations)
+		assert.Equal(t, ReplicaSet(job, v1.RoleTrainer, 2, nil).Annotations, ReplicaSet(job, v1.RoleTrainer, 5, nil).Annotations)
 	})
 	changes := []struct {
 		name string
@@ -441,19 +441,19 @@ func TestReplicaSetReplicas(t *testing.T) {
 	job := newJob("mnist", faultTolerant(), withTrainers(2, 6), withPservers(3))
 	tests := []struct {
 		name    string
-		role    Role
+		role    v1.Role
 		current *int32
 		final   bool
 		want    int32
 	}{
-		{"new trainer ReplicaSet starts at min-instance", RoleTrainer, nil, false, 2},
-		{"trainers below min are raised", RoleTrainer, ptr.To[int32](1), false, 2},
-		{"trainers above max are lowered", RoleTrainer, ptr.To[int32](99), false, 6},
-		{"trainers inside the range are the autoscaler's", RoleTrainer, ptr.To[int32](4), false, 4},
-		{"pservers are min-instance", RolePserver, ptr.To[int32](1), false, 3},
-		{"one master", RoleMaster, ptr.To[int32](0), false, 1},
-		{"a finished job runs nothing", RoleTrainer, ptr.To[int32](4), true, 0},
-		{"a finished job runs no pservers", RolePserver, ptr.To[int32](3), true, 0},
+		{"new trainer ReplicaSet starts at min-instance", v1.RoleTrainer, nil, false, 2},
+		{"trainers below min are raised", v1.RoleTrainer, ptr.To[int32](1), false, 2},
+		{"trainers above max are lowered", v1.RoleTrainer, ptr.To[int32](99), false, 6},
+		{"trainers inside the range are the autoscaler's", v1.RoleTrainer, ptr.To[int32](4), false, 4},
+		{"pservers are min-instance", v1.RolePserver, ptr.To[int32](1), false, 3},
+		{"one master", v1.RoleMaster, ptr.To[int32](0), false, 1},
+		{"a finished job runs nothing", v1.RoleTrainer, ptr.To[int32](4), true, 0},
+		{"a finished job runs no pservers", v1.RolePserver, ptr.To[int32](3), true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -462,7 +462,7 @@ func TestReplicaSetReplicas(t *testing.T) {
 	}
 
 	t.Run("the builder takes the replicas", func(t *testing.T) {
-		rs := ReplicaSet(job, RoleTrainer, desiredReplicas(job, RoleTrainer, nil, false), nil)
+		rs := ReplicaSet(job, v1.RoleTrainer, desiredReplicas(job, v1.RoleTrainer, nil, false), nil)
 		require.NotNil(t, rs.Spec.Replicas)
 		assert.Equal(t, int32(2), *rs.Spec.Replicas)
 	})

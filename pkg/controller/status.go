@@ -13,39 +13,12 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-// The condition types of a TrainingJob.
-const (
-	// ConditionReady is True while the job is Running.
-	ConditionReady = "Ready"
-	// ConditionBlocked is True while an object the job needs exists and is
-	// controlled by something else.
-	ConditionBlocked = "Blocked"
-	// ConditionComplete is True once a trainer exited 0.
-	ConditionComplete = "Complete"
-	// ConditionFailed is True once the job failed.
-	ConditionFailed = "Failed"
-)
-
-// The reasons of a TrainingJob's phase.
-const (
-	ReasonCreating        = "Creating"
-	ReasonPodsStarting    = "PodsStarting"
-	ReasonUnschedulable   = "Unschedulable"
-	ReasonRunning         = "Running"
-	ReasonBlocked         = "ObjectInTheWay"
-	ReasonInvalid         = "Invalid"
-	ReasonSucceeded       = "TrainerSucceeded"
-	ReasonTrainerFailed   = "TrainerFailed"
-	ReasonPserverFailed   = "PserverFailed"
-	ReasonTooManyRestarts = "TooManyRestarts"
-)
-
 // observed is what the listers hold about one job.
 type observed struct {
 	// replicaSets are the job's own ReplicaSets by role; a missing role has none yet.
-	replicaSets map[Role]*appsv1.ReplicaSet
+	replicaSets map[v1.Role]*appsv1.ReplicaSet
 	// pods are the job's pods by role.
-	pods map[Role][]*corev1.Pod
+	pods map[v1.Role][]*corev1.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
 }
@@ -60,12 +33,12 @@ type verdict struct {
 // computeStatus derives a job's status from what was observed. It is pure:
 // the same inputs give the same status, and it writes nothing. Succeeded and
 // Failed are final.
-func computeStatus(job *v1.TrainingJob, obs observed, roles []Role) v1.TrainingJobStatus {
+func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.TrainingJobStatus {
 	status := *job.Status.DeepCopy()
 	status.ObservedGeneration = job.Generation
-	status.Master = replicaStatus(obs.replicaSets[RoleMaster], obs.pods[RoleMaster])
-	status.Pservers = replicaStatus(obs.replicaSets[RolePserver], obs.pods[RolePserver])
-	status.Trainers = replicaStatus(obs.replicaSets[RoleTrainer], obs.pods[RoleTrainer])
+	status.Master = replicaStatus(obs.replicaSets[v1.RoleMaster], obs.pods[v1.RoleMaster])
+	status.Pservers = replicaStatus(obs.replicaSets[v1.RolePserver], obs.pods[v1.RolePserver])
+	status.Trainers = replicaStatus(obs.replicaSets[v1.RoleTrainer], obs.pods[v1.RoleTrainer])
 
 	v := judge(job, obs, roles)
 	if status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed {
@@ -78,36 +51,36 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []Role) v1.TrainingJ
 
 // judge decides the phase from the pods, in order of precedence: a success,
 // a failure, an object in the way, missing objects, then how far the pods got.
-func judge(job *v1.TrainingJob, obs observed, roles []Role) verdict {
-	if e := findExit(obs.pods[RoleTrainer], func(code int32) bool { return code == 0 }); e != nil {
-		return verdict{v1.PhaseSucceeded, ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", e.pod, e.container)}
+func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
+	if e := findExit(obs.pods[v1.RoleTrainer], func(code int32) bool { return code == 0 }); e != nil {
+		return verdict{v1.PhaseSucceeded, v1.ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", e.pod, e.container)}
 	}
 	if !job.Spec.FaultTolerant {
 		nonZero := func(code int32) bool { return code != 0 }
-		if e := findExit(obs.pods[RoleTrainer], nonZero); e != nil {
-			return verdict{v1.PhaseFailed, ReasonTrainerFailed, e.failure("trainer")}
+		if e := findExit(obs.pods[v1.RoleTrainer], nonZero); e != nil {
+			return verdict{v1.PhaseFailed, v1.ReasonTrainerFailed, e.failure("trainer")}
 		}
-		if e := findExit(obs.pods[RolePserver], nonZero); e != nil {
-			return verdict{v1.PhaseFailed, ReasonPserverFailed, e.failure("pserver")}
+		if e := findExit(obs.pods[v1.RolePserver], nonZero); e != nil {
+			return verdict{v1.PhaseFailed, v1.ReasonPserverFailed, e.failure("pserver")}
 		}
-	} else if msg := tooManyRestarts(obs.pods[RoleTrainer], job.Spec.TrainerMaxRestarts()); msg != "" {
-		return verdict{v1.PhaseFailed, ReasonTooManyRestarts, msg}
+	} else if msg := tooManyRestarts(obs.pods[v1.RoleTrainer], job.Spec.TrainerMaxRestarts()); msg != "" {
+		return verdict{v1.PhaseFailed, v1.ReasonTooManyRestarts, msg}
 	}
 	if len(obs.blocked) > 0 {
-		return verdict{v1.PhasePending, ReasonBlocked, blockedMessage(obs.blocked)}
+		return verdict{v1.PhasePending, v1.ReasonBlocked, blockedMessage(obs.blocked)}
 	}
 	for _, role := range roles {
 		if obs.replicaSets[role] == nil {
-			return verdict{v1.PhaseCreating, ReasonCreating, "creating the job's ReplicaSets and Services"}
+			return verdict{v1.PhaseCreating, v1.ReasonCreating, "creating the job's ReplicaSets and Services"}
 		}
 	}
 
-	trainersRunning := countPods(obs.pods[RoleTrainer], isRunning)
-	pserversReady := countPods(obs.pods[RolePserver], isReady)
-	mastersReady := countPods(obs.pods[RoleMaster], isReady)
+	trainersRunning := countPods(obs.pods[v1.RoleTrainer], isRunning)
+	pserversReady := countPods(obs.pods[v1.RolePserver], isReady)
+	mastersReady := countPods(obs.pods[v1.RoleMaster], isReady)
 	masterOK := !job.Spec.FaultTolerant || mastersReady > 0
 	if masterOK && pserversReady >= job.Spec.Pserver.MinInstance && trainersRunning >= job.Spec.Trainer.MinInstance {
-		return verdict{v1.PhaseRunning, ReasonRunning, fmt.Sprintf("%d trainers running (min %d, max %d), %d pservers ready",
+		return verdict{v1.PhaseRunning, v1.ReasonRunning, fmt.Sprintf("%d trainers running (min %d, max %d), %d pservers ready",
 			trainersRunning, job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance, pserversReady)}
 	}
 	var unschedulable []*corev1.Pod
@@ -119,10 +92,10 @@ func judge(job *v1.TrainingJob, obs observed, roles []Role) verdict {
 		}
 	}
 	if len(unschedulable) > 0 {
-		return verdict{v1.PhasePending, ReasonUnschedulable, fmt.Sprintf("%d pods cannot be scheduled yet, e.g. %s: %s",
+		return verdict{v1.PhasePending, v1.ReasonUnschedulable, fmt.Sprintf("%d pods cannot be scheduled yet, e.g. %s: %s",
 			len(unschedulable), unschedulable[0].Name, unschedulableMessage(unschedulable[0]))}
 	}
-	return verdict{v1.PhaseCreating, ReasonPodsStarting, fmt.Sprintf("waiting for pods: %d/%d trainers running, %d/%d pservers ready",
+	return verdict{v1.PhaseCreating, v1.ReasonPodsStarting, fmt.Sprintf("waiting for pods: %d/%d trainers running, %d/%d pservers ready",
 		trainersRunning, job.Spec.Trainer.MinInstance, pserversReady, job.Spec.Pserver.MinInstance)}
 }
 
@@ -134,17 +107,17 @@ func setConditions(status *v1.TrainingJobStatus, generation int64, v verdict, bl
 		}
 		meta.SetStatusCondition(&status.Conditions, c)
 	}
-	set(ConditionReady, v.phase == v1.PhaseRunning, v.reason, v.message)
+	set(v1.ConditionReady, v.phase == v1.PhaseRunning, v.reason, v.message)
 	if len(blocked) > 0 {
-		set(ConditionBlocked, true, ReasonBlocked, blockedMessage(blocked))
-	} else if meta.FindStatusCondition(status.Conditions, ConditionBlocked) != nil {
-		set(ConditionBlocked, false, "NothingInTheWay", "every object of the job is controlled by it")
+		set(v1.ConditionBlocked, true, v1.ReasonBlocked, blockedMessage(blocked))
+	} else if meta.FindStatusCondition(status.Conditions, v1.ConditionBlocked) != nil {
+		set(v1.ConditionBlocked, false, v1.ReasonNotBlocked, "every object of the job is controlled by it")
 	}
 	switch v.phase {
 	case v1.PhaseSucceeded:
-		set(ConditionComplete, true, v.reason, v.message)
+		set(v1.ConditionComplete, true, v.reason, v.message)
 	case v1.PhaseFailed:
-		set(ConditionFailed, true, v.reason, v.message)
+		set(v1.ConditionFailed, true, v.reason, v.message)
 	}
 }
 

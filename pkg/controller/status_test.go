@@ -16,27 +16,27 @@ import (
 // trainerPod, pserverPod and masterPod build pods of the job named "mnist",
 // whatever its spec.
 func trainerPod(name string, muts ...podMutator) *corev1.Pod {
-	return newPod(newJob("mnist"), RoleTrainer, name, muts...)
+	return newPod(newJob("mnist"), v1.RoleTrainer, name, muts...)
 }
 
 func pserverPod(name string, muts ...podMutator) *corev1.Pod {
-	return newPod(newJob("mnist"), RolePserver, name, muts...)
+	return newPod(newJob("mnist"), v1.RolePserver, name, muts...)
 }
 
 func masterPod(name string, muts ...podMutator) *corev1.Pod {
-	return newPod(newJob("mnist"), RoleMaster, name, muts...)
+	return newPod(newJob("mnist"), v1.RoleMaster, name, muts...)
 }
 
 // observation builds what the listers would hold: the job's own ReplicaSets
 // for the given roles (at their desired replicas) and the pods by role.
-func observation(job *v1.TrainingJob, rsRoles []Role, pods ...*corev1.Pod) observed {
-	obs := observed{replicaSets: map[Role]*appsv1.ReplicaSet{}, pods: map[Role][]*corev1.Pod{}}
+func observation(job *v1.TrainingJob, rsRoles []v1.Role, pods ...*corev1.Pod) observed {
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, pods: map[v1.Role][]*corev1.Pod{}}
 	for _, role := range rsRoles {
 		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)
 	}
 	for _, p := range pods {
 		for _, role := range allRoles {
-			if p.Labels[LabelFor(role)] == job.Name {
+			if p.Labels[v1.LabelFor(role)] == job.Name {
 				obs.pods[role] = append(obs.pods[role], p)
 			}
 		}
@@ -52,7 +52,7 @@ func blockedBy(obs observed, objects ...string) observed {
 func TestJudge(t *testing.T) {
 	plain := newJob("mnist")
 	ft := newJob("mnist", faultTolerant())
-	all := func(job *v1.TrainingJob) []Role { return roles(job) }
+	all := func(job *v1.TrainingJob) []v1.Role { return roles(job) }
 	// healthy pods of a plain job: one ready pserver, two running trainers.
 	healthy := []*corev1.Pod{pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())}
 	with := func(extra ...*corev1.Pod) []*corev1.Pod {
@@ -69,106 +69,106 @@ func TestJudge(t *testing.T) {
 	}{
 		// Creating
 		{name: "no ReplicaSets yet", job: plain, obs: observation(plain, nil),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
-		{name: "trainer ReplicaSet missing", job: plain, obs: observation(plain, []Role{RolePserver}, healthy...),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
-		{name: "fault-tolerant job without its master ReplicaSet", job: ft, obs: observation(ft, []Role{RolePserver, RoleTrainer}),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonCreating},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonCreating},
+		{name: "trainer ReplicaSet missing", job: plain, obs: observation(plain, []v1.Role{v1.RolePserver}, healthy...),
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonCreating},
+		{name: "fault-tolerant job without its master ReplicaSet", job: ft, obs: observation(ft, []v1.Role{v1.RolePserver, v1.RoleTrainer}),
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonCreating},
 		{name: "ReplicaSets without pods", job: plain, obs: observation(plain, all(plain)),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"0/2 trainers running", "0/1 pservers ready"}},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting, wantMsg: []string{"0/2 trainers running", "0/1 pservers ready"}},
 		{name: "pods pending", job: plain, obs: observation(plain, all(plain), pserverPod("mnist-pserver-a"), trainerPod("mnist-trainer-a"), trainerPod("mnist-trainer-b")),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting},
 		{name: "pserver running but not ready", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", notReady()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"2/2 trainers running", "0/1 pservers ready"}},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting, wantMsg: []string{"2/2 trainers running", "0/1 pservers ready"}},
 		{name: "fewer trainers running than min-instance", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b")),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting, wantMsg: []string{"1/2 trainers running"}},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting, wantMsg: []string{"1/2 trainers running"}},
 		{name: "running trainers being deleted do not count", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running(), deleting())),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting},
 		{name: "fault-tolerant job with its master not ready", job: ft,
 			obs:       observation(ft, all(ft), append(with(), masterPod("mnist-master-a", notReady()))...),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting},
 
 		// Pending
 		{name: "a trainer cannot be scheduled", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", unschedulable("0/3 nodes are available: 3 Insufficient cpu."))),
-			wantPhase: v1.PhasePending, wantReason: ReasonUnschedulable, wantMsg: []string{"1 pods", "mnist-trainer-b", "Insufficient cpu"}},
+			wantPhase: v1.PhasePending, wantReason: v1.ReasonUnschedulable, wantMsg: []string{"1 pods", "mnist-trainer-b", "Insufficient cpu"}},
 		{name: "a pserver cannot be scheduled", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", unschedulable("0/3 nodes are available: 3 Insufficient memory."))),
-			wantPhase: v1.PhasePending, wantReason: ReasonUnschedulable, wantMsg: []string{"mnist-pserver-a", "Insufficient memory"}},
+			wantPhase: v1.PhasePending, wantReason: v1.ReasonUnschedulable, wantMsg: []string{"mnist-pserver-a", "Insufficient memory"}},
 		{name: "a scheduled pod with a stale Unschedulable condition is starting", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", unschedulable("old"), onNode("node-1"))),
-			wantPhase: v1.PhaseCreating, wantReason: ReasonPodsStarting},
-		{name: "an object in the way", job: plain, obs: blockedBy(observation(plain, []Role{RolePserver}), "ReplicaSet mnist-trainer"),
-			wantPhase: v1.PhasePending, wantReason: ReasonBlocked, wantMsg: []string{"ReplicaSet mnist-trainer"}},
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPodsStarting},
+		{name: "an object in the way", job: plain, obs: blockedBy(observation(plain, []v1.Role{v1.RolePserver}), "ReplicaSet mnist-trainer"),
+			wantPhase: v1.PhasePending, wantReason: v1.ReasonBlocked, wantMsg: []string{"ReplicaSet mnist-trainer"}},
 
 		// Running
 		{name: "pservers ready and min-instance trainers running", job: plain, obs: observation(plain, all(plain), healthy...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning, wantMsg: []string{"2 trainers running (min 2, max 6)", "1 pservers ready"}},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning, wantMsg: []string{"2 trainers running (min 2, max 6)", "1 pservers ready"}},
 		{name: "running with some trainers unschedulable above min", job: plain,
 			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", unschedulable("0/3 nodes are available")))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 		{name: "fault-tolerant job with its master ready", job: ft,
 			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 
 		// Succeeded
 		{name: "a trainer exited 0", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(0)))...),
-			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded, wantMsg: []string{"mnist-trainer-c", "code 0"}},
+			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded, wantMsg: []string{"mnist-trainer-c", "code 0"}},
 		{name: "a trainer exited 0 and was restarted", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", running(), lastExited(0), restarts(1)))...),
-			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded, wantMsg: []string{"mnist-trainer-c"}},
+			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded, wantMsg: []string{"mnist-trainer-c"}},
 		{name: "a fault-tolerant trainer exited 0", job: ft, obs: observation(ft, all(ft), trainerPod("mnist-trainer-c", exited(0))),
-			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded},
 		{name: "success is judged before missing ReplicaSets", job: plain, obs: observation(plain, nil, trainerPod("mnist-trainer-c", exited(0))),
-			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded},
 		{name: "a trainer being deleted that exited 0 is no success", job: plain,
 			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(0), deleting()))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 		{name: "a trainer being deleted that exited 143 is no failure", job: plain,
 			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(143), deleting()))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 		{name: "a fault-tolerant trainer scaled down exits 143", job: ft,
 			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", exited(143), deleting()))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 
 		// Failed, plain job
 		{name: "a plain trainer exited non-zero", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(1)))...),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 1"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 1"}},
 		{name: "a plain trainer exited non-zero and was restarted", job: plain,
 			obs:       observation(plain, all(plain), with(trainerPod("mnist-trainer-c", running(), lastExited(137), restarts(1)))...),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 137"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-c", "code 137"}},
 		{name: "the first failed trainer by name is named", job: plain,
 			obs:       observation(plain, all(plain), trainerPod("mnist-trainer-z", exited(2)), trainerPod("mnist-trainer-m", exited(3))),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-m", "code 3"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTrainerFailed, wantMsg: []string{"mnist-trainer-m", "code 3"}},
 		{name: "a plain pserver exited non-zero", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", exited(1)), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 1"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 1"}},
 		// The pserver's last run failed with 2; it then ran again and
 		// exited 0. The job fails for the 2, and the message must say 2.
 		{name: "a plain pserver failure names the code that failed it", job: plain,
 			obs:       observation(plain, all(plain), pserverPod("mnist-pserver-a", exited(0), lastExited(2), restarts(1))),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 2"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonPserverFailed, wantMsg: []string{"mnist-pserver-a", "code 2"}},
 
 		// Failed, fault-tolerant job
 		{name: "a fault-tolerant trainer may fail and restart up to max-restarts", job: ft,
 			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(5)))...),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 		{name: "a fault-tolerant pserver may fail", job: ft,
 			obs: observation(ft, all(ft), masterPod("mnist-master-a", ready()), pserverPod("mnist-pserver-a", ready(), lastExited(1), restarts(1)),
 				trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
-			wantPhase: v1.PhaseRunning, wantReason: ReasonRunning},
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 		{name: "a fault-tolerant trainer restarted more than max-restarts (default 5)", job: ft,
 			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(6)))...),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonTooManyRestarts,
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTooManyRestarts,
 			wantMsg: []string{"mnist-trainer-c", "restarted 6 times", "max-restarts 5", "last exit code 1"}},
 		{name: "max-restarts 0 fails on the first restart", job: newJob("mnist", faultTolerant(), withMaxRestarts(0)),
 			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(3), restarts(1))),
-			wantPhase: v1.PhaseFailed, wantReason: ReasonTooManyRestarts, wantMsg: []string{"max-restarts 0", "last exit code 3"}},
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTooManyRestarts, wantMsg: []string{"max-restarts 0", "last exit code 3"}},
 		{name: "success wins over too many restarts", job: ft,
 			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(9)), trainerPod("mnist-trainer-d", exited(0))),
-			wantPhase: v1.PhaseSucceeded, wantReason: ReasonSucceeded},
+			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,24 +199,24 @@ func TestComputeStatusFinalPhases(t *testing.T) {
 		wantMsg    string
 	}{
 		{"succeeded stays succeeded when a trainer later fails",
-			newJob("mnist", withPhase(v1.PhaseSucceeded, ReasonSucceeded, "trainer pod x exited with code 0")),
+			newJob("mnist", withPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "trainer pod x exited with code 0")),
 			observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(1))),
-			v1.PhaseSucceeded, ReasonSucceeded, "trainer pod x exited with code 0"},
+			v1.PhaseSucceeded, v1.ReasonSucceeded, "trainer pod x exited with code 0"},
 		{"succeeded stays succeeded when every pod is gone",
-			newJob("mnist", withPhase(v1.PhaseSucceeded, ReasonSucceeded, "done")),
+			newJob("mnist", withPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "done")),
 			observation(plain, nil),
-			v1.PhaseSucceeded, ReasonSucceeded, "done"},
+			v1.PhaseSucceeded, v1.ReasonSucceeded, "done"},
 		{"failed stays failed while pods run",
-			newJob("mnist", withPhase(v1.PhaseFailed, ReasonTrainerFailed, "trainer pod y exited with code 1")),
-			allRunning, v1.PhaseFailed, ReasonTrainerFailed, "trainer pod y exited with code 1"},
+			newJob("mnist", withPhase(v1.PhaseFailed, v1.ReasonTrainerFailed, "trainer pod y exited with code 1")),
+			allRunning, v1.PhaseFailed, v1.ReasonTrainerFailed, "trainer pod y exited with code 1"},
 		{"failed stays failed when a trainer later exits 0",
-			newJob("mnist", withPhase(v1.PhaseFailed, ReasonInvalid, "spec.trainer.min-instance: bad")),
+			newJob("mnist", withPhase(v1.PhaseFailed, v1.ReasonInvalid, "spec.trainer.min-instance: bad")),
 			observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(0))),
-			v1.PhaseFailed, ReasonInvalid, "spec.trainer.min-instance: bad"},
+			v1.PhaseFailed, v1.ReasonInvalid, "spec.trainer.min-instance: bad"},
 		{"running is not final",
-			newJob("mnist", withPhase(v1.PhaseRunning, ReasonRunning, "2 trainers running")),
+			newJob("mnist", withPhase(v1.PhaseRunning, v1.ReasonRunning, "2 trainers running")),
 			observation(plain, roles(plain)),
-			v1.PhaseCreating, ReasonPodsStarting, "waiting for pods: 0/2 trainers running, 0/1 pservers ready"},
+			v1.PhaseCreating, v1.ReasonPodsStarting, "waiting for pods: 0/2 trainers running, 0/1 pservers ready"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +240,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		trainerPod("mnist-trainer-f", ready(), deleting()),
 	)
 	three := int32(3)
-	obs.replicaSets[RoleTrainer].Spec.Replicas = &three
+	obs.replicaSets[v1.RoleTrainer].Spec.Replicas = &three
 
 	status := computeStatus(job, obs, roles(job))
 	assert.Equal(t, v1.ReplicaStatus{Desired: 3, Current: 3, Ready: 1, Summary: "1/3"}, status.Trainers,
@@ -264,30 +264,30 @@ func TestComputeStatusConditions(t *testing.T) {
 		want []want
 	}{
 		{"running is ready", plain, runningObs, []want{
-			{ConditionReady, metav1.ConditionTrue, ReasonRunning},
-			{ConditionBlocked, "", ""}, {ConditionComplete, "", ""}, {ConditionFailed, "", ""},
+			{v1.ConditionReady, metav1.ConditionTrue, v1.ReasonRunning},
+			{v1.ConditionBlocked, "", ""}, {v1.ConditionComplete, "", ""}, {v1.ConditionFailed, "", ""},
 		}},
 		{"starting is not ready", plain, observation(plain, roles(plain)), []want{
-			{ConditionReady, metav1.ConditionFalse, ReasonPodsStarting},
-			{ConditionComplete, "", ""}, {ConditionFailed, "", ""},
+			{v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPodsStarting},
+			{v1.ConditionComplete, "", ""}, {v1.ConditionFailed, "", ""},
 		}},
 		{"succeeded is complete", plain, observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(0))), []want{
-			{ConditionReady, metav1.ConditionFalse, ReasonSucceeded},
-			{ConditionComplete, metav1.ConditionTrue, ReasonSucceeded},
-			{ConditionFailed, "", ""},
+			{v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSucceeded},
+			{v1.ConditionComplete, metav1.ConditionTrue, v1.ReasonSucceeded},
+			{v1.ConditionFailed, "", ""},
 		}},
 		{"failed", plain, observation(plain, roles(plain), trainerPod("mnist-trainer-a", exited(1))), []want{
-			{ConditionReady, metav1.ConditionFalse, ReasonTrainerFailed},
-			{ConditionFailed, metav1.ConditionTrue, ReasonTrainerFailed},
-			{ConditionComplete, "", ""},
+			{v1.ConditionReady, metav1.ConditionFalse, v1.ReasonTrainerFailed},
+			{v1.ConditionFailed, metav1.ConditionTrue, v1.ReasonTrainerFailed},
+			{v1.ConditionComplete, "", ""},
 		}},
 		{"blocked", plain, blockedBy(observation(plain, nil), "Service mnist-pserver"), []want{
-			{ConditionReady, metav1.ConditionFalse, ReasonBlocked},
-			{ConditionBlocked, metav1.ConditionTrue, ReasonBlocked},
+			{v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBlocked},
+			{v1.ConditionBlocked, metav1.ConditionTrue, v1.ReasonBlocked},
 		}},
-		{"no longer blocked", newJob("mnist", withGeneration(7), withCondition(ConditionBlocked, metav1.ConditionTrue, ReasonBlocked)), runningObs, []want{
-			{ConditionReady, metav1.ConditionTrue, ReasonRunning},
-			{ConditionBlocked, metav1.ConditionFalse, "NothingInTheWay"},
+		{"no longer blocked", newJob("mnist", withGeneration(7), withCondition(v1.ConditionBlocked, metav1.ConditionTrue, v1.ReasonBlocked)), runningObs, []want{
+			{v1.ConditionReady, metav1.ConditionTrue, v1.ReasonRunning},
+			{v1.ConditionBlocked, metav1.ConditionFalse, "NothingInTheWay"},
 		}},
 	}
 	for _, tt := range tests {
@@ -306,7 +306,7 @@ func TestComputeStatusConditions(t *testing.T) {
 				assert.Equal(t, int64(7), c.ObservedGeneration, w.kind)
 				assert.False(t, c.LastTransitionTime.IsZero(), w.kind)
 			}
-			if c := condition(status, ConditionBlocked); c != nil && c.Status == metav1.ConditionTrue {
+			if c := condition(status, v1.ConditionBlocked); c != nil && c.Status == metav1.ConditionTrue {
 				assert.Contains(t, c.Message, "Service mnist-pserver")
 			}
 		})
@@ -315,8 +315,8 @@ func TestComputeStatusConditions(t *testing.T) {
 
 func TestComputeStatusIsPure(t *testing.T) {
 	job := newJob("mnist", withGeneration(3),
-		withPhase(v1.PhaseCreating, ReasonPodsStarting, "waiting"),
-		withCondition(ConditionReady, metav1.ConditionFalse, ReasonPodsStarting))
+		withPhase(v1.PhaseCreating, v1.ReasonPodsStarting, "waiting"),
+		withCondition(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPodsStarting))
 	before := job.DeepCopy()
 	obs := observation(job, roles(job), pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running()))
 
@@ -329,7 +329,7 @@ func TestComputeStatusIsPure(t *testing.T) {
 
 	t.Run("an unchanged condition keeps its transition time", func(t *testing.T) {
 		idle := computeStatus(job, observation(job, roles(job)), roles(job))
-		c := condition(idle, ConditionReady)
+		c := condition(idle, v1.ConditionReady)
 		require.NotNil(t, c)
 		assert.Equal(t, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), c.LastTransitionTime.UTC())
 	})

@@ -20,7 +20,6 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
-	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -36,7 +35,7 @@ type elasticCluster struct {
 func (c elasticCluster) trainerReplicas(ctx context.Context, jobs []string) (map[string]int32, error) {
 	out := map[string]int32{}
 	for _, job := range jobs {
-		rs, err := c.kube.AppsV1().ReplicaSets(c.ns).Get(ctx, controller.ReplicaSetName(job, controller.RoleTrainer), metav1.GetOptions{})
+		rs, err := c.kube.AppsV1().ReplicaSets(c.ns).Get(ctx, v1.ReplicaSetName(job, v1.RoleTrainer), metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -302,7 +301,7 @@ func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
 	require.NoError(t, err)
 	var scaled []string
 	for _, e := range events.Items {
-		if e.Reason == controller.EventScaled {
+		if e.Reason == v1.EventScaled {
 			scaled = append(scaled, e.Message)
 		}
 	}

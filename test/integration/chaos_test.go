@@ -29,7 +29,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -224,8 +223,8 @@ func waitForReplicaSets(t *testing.T, ctx context.Context, plane *framework.Cont
 			last = err.Error()
 			return false, nil
 		}
-		for _, role := range []controller.Role{controller.RoleTrainer, controller.RolePserver} {
-			rs, err := plane.Client.AppsV1().ReplicaSets(job.Namespace).Get(ctx, controller.ReplicaSetName(job.Name, role), metav1.GetOptions{})
+		for _, role := range []v1.Role{v1.RoleTrainer, v1.RolePserver} {
+			rs, err := plane.Client.AppsV1().ReplicaSets(job.Namespace).Get(ctx, v1.ReplicaSetName(job.Name, role), metav1.GetOptions{})
 			if err != nil {
 				last = err.Error()
 				return false, nil
@@ -269,7 +268,7 @@ func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
 	}
 	at := time.Since(w.began).Round(time.Millisecond)
 	switch {
-	case rs.Labels[controller.LabelTrainer] != "":
+	case rs.Labels[v1.LabelTrainer] != "":
 		if replicas < w.min || replicas > w.max {
 			w.violations = append(w.violations, fmt.Sprintf("at %s: trainer ReplicaSet %s has %d replicas, outside [%d, %d] (resourceVersion %s)",
 				at, rs.Name, replicas, w.min, w.max, rs.ResourceVersion))
@@ -283,7 +282,7 @@ func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
 			w.downs++
 		}
 		w.lastChange = time.Now()
-	case rs.Labels[controller.LabelPserver] != "":
+	case rs.Labels[v1.LabelPserver] != "":
 		if replicas != 1 {
 			w.violations = append(w.violations, fmt.Sprintf("at %s: pserver ReplicaSet %s has %d replicas, not 1 (resourceVersion %s)",
 				at, rs.Name, replicas, rs.ResourceVersion))
@@ -552,9 +551,9 @@ func TestKillNineChaos(t *testing.T) {
 
 	// Exactly the objects of each job, each controlled by it.
 	for name := range jobs {
-		for _, label := range []string{controller.LabelTrainer, controller.LabelPserver, controller.LabelMaster} {
+		for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 			want := 1
-			if label == controller.LabelMaster {
+			if label == v1.LabelMaster {
 				want = 0 // plain jobs run no master
 			}
 			selector := labels.SelectorFromSet(labels.Set{label: name}).String()
@@ -564,7 +563,7 @@ func TestKillNineChaos(t *testing.T) {
 			svcList, err := plane.Client.CoreV1().Services(jobsNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			require.NoError(t, err)
 			wantSvc := 0
-			if label == controller.LabelPserver {
+			if label == v1.LabelPserver {
 				wantSvc = 1
 			}
 			assert.Len(t, svcList.Items, wantSvc, "Services of job %s labelled %s", name, label)
@@ -630,7 +629,7 @@ func convergedState(ctx context.Context, plane *framework.ControlPlane, tj tjcli
 		return fmt.Sprintf("%d jobs", len(jobs.Items))
 	}
 	for _, job := range jobs.Items {
-		rs, err := plane.Client.AppsV1().ReplicaSets(jobsNS).Get(ctx, controller.ReplicaSetName(job.Name, controller.RoleTrainer), metav1.GetOptions{})
+		rs, err := plane.Client.AppsV1().ReplicaSets(jobsNS).Get(ctx, v1.ReplicaSetName(job.Name, v1.RoleTrainer), metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}

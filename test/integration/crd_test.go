@@ -22,7 +22,6 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1/testcorpus"
-	"github.com/paddlepaddle/edl/pkg/controller"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -164,10 +163,10 @@ func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 	startController(t, ns)
 	for _, c := range cases {
 		job := waitForJob(t, ns, c.name, "Failed/Invalid", func(job *v1.TrainingJob) bool {
-			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == controller.ReasonInvalid
+			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == v1.ReasonInvalid
 		})
 		assert.Contains(t, job.Status.Message, c.field, c.name)
-		assert.Equal(t, []string{controller.ReasonInvalid}, eventReasons(t, ns, c.name), c.name)
+		assert.Equal(t, []string{v1.ReasonInvalid}, eventReasons(t, ns, c.name), c.name)
 	}
 	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
 	require.NoError(t, err)

@@ -269,7 +269,7 @@ func TestDocsExampleJobsAreValidAndRunnable(t *testing.T) {
 				}
 				assert.True(t, hasReq && hasLim && req.Cmp(lim) == 0, "%s: nvidia.com/gpu request %v must equal limit %v", role, req.String(), lim.String())
 			}
-			for _, env := range controller.Env(defaulted, controller.RoleTrainer, nil) {
+			for _, env := range controller.Env(defaulted, v1.RoleTrainer, nil) {
 				if env.Name == "PADDLE_INIT_USE_GPU" && env.Value == "true" {
 					sawGPU = true
 				}
@@ -304,7 +304,7 @@ func TestDocsExampleTrainFTReadsThePodContract(t *testing.T) {
 	v1.SetObjectDefaults_TrainingJob(job)
 	require.True(t, job.Spec.FaultTolerant, "examplejob.yaml is the fault-tolerant example")
 	set := map[string]bool{}
-	for _, env := range controller.Env(job, controller.RoleTrainer, nil) {
+	for _, env := range controller.Env(job, v1.RoleTrainer, nil) {
 		set[env.Name] = true
 	}
 	userSet := map[string]bool{"DATA_DIR": true, "OUTPUT_DIR": true}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/controller"
 )
 
 // controllerUser is the ServiceAccount of edl_controller.yaml.
@@ -96,20 +95,20 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	// A deletion cost on one trainer puts costs on all running ones: the
 	// controller patches pods.
 	var first string
-	for _, p := range podsOf(t, ns, controller.LabelTrainer, job.Name) {
+	for _, p := range podsOf(t, ns, v1.LabelTrainer, job.Name) {
 		if p.Status.Phase == corev1.PodRunning {
 			first = p.Name
 			break
 		}
 	}
 	require.NotEmpty(t, first, "a running trainer")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"7"}}}`, controller.AnnotationDeletionCost)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"7"}}}`, v1.AnnotationDeletionCost)
 	_, err = cp.Client.CoreV1().Pods(ns).Patch(ctx, first, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 	edl.waitFor("every running trainer has a deletion cost", func() bool {
-		pods := podsOf(t, ns, controller.LabelTrainer, job.Name)
+		pods := podsOf(t, ns, v1.LabelTrainer, job.Name)
 		for _, p := range pods {
-			if c, ok := p.Annotations[controller.AnnotationDeletionCost]; p.Status.Phase == corev1.PodRunning && (!ok || c == "7") {
+			if c, ok := p.Annotations[v1.AnnotationDeletionCost]; p.Status.Phase == corev1.PodRunning && (!ok || c == "7") {
 				return false
 			}
 		}
@@ -118,7 +117,7 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 
 	// A drifted Service is updated back.
 	svcs := cp.Client.CoreV1().Services(ns)
-	svcName := controller.ServiceName(job.Name, controller.RolePserver)
+	svcName := v1.ServiceName(job.Name, v1.RolePserver)
 	_, err = svcs.Patch(ctx, svcName, types.MergePatchType, []byte(`{"spec":{"selector":{"drift":"yes"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	edl.waitFor("the Service's selector is put back", func() bool {
@@ -135,7 +134,7 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 			reasons[e.Reason] = true
 		}
 	}
-	assert.True(t, reasons[controller.EventCreated] && reasons[controller.EventRunning] && reasons[controller.EventScaled],
+	assert.True(t, reasons[v1.EventCreated] && reasons[v1.EventRunning] && reasons[v1.EventScaled],
 		"Created, Running and Scaled events, got %v", reasons)
 
 	require.NoError(t, tj.Delete(ctx, job.Name, metav1.DeleteOptions{}))

@@ -12,14 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/controller"
 )
 
 // trainerReplicas reads the trainer ReplicaSet's replicas and generation,
 // which counts the writes to its spec (the ReplicaSet controller's status
 // writes do not move it).
 func trainerReplicas(ctx context.Context, ns, job string) (int32, int64, error) {
-	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, controller.ReplicaSetName(job, controller.RoleTrainer), metav1.GetOptions{})
+	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName(job, v1.RoleTrainer), metav1.GetOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -53,7 +52,7 @@ func TestCompetingWriterIsClampedOnce(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, replicas)
 		assert.Equal(t, generation, after, "the controller wrote the ReplicaSet again after clamping it")
-		assert.Equal(t, i+1, count(eventReasons(t, ns, "example"), controller.EventScaled), "one Scaled event per clamp")
+		assert.Equal(t, i+1, count(eventReasons(t, ns, "example"), v1.EventScaled), "one Scaled event per clamp")
 	}
 }
 
@@ -87,7 +86,7 @@ func TestAPIServerOutage(t *testing.T) {
 	require.NoError(t, err, "the API server did not take a job after its restart")
 	submitted := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, resumeBound, true, func(ctx context.Context) (bool, error) {
-		_, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, controller.ReplicaSetName(second.Name, controller.RoleTrainer), metav1.GetOptions{})
+		_, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName(second.Name, v1.RoleTrainer), metav1.GetOptions{})
 		return err == nil, nil
 	})
 	require.NoError(t, err, "the controller did not resume within %s of the API server's return", resumeBound)

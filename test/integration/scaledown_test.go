@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/controller"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -24,7 +23,7 @@ import (
 func scaleTrainers(t *testing.T, ns, job string, replicas int32) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	_, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testContext(t), controller.ReplicaSetName(job, controller.RoleTrainer),
+	_, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testContext(t), v1.ReplicaSetName(job, v1.RoleTrainer),
 		types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
@@ -35,7 +34,7 @@ func waitTrainers(t *testing.T, ns, job string, running, pending int) []corev1.P
 	t.Helper()
 	var pods []corev1.Pod
 	err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		pods = podsOf(t, ns, controller.LabelTrainer, job)
+		pods = podsOf(t, ns, v1.LabelTrainer, job)
 		r, p := 0, 0
 		for _, pod := range pods {
 			switch {
@@ -101,8 +100,8 @@ func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
 
 	// The controller saw the uneven spread and priced the trainers by age.
 	err = wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		for _, pod := range podsOf(t, ns, controller.LabelTrainer, "example") {
-			if pod.Spec.NodeName != "" && pod.Annotations[controller.AnnotationDeletionCost] == "" {
+		for _, pod := range podsOf(t, ns, v1.LabelTrainer, "example") {
+			if pod.Spec.NodeName != "" && pod.Annotations[v1.AnnotationDeletionCost] == "" {
 				return false, nil
 			}
 		}

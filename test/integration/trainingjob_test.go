@@ -262,7 +262,7 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, created.UID, metav1.GetControllerOf(svc).UID)
 	}
-	trainers := podsOf(t, ns, controller.LabelTrainer, "example")
+	trainers := podsOf(t, ns, v1.LabelTrainer, "example")
 	require.Len(t, trainers, 2)
 	for _, pod := range trainers {
 		assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
@@ -273,7 +273,7 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 		assert.Contains(t, pod.Spec.Containers[0].Env,
 			corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "http://example-master." + ns + ".svc:2379"}, "trainer %s", pod.Name)
 	}
-	masters := podsOf(t, ns, controller.LabelMaster, "example")
+	masters := podsOf(t, ns, v1.LabelMaster, "example")
 	require.Len(t, masters, 1)
 	assert.Contains(t, masters[0].Spec.Containers[0].Env, corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "127.0.0.1:2379"})
 
@@ -283,8 +283,8 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 	assert.Regexp(t, `(?m)^example\s+Running\s+2/2\s+2\s+6\s+\S+$`, out)
 
 	reasons := eventReasons(t, ns, "example")
-	assert.Equal(t, 5, count(reasons, controller.EventCreated), "one Created event per object: %v", reasons)
-	assert.Equal(t, 1, count(reasons, controller.EventRunning), "%v", reasons)
+	assert.Equal(t, 5, count(reasons, v1.EventCreated), "one Created event per object: %v", reasons)
+	assert.Equal(t, 1, count(reasons, v1.EventRunning), "%v", reasons)
 
 	// Deleting the job garbage-collects its ReplicaSets, Services and pods.
 	require.NoError(t, tj.PaddlepaddleV1().TrainingJobs(ns).Delete(testContext(t), "example", metav1.DeleteOptions{
@@ -340,7 +340,7 @@ func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
 
 	_, err = jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})
 	require.NoError(t, err)
-	job := waitForJob(t, ns, "example", "Blocked", func(j *v1.TrainingJob) bool { return j.Status.Reason == controller.ReasonBlocked })
+	job := waitForJob(t, ns, "example", "Blocked", func(j *v1.TrainingJob) bool { return j.Status.Reason == v1.ReasonBlocked })
 	assert.Equal(t, v1.PhasePending, job.Status.Phase)
 	assert.Contains(t, job.Status.Message, "ReplicaSet example-trainer")
 
@@ -353,7 +353,7 @@ func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
 	assert.Equal(t, foreign.Labels, after.Labels)
 	assert.Equal(t, foreign.Annotations, after.Annotations)
 	assert.Empty(t, after.OwnerReferences, "the foreign ReplicaSet was adopted")
-	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventBlocked), "one Blocked event, on the edge")
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), v1.EventBlocked), "one Blocked event, on the edge")
 	_, err = cp.Client.AppsV1().ReplicaSets(ns).Get(testContext(t), "example-pserver", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "nothing is created while the job is blocked: %v", err)
 
@@ -380,11 +380,11 @@ func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
 	require.NoError(t, err)
 	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
 
-	trainers := podsOf(t, ns, controller.LabelTrainer, "example")
+	trainers := podsOf(t, ns, v1.LabelTrainer, "example")
 	require.NotEmpty(t, trainers)
 	annotateExit(t, ns, trainers[0].Name, 0)
 	job := waitForJob(t, ns, "example", "Succeeded", phaseIs(v1.PhaseSucceeded))
-	assert.Equal(t, controller.ReasonSucceeded, job.Status.Reason)
+	assert.Equal(t, v1.ReasonSucceeded, job.Status.Reason)
 	assert.Contains(t, job.Status.Message, trainers[0].Name)
 
 	for _, name := range []string{"example-master", "example-pserver", "example-trainer"} {
@@ -394,7 +394,7 @@ func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
 		})
 		require.NoError(t, err, "ReplicaSet %s was not scaled to 0", name)
 	}
-	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventSucceeded))
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), v1.EventSucceeded))
 }
 
 // TestPserverFailureFailsAPlainJob: in a job that is not fault tolerant, a
@@ -406,13 +406,13 @@ func TestPserverFailureFailsAPlainJob(t *testing.T) {
 	require.NoError(t, err)
 	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
 
-	pservers := podsOf(t, ns, controller.LabelPserver, "example")
+	pservers := podsOf(t, ns, v1.LabelPserver, "example")
 	require.NotEmpty(t, pservers)
 	assert.Equal(t, []string{"paddle_k8s", "start_pserver"}, pservers[0].Spec.Containers[0].Command)
 	annotateExit(t, ns, pservers[0].Name, 3)
 	job := waitForJob(t, ns, "example", "Failed", phaseIs(v1.PhaseFailed))
-	assert.Equal(t, controller.ReasonPserverFailed, job.Status.Reason)
+	assert.Equal(t, v1.ReasonPserverFailed, job.Status.Reason)
 	assert.Contains(t, job.Status.Message, pservers[0].Name)
 	assert.Contains(t, job.Status.Message, "exited with code 3")
-	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), controller.EventFailed))
+	assert.Equal(t, 1, count(eventReasons(t, ns, "example"), v1.EventFailed))
 }

@@ -1,0 +1,94 @@
+package v1
+
+import "strings"
+
+// Role is one of the three kinds of process of a job.
+type Role string
+
+// The roles, as the launcher reads them from PADDLE_TRAINING_ROLE.
+const (
+	RoleMaster  Role = "MASTER"
+	RolePserver Role = "PSERVER"
+	RoleTrainer Role = "TRAINER"
+)
+
+// The pod labels of the original EDL; each selects one role of one job, and
+// its value is the job's name.
+const (
+	LabelTrainer = "paddle-job"
+	LabelPserver = "paddle-job-pserver"
+	LabelMaster  = "paddle-job-master"
+)
+
+// AnnotationDeletionCost is the ReplicaSet controller's pod-deletion-cost:
+// on a scale-down it deletes pods of lower cost first. The controller sets it
+// on trainers; the pod informer's transform keeps it.
+const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// naming is how the objects of one role are named and labelled.
+type naming struct {
+	role Role
+	// label selects the role's pods; its value is the job's name.
+	label string
+	// name is the role's lower-case name: its ReplicaSet and Service are
+	// <job>-<name>, its container <name>.
+	name string
+}
+
+// namings are the roles' names, in the order JobOf reads the labels.
+var namings = [...]naming{
+	{RoleTrainer, LabelTrainer, "trainer"},
+	{RolePserver, LabelPserver, "pserver"},
+	{RoleMaster, LabelMaster, "master"},
+}
+
+// namingOf returns the names of a role; anything that is not the master or
+// a pserver is a trainer.
+func namingOf(role Role) naming {
+	for _, n := range namings {
+		if n.role == role {
+			return n
+		}
+	}
+	return namings[0]
+}
+
+// Name is the role's lower-case name, "master", "pserver" or "trainer": the
+// name of its container and the suffix of its ReplicaSet's and Service's.
+func (r Role) Name() string { return namingOf(r).name }
+
+// LabelFor returns the label key selecting a role's pods.
+func LabelFor(role Role) string { return namingOf(role).label }
+
+// ReplicaSetName is the name of a job's ReplicaSet for a role.
+func ReplicaSetName(job string, role Role) string { return job + "-" + namingOf(role).name }
+
+// ServiceName is the name of a job's Service for a role (master and pserver).
+func ServiceName(job string, role Role) string { return ReplicaSetName(job, role) }
+
+// JobOf returns the job and role a pod's labels name: the first of the
+// trainer, pserver and master labels with a value. ok is false for a pod of
+// no job.
+func JobOf(labels map[string]string) (job string, role Role, ok bool) {
+	if len(labels) == 0 {
+		return "", "", false
+	}
+	for _, n := range namings {
+		if job := labels[n.label]; job != "" {
+			return job, n.role, true
+		}
+	}
+	return "", "", false
+}
+
+// JobOfName returns the job and role whose ReplicaSet or Service would have
+// this name. The name alone does not prove the object is the job's: it may
+// be a foreign object in the job's way.
+func JobOfName(name string) (job string, role Role, ok bool) {
+	for _, n := range namings {
+		if job, ok := strings.CutSuffix(name, "-"+n.name); ok {
+			return job, n.role, true
+		}
+	}
+	return "", "", false
+}

@@ -316,7 +316,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, opts.resync)
 	jobInformers := tjinformers.NewSharedInformerFactory(tjClient, opts.resync)
 	podInformer := kubeInformers.Core().V1().Pods()
-	// One pod informer feeds the controller and the snapshot; it keeps only
+	// One pod informer feeds the controller and the tracker; it keeps only
 	// the fields they read, so that a cluster of 100,000 pods stays cheap.
 	if err := podInformer.Informer().SetTransform(cluster.TransformPod); err != nil {
 		return fmt.Errorf("set the pod transform: %w", err)
@@ -335,30 +335,49 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 
 	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
 	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
-	ctrl, err := controller.NewController(kubeClient, tjClient, jobInformer, rsInformer,
-		kubeInformers.Core().V1().Services(), podInformer, recorder, logger,
-		controller.WithRecorder(m), controller.WithGPUResources(gpuResourceNames(opts.gpuResources)))
-	if err != nil {
-		return err
-	}
-	snapshot, err := cluster.New(podInformer, nodeInformer, cluster.Options{
-		Logger:           logger,
-		GPUResourceNames: gpuResourceNames(opts.gpuResources),
+	gpus := gpuResourceNames(opts.gpuResources)
+	ctrl, err := controller.New(controller.Config{
+		KubeClient:         kubeClient,
+		TJClient:           tjClient,
+		JobInformer:        jobInformer,
+		ReplicaSetInformer: rsInformer,
+		ServiceInformer:    kubeInformers.Core().V1().Services(),
+		PodInformer:        podInformer,
+		Recorder:           recorder,
+		Logger:             logger,
+		Metrics:            m,
+		GPUResources:       gpus,
 	})
 	if err != nil {
 		return err
 	}
-	scaler := autoscaler.New(kubeClient, tjClient, snapshot, jobInformer, rsInformer,
-		kubeInformers.Scheduling().V1().PriorityClasses(), recorder, logger, clock.RealClock{},
-		autoscaler.Config{
-			Interval:        opts.autoscaleInterval,
-			MaxLoadDesired:  opts.maxLoadDesired,
-			CoolDown:        time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
-			MaxGrowPerCycle: int32(opts.maxGrowPerCycle), // #nosec G115 -- parseFlags keeps it within [0, MaxInt32]
-			RebalanceGap:    opts.rebalanceGap,
-			DryRun:          opts.dryRun,
-			Recorder:        m,
-		})
+	tracker, err := cluster.New(cluster.Config{
+		PodInformer:      podInformer,
+		NodeInformer:     nodeInformer,
+		Logger:           logger,
+		GPUResourceNames: gpus,
+	})
+	if err != nil {
+		return err
+	}
+	scaler := autoscaler.New(autoscaler.Config{
+		KubeClient:            kubeClient,
+		TJClient:              tjClient,
+		Tracker:               tracker,
+		JobInformer:           jobInformer,
+		ReplicaSetInformer:    rsInformer,
+		PriorityClassInformer: kubeInformers.Scheduling().V1().PriorityClasses(),
+		Recorder:              recorder,
+		Logger:                logger,
+		Clock:                 clock.RealClock{},
+		Interval:              opts.autoscaleInterval,
+		MaxLoadDesired:        opts.maxLoadDesired,
+		CoolDown:              time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
+		MaxGrowPerCycle:       int32(opts.maxGrowPerCycle), // #nosec G115 -- parseFlags keeps it within [0, MaxInt32]
+		RebalanceGap:          opts.rebalanceGap,
+		DryRun:                opts.dryRun,
+		Metrics:               m,
+	})
 
 	// The informers run whether or not this replica leads, so that a standby
 	// takes over with warm caches. They stop after the work, on every path.

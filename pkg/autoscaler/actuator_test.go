@@ -42,7 +42,7 @@ type actuatorFixture struct {
 	recorder *record.FakeRecorder
 	clock    *clocktesting.FakeClock
 	scaler   *Autoscaler
-	snapshot *cluster.Snapshot
+	tracker  *cluster.Tracker
 }
 
 func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *actuatorFixture {
@@ -63,10 +63,14 @@ func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *ac
 	logger := log.New()
 	logger.SetHandler(log.DiscardHandler())
 	var err error
-	f.snapshot, err = cluster.New(f.kubeInf.Core().V1().Pods(), f.kubeInf.Core().V1().Nodes(), cluster.Options{})
+	f.tracker, err = cluster.New(cluster.Config{PodInformer: f.kubeInf.Core().V1().Pods(), NodeInformer: f.kubeInf.Core().V1().Nodes()})
 	require.NoError(t, err)
-	f.scaler = New(f.kube, f.tj, f.snapshot, f.tjInf.Paddlepaddle().V1().TrainingJobs(), f.kubeInf.Apps().V1().ReplicaSets(),
-		f.kubeInf.Scheduling().V1().PriorityClasses(), f.recorder, logger, f.clock, cfg)
+	cfg.KubeClient, cfg.TJClient, cfg.Tracker = f.kube, f.tj, f.tracker
+	cfg.JobInformer = f.tjInf.Paddlepaddle().V1().TrainingJobs()
+	cfg.ReplicaSetInformer = f.kubeInf.Apps().V1().ReplicaSets()
+	cfg.PriorityClassInformer = f.kubeInf.Scheduling().V1().PriorityClasses()
+	cfg.Recorder, cfg.Logger, cfg.Clock = f.recorder, logger, f.clock
+	f.scaler = New(cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	f.kubeInf.Start(ctx.Done())
@@ -258,23 +262,23 @@ func drain(r *record.FakeRecorder) []string {
 	}
 }
 
-// fakeRecorder keeps what the autoscaler reports.
-type fakeRecorder struct {
+// fakeMetrics keeps what the autoscaler reports.
+type fakeMetrics struct {
 	planned [][]Job
-	snaps   []cluster.ClusterResource
+	snaps   []cluster.Snapshot
 	scaled  []ScaleAction
 }
 
-func (r *fakeRecorder) Planned(_ time.Duration, snap cluster.ClusterResource, jobs []Job) {
+func (r *fakeMetrics) Planned(_ time.Duration, snap cluster.Snapshot, jobs []Job) {
 	r.planned = append(r.planned, jobs)
 	r.snaps = append(r.snaps, snap)
 }
 
-func (r *fakeRecorder) Scaled(act ScaleAction) { r.scaled = append(r.scaled, act) }
+func (r *fakeMetrics) Scaled(act ScaleAction) { r.scaled = append(r.scaled, act) }
 
-// TestRunOnceReportsToTheRecorder: every cycle is reported with the jobs it
+// TestRunOnceReportsToTheMetrics: every cycle is reported with the jobs it
 // planned for; only applied actions count as scaled.
-func TestRunOnceReportsToTheRecorder(t *testing.T) {
+func TestRunOnceReportsToTheMetrics(t *testing.T) {
 	lostRace := func(f *actuatorFixture) {
 		f.kube.PrependReactor("patch", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "a-trainer", nil)
@@ -292,9 +296,9 @@ func TestRunOnceReportsToTheRecorder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rec := &fakeRecorder{}
+			rec := &fakeMetrics{}
 			objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
-			f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, DryRun: c.dryRun, Recorder: rec}, objs...)
+			f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, DryRun: c.dryRun, Metrics: rec}, objs...)
 			if c.setup != nil {
 				c.setup(f)
 			}
@@ -326,11 +330,19 @@ func TestRunStoppedBeforeTheCachesSyncIsNoError(t *testing.T) {
 	tjInf := tjinformers.NewSharedInformerFactory(tjfake.NewClientset(), 0)
 	logger := log.New()
 	logger.SetHandler(log.DiscardHandler())
-	snapshot, err := cluster.New(kubeInf.Core().V1().Pods(), kubeInf.Core().V1().Nodes(), cluster.Options{})
+	tracker, err := cluster.New(cluster.Config{PodInformer: kubeInf.Core().V1().Pods(), NodeInformer: kubeInf.Core().V1().Nodes()})
 	require.NoError(t, err)
-	scaler := New(kube, nil, snapshot, tjInf.Paddlepaddle().V1().TrainingJobs(), kubeInf.Apps().V1().ReplicaSets(),
-		kubeInf.Scheduling().V1().PriorityClasses(), record.NewFakeRecorder(1), logger, clocktesting.NewFakeClock(time.Now()),
-		Config{Interval: time.Second})
+	scaler := New(Config{
+		KubeClient:            kube,
+		Tracker:               tracker,
+		JobInformer:           tjInf.Paddlepaddle().V1().TrainingJobs(),
+		ReplicaSetInformer:    kubeInf.Apps().V1().ReplicaSets(),
+		PriorityClassInformer: kubeInf.Scheduling().V1().PriorityClasses(),
+		Recorder:              record.NewFakeRecorder(1),
+		Logger:                logger,
+		Clock:                 clocktesting.NewFakeClock(time.Now()),
+		Interval:              time.Second,
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the informers never start: the caches never sync
 	assert.NoError(t, scaler.Run(ctx))

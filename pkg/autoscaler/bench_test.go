@@ -19,7 +19,7 @@ import (
 // capacity idle so that growth runs into the 0.97 threshold, a few replicas
 // not created yet, and unschedulable high-priority pods that fit only after
 // one, two or seven trainers leave a node.
-func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
+func benchScenario(nodeCount int) (cluster.Snapshot, []Job) {
 	return buildBenchScenario(nodeCount, false)
 }
 
@@ -27,11 +27,11 @@ func benchScenario(nodeCount int) (cluster.ClusterResource, []Job) {
 // each, 2 CPU left, less than a trainer), no pending pods, and the jobs
 // uneven: every other job holds 150 trainers, the rest 50, so that the plan
 // is all rebalancing.
-func rebalanceScenario(nodeCount int) (cluster.ClusterResource, []Job) {
+func rebalanceScenario(nodeCount int) (cluster.Snapshot, []Job) {
 	return buildBenchScenario(nodeCount, true)
 }
 
-func buildBenchScenario(nodeCount int, uneven bool) (cluster.ClusterResource, []Job) {
+func buildBenchScenario(nodeCount int, uneven bool) (cluster.Snapshot, []Job) {
 	rng := rand.New(rand.NewSource(int64(nodeCount)))
 	ns := make([]nodeSpec, nodeCount)
 	for i := range ns {
@@ -112,7 +112,7 @@ func BenchmarkPlan(b *testing.B) { benchmarkPlan(b, benchScenario) }
 // BenchmarkPlanRebalance measures a plan that is all rebalancing.
 func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }
 
-func benchmarkPlan(b *testing.B, scenario func(int) (cluster.ClusterResource, []Job)) {
+func benchmarkPlan(b *testing.B, scenario func(int) (cluster.Snapshot, []Job)) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			snap, jobs := scenario(n)

@@ -52,8 +52,8 @@ func pendingPods(count int, priority int32, req Resources) []otherPod {
 
 // clusterOf builds the snapshot the cluster package would report for these
 // nodes, jobs' trainers and other pods.
-func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.ClusterResource {
-	r := cluster.ClusterResource{
+func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
+	r := cluster.Snapshot{
 		NodeCount: len(ns),
 		Nodes: cluster.NodeResources{
 			NodesCPUIdleMilli: map[string]int64{}, NodesMemoryFreeMega: map[string]int64{}, NodesGPUFree: map[string]int64{},

@@ -171,7 +171,7 @@ func jobByKey(jobs []Job, key string) Job {
 // j: a resource over the threshold (counting replicas not created yet), an
 // unschedulable pod of higher priority, or one of its own priority that
 // another job needs.
-func shrinkJustified(snap cluster.ClusterResource, jobs []Job, j Job, opts Options) bool {
+func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) bool {
 	for _, p := range snap.Pending {
 		if p.Priority > j.Priority || (p.Priority == j.Priority && p.Job != "" && p.Job != j.Key) {
 			return true

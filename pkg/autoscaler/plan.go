@@ -69,7 +69,7 @@ import (
 // the same capacity would be counted twice and taken twice. Without this
 // wait, one wave of preemptions shrank jobs far below what the pending pods
 // needed.
-func Plan(snap cluster.ClusterResource, jobs []Job, opts Options) []ScaleAction {
+func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
 	p := newPlanner(snap, jobs, opts)
 	p.reserve()
 	p.growLoad = p.requested
@@ -101,7 +101,7 @@ const settleSlack = 30 * time.Second
 
 // Settling counts the trainers of snap that are terminating and not stuck at
 // now; while there are any, Plan takes no trainer away.
-func Settling(snap cluster.ClusterResource, now time.Time) int {
+func Settling(snap cluster.Snapshot, now time.Time) int {
 	n := 0
 	for _, end := range snap.TerminatingTrainers {
 		if now.Before(end.Add(settleSlack)) {
@@ -265,7 +265,7 @@ type claim struct {
 	own      string
 }
 
-func newPlanner(snap cluster.ClusterResource, jobs []Job, opts Options) *planner {
+func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
 	p := &planner{opts: opts, threshold: opts.MaxLoadDesired}
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired

@@ -493,7 +493,7 @@ func runPlanCase(t *testing.T, tc planCase) []ScaleAction {
 var hasNumber = regexp.MustCompile(`^scale (up|down) by [1-9][0-9]*[ :].*[0-9]`)
 
 // assertWellFormed checks what every plan must satisfy.
-func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, opts Options, actions []ScaleAction) {
+func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
 	t.Helper()
 	byKey := map[string]Job{}
 	for _, j := range jobs {
@@ -534,7 +534,7 @@ func assertWellFormed(t *testing.T, snap cluster.ClusterResource, jobs []Job, op
 // assertGrowthFits simulates the scale-ups onto the snapshot: no node may go
 // over its allocatable and no resource a grown trainer asks for over the
 // threshold.
-func assertGrowthFits(t *testing.T, snap cluster.ClusterResource, jobs []Job, opts Options, actions []ScaleAction) {
+func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
 	t.Helper()
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {
@@ -703,7 +703,7 @@ func TestFitIndexFindsTheFirstNodeThatFitsInEveryDimension(t *testing.T) {
 func TestPlanWaitsForTerminatingTrainers(t *testing.T) {
 	jobs := []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))}
 	now := t0.Add(time.Hour)
-	overloaded := func(terminating ...time.Time) cluster.ClusterResource {
+	overloaded := func(terminating ...time.Time) cluster.Snapshot {
 		snap := clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
 		snap.TerminatingTrainers = terminating
 		return snap
@@ -722,7 +722,7 @@ func TestPlanWaitsForTerminatingTrainers(t *testing.T) {
 // takes nothing more until the ReplicaSet controller has deleted them.
 func TestPlanWaitsForAScaleDownToBeCarriedOut(t *testing.T) {
 	pods := runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0")
-	overloaded := func(jobs []Job) cluster.ClusterResource {
+	overloaded := func(jobs []Job) cluster.Snapshot {
 		return clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
 	}
 	opts := Options{MaxLoadDesired: 1}

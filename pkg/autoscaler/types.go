@@ -86,7 +86,7 @@ type ScaleAction struct {
 // JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so
 // that the caller only supplies what the TrainingJobs and ReplicaSets say. The
 // Trainers slices are shared with snap, which Plan never modifies.
-func JobsFromSnapshot(snap cluster.ClusterResource, jobs []Job) []Job {
+func JobsFromSnapshot(snap cluster.Snapshot, jobs []Job) []Job {
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
 		j.Trainers = snap.TrainerPods(j.Key)

@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// loadedSnapshot returns a snapshot of nodes nodes carrying 30 pods each, two
+// loadedTracker returns a snapshot of nodes nodes carrying 30 pods each, two
 // thirds of them trainers of nodes/5 jobs: 5,000 nodes make 150,000 pods.
-func loadedSnapshot(nodes int) *Snapshot {
-	s := newSnapshot(Options{})
+func loadedTracker(nodes int) *Tracker {
+	s := newTracker(Config{})
 	for i := range nodes {
 		s.onNode(newNode(fmt.Sprintf("node-%05d", i), "64", "256Gi"))
 	}
@@ -46,7 +46,7 @@ func cpuTime() time.Duration {
 }
 
 func BenchmarkSnapshotPodUpdate(b *testing.B) {
-	s := loadedSnapshot(5000)
+	s := loadedTracker(5000)
 	const n = 1024
 	var versions [2][n]*corev1.Pod
 	for i := range n {
@@ -68,7 +68,7 @@ func BenchmarkSnapshotPodUpdate(b *testing.B) {
 // disappearing (two events per op), the path that also re-sorts its job's
 // trainer list, against the same snapshot.
 func BenchmarkSnapshotPodCreateDelete(b *testing.B) {
-	s := loadedSnapshot(5000)
+	s := loadedTracker(5000)
 	const n = 1024
 	var pods [n]*corev1.Pod
 	for i := range n {
@@ -88,7 +88,7 @@ func BenchmarkSnapshotPodCreateDelete(b *testing.B) {
 // BenchmarkSnapshotInquiryResource measures the per-cycle deep copy at 5,000
 // nodes and 150,000 pods, with the debug line filtered out as in production.
 func BenchmarkSnapshotInquiryResource(b *testing.B) {
-	s := loadedSnapshot(5000)
+	s := loadedTracker(5000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	before := cpuTime()

@@ -27,7 +27,7 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	require.NoError(t, pods.Informer().SetTransform(TransformPod))
-	s, err := New(pods, nodes, Options{})
+	s, err := New(Config{PodInformer: pods, NodeInformer: nodes})
 	require.NoError(t, err)
 	assert.False(t, s.HasSynced())
 
@@ -64,6 +64,6 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 }
 
 func TestNewRejectsMissingInformers(t *testing.T) {
-	_, err := New(nil, nil, Options{})
+	_, err := New(Config{})
 	assert.Error(t, err)
 }

@@ -3,10 +3,10 @@ package cluster
 import corev1 "k8s.io/api/core/v1"
 
 // PodRequest is the effective request of a pod with this spec as the
-// scheduler counts it, in the snapshot's units (memory rounded up to MiB),
-// with the snapshot's GPU resource names. The autoscaler prices one more
+// scheduler counts it, in a Snapshot's units (memory rounded up to MiB),
+// with the tracker's GPU resource names. The autoscaler prices one more
 // trainer with it, from the trainer ReplicaSet's pod template.
-func (s *Snapshot) PodRequest(spec *corev1.PodSpec) Resources {
-	req, _ := s.reader.podRequestsAndLimits(spec)
+func (t *Tracker) PodRequest(spec *corev1.PodSpec) Resources {
+	req, _ := t.reader.podRequestsAndLimits(spec)
 	return req.ceilResources()
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // amounts is an exact resource amount: CPU in millicores, memory in bytes and
-// GPUs. The snapshot aggregates in these units and converts to MiB only when it
+// GPUs. The tracker aggregates in these units and converts to MiB only when it
 // reports, so that rounding never accumulates over thousands of events.
 type amounts struct {
 	cpuMilli int64
@@ -79,7 +79,7 @@ func (rr resourceReader) read(l corev1.ResourceList) amounts {
 //     running next to the app containers, so it is added to that sum, and every
 //     later init container runs alongside the sidecars started before it;
 //   - the pod needs max(that sum, the largest init-container step), because
-//     ordinary init containers run one at a time (defect 8 summed them);
+//     ordinary init containers run one at a time (the original EDL summed them);
 //   - pod-level resources (spec.resources), when set for CPU or memory,
 //     replace the container aggregate for that resource;
 //   - the RuntimeClass overhead is added to requests, and to limits only where

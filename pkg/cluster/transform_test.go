@@ -107,7 +107,7 @@ func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
 
 func TestTransformPodPreservesWhatTheSnapshotComputes(t *testing.T) {
 	for _, in := range []*corev1.Pod{fatPod(), fatPod(trainerOf("job")), fatPod(unschedulablePod(), withPriority(7))} {
-		s := newSnapshot(Options{})
+		s := newTracker(Config{})
 		want := s.newPodRecord(in.DeepCopy())
 		out, err := TransformPod(in)
 		require.NoError(t, err)

@@ -92,7 +92,7 @@ type TrainerPod struct {
 // Running reports whether the pod's phase is Running.
 func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
 
-// ClusterResource is a point-in-time copy of the cluster's capacity and load.
+// Snapshot is a point-in-time copy of the cluster's capacity and load.
 //
 // Totals are over the allocatable of Ready nodes that are not cordoned
 // (spec.unschedulable). Requests and limits are summed over every pod that is
@@ -100,7 +100,7 @@ func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
 // load. The field order of the first eleven fields is the original EDL's and is
 // what the "Cluster.InquiryResource done" log line shows; keep new fields
 // after Nodes.
-type ClusterResource struct {
+type Snapshot struct {
 	NodeCount int
 
 	GPURequest int64
@@ -135,7 +135,7 @@ type ClusterResource struct {
 
 // String renders r in the original EDL's %+v shape, but summarises Pending and
 // Trainers as counts: at cluster scale they are too big for a log line.
-func (r ClusterResource) String() string {
+func (r Snapshot) String() string {
 	pods := 0
 	for _, t := range r.Trainers {
 		pods += len(t)
@@ -152,10 +152,10 @@ func (r ClusterResource) String() string {
 
 // TrainerPods returns the live trainer pods of the job "namespace/name". The
 // slice belongs to r; treat it as read-only.
-func (r ClusterResource) TrainerPods(key string) []TrainerPod { return r.Trainers[key] }
+func (r Snapshot) TrainerPods(key string) []TrainerPod { return r.Trainers[key] }
 
 // Idle returns the cluster-wide unrequested capacity: totals minus requests.
-func (r ClusterResource) Idle() Resources {
+func (r Snapshot) Idle() Resources {
 	return Resources{
 		CPUMilli:   r.CPUTotalMilli - r.CPURequestMilli,
 		MemoryMega: r.MemoryTotalMega - r.MemoryRequestMega,
@@ -164,7 +164,7 @@ func (r ClusterResource) Idle() Resources {
 }
 
 // DeepCopy returns a copy of r that shares no maps or slices with it.
-func (r ClusterResource) DeepCopy() ClusterResource {
+func (r Snapshot) DeepCopy() Snapshot {
 	out := r
 	out.Nodes = NodeResources{
 		NodesCPUIdleMilli:   copyMap(r.Nodes.NodesCPUIdleMilli),

@@ -53,50 +53,49 @@ type Controller struct {
 
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
-	metrics  Recorder
+	metrics  Metrics
 	log      log.Logger
 	gpus     []corev1.ResourceName // counted as GPUs in the trainers' environment
 }
 
-// Recorder counts what the controller measures; pkg/metrics implements it
+// Metrics counts what the controller measures; pkg/metrics implements it
 // for Prometheus.
-type Recorder interface {
+type Metrics interface {
 	// SyncFailed counts a sync that returned an error and was requeued.
 	SyncFailed()
 }
 
-// Option configures a Controller.
-type Option func(*Controller)
+// Config is what a Controller reads, writes and reports to.
+type Config struct {
+	KubeClient kubernetes.Interface
+	TJClient   tjclient.Interface
 
-// WithRecorder reports the controller's measurements to r.
-func WithRecorder(r Recorder) Option {
-	return func(c *Controller) { c.metrics = r }
+	// The informers of the jobs and the objects they own. The pod informer
+	// may be shared (with the cluster tracker).
+	JobInformer        tjinformers.TrainingJobInformer
+	ReplicaSetInformer appsinformers.ReplicaSetInformer
+	ServiceInformer    coreinformers.ServiceInformer
+	PodInformer        coreinformers.PodInformer
+
+	// Recorder records the events of the jobs.
+	Recorder record.EventRecorder
+	Logger   log.Logger
+	// Metrics receives the controller's measurements; nil reports nothing.
+	Metrics Metrics
+	// GPUResources names the extended resources counted as GPUs in the
+	// trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT (edl's
+	// -gpu_resources); empty means cluster.DefaultGPUResourceName.
+	GPUResources []corev1.ResourceName
 }
 
-// WithGPUResources names the extended resources counted as GPUs in the
-// trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT (edl's
-// -gpu_resources); the default is cluster.DefaultGPUResourceName.
-func WithGPUResources(names []corev1.ResourceName) Option {
-	return func(c *Controller) { c.gpus = append([]corev1.ResourceName(nil), names...) }
-}
-
-// NewController wires the controller to its informers. The pod informer may
-// be shared (with the cluster snapshot); NewController adds an index to it,
-// so it must be called before the informers start.
-func NewController(
-	kubeClient kubernetes.Interface,
-	tjClient tjclient.Interface,
-	jobInformer tjinformers.TrainingJobInformer,
-	rsInformer appsinformers.ReplicaSetInformer,
-	svcInformer coreinformers.ServiceInformer,
-	podInformer coreinformers.PodInformer,
-	recorder record.EventRecorder,
-	logger log.Logger,
-	opts ...Option,
-) (*Controller, error) {
+// New wires the controller to its informers. New adds an index to the pod
+// informer, so it must be called before the informers start.
+func New(cfg Config) (*Controller, error) {
+	jobInformer, rsInformer := cfg.JobInformer, cfg.ReplicaSetInformer
+	svcInformer, podInformer := cfg.ServiceInformer, cfg.PodInformer
 	c := &Controller{
-		kubeClient:  kubeClient,
-		tjClient:    tjClient,
+		kubeClient:  cfg.KubeClient,
+		tjClient:    cfg.TJClient,
 		jobs:        jobInformer.Lister(),
 		replicaSets: rsInformer.Lister(),
 		services:    svcInformer.Lister(),
@@ -109,11 +108,10 @@ func NewController(
 			rateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs"},
 		),
-		recorder: recorder,
-		log:      logger,
-	}
-	for _, o := range opts {
-		o(c)
+		recorder: cfg.Recorder,
+		metrics:  cfg.Metrics,
+		log:      cfg.Logger,
+		gpus:     append([]corev1.ResourceName(nil), cfg.GPUResources...),
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{jobIndex: podJobKeys}); err != nil {
 		return nil, fmt.Errorf("add the job index to the pod informer: %w", err)

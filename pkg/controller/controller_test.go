@@ -764,13 +764,13 @@ func TestSyncCountsTheNamedGPUResources(t *testing.T) {
 	mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
 	resources := corev1.ResourceRequirements{Limits: resourceList(string(mig), "2", "cpu", "4")}
 	for _, c := range []struct {
-		opts          []Option
+		configure     []func(*Config)
 		count, useGPU string
 	}{
 		{nil, "4", "false"},
-		{[]Option{WithGPUResources([]corev1.ResourceName{mig})}, "2", "true"},
+		{[]func(*Config){withGPUResources([]corev1.ResourceName{mig})}, "2", "true"},
 	} {
-		f := newFixture(t, c.opts...)
+		f := newFixture(t, c.configure...)
 		f.addJob(newJob("mnist", withTrainerResources(resources)))
 		require.NoError(t, f.sync("mnist"))
 		env := f.getReplicaSet("mnist-trainer").Spec.Template.Spec.Containers[0].Env

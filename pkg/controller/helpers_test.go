@@ -258,7 +258,7 @@ type fixture struct {
 	c        *Controller
 }
 
-func newFixture(t *testing.T, opts ...Option) *fixture {
+func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	t.Helper()
 	f := &fixture{
 		t:        t,
@@ -271,16 +271,34 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	f.tjInf = externalversions.NewSharedInformerFactory(f.tj, 0)
 	logger := log.New()
 	logger.SetHandler(log.DiscardHandler())
-	c, err := NewController(f.kube, f.tj,
-		f.tjInf.Paddlepaddle().V1().TrainingJobs(),
-		f.kubeInf.Apps().V1().ReplicaSets(),
-		f.kubeInf.Core().V1().Services(),
-		f.kubeInf.Core().V1().Pods(),
-		f.recorder, logger, opts...)
+	cfg := Config{
+		KubeClient:         f.kube,
+		TJClient:           f.tj,
+		JobInformer:        f.tjInf.Paddlepaddle().V1().TrainingJobs(),
+		ReplicaSetInformer: f.kubeInf.Apps().V1().ReplicaSets(),
+		ServiceInformer:    f.kubeInf.Core().V1().Services(),
+		PodInformer:        f.kubeInf.Core().V1().Pods(),
+		Recorder:           f.recorder,
+		Logger:             logger,
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	c, err := New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(c.queue.ShutDown)
 	f.c = c
 	return f
+}
+
+// withMetrics reports the fixture's controller's measurements to m.
+func withMetrics(m Metrics) func(*Config) {
+	return func(c *Config) { c.Metrics = m }
+}
+
+// withGPUResources counts the named resources as GPUs.
+func withGPUResources(names []corev1.ResourceName) func(*Config) {
+	return func(c *Config) { c.GPUResources = names }
 }
 
 func (f *fixture) jobIndexer() cache.Indexer {

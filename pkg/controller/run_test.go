@@ -17,16 +17,16 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-// countingRecorder counts failed syncs.
-type countingRecorder struct{ failed atomic.Int32 }
+// countingMetrics counts failed syncs.
+type countingMetrics struct{ failed atomic.Int32 }
 
-func (r *countingRecorder) SyncFailed() { r.failed.Add(1) }
+func (r *countingMetrics) SyncFailed() { r.failed.Add(1) }
 
 // TestFailedSyncsAreCounted: a sync that fails and is requeued counts once;
 // one that succeeds does not.
 func TestFailedSyncsAreCounted(t *testing.T) {
-	rec := &countingRecorder{}
-	f := newFixture(t, WithRecorder(rec))
+	rec := &countingMetrics{}
+	f := newFixture(t, withMetrics(rec))
 	f.addJob(newJob("broken"))
 	f.addJob(newJob("fine"))
 	f.kube.PrependReactor("create", "services", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -49,8 +49,8 @@ func TestFailedSyncsAreCounted(t *testing.T) {
 // newer write (the autoscaler's status patch) is requeued, not counted as a
 // failed sync.
 func TestStatusConflictsAreRequeuedQuietly(t *testing.T) {
-	rec := &countingRecorder{}
-	f := newFixture(t, WithRecorder(rec))
+	rec := &countingMetrics{}
+	f := newFixture(t, withMetrics(rec))
 	f.addJob(newJob("raced"))
 	f.tj.PrependReactor("update", "trainingjobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {

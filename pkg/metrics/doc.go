@@ -3,7 +3,7 @@
 // and fulfillment, the cluster's allocation, the controller's work queue and
 // failed syncs, the REST client's requests and the leader status.
 //
-// Metrics implements autoscaler.Recorder and controller.Recorder, so the
+// Metrics implements autoscaler.Metrics and controller.Metrics, so the
 // packages that measure never import Prometheus; it serves the registry with
 // Handler. See docs/operations.md for the list and suggested alerts.
 package metrics

@@ -100,15 +100,15 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// Planned records one autoscaling cycle; it implements autoscaler.Recorder.
+// Planned records one autoscaling cycle; it implements autoscaler.Metrics.
 // The cluster and job series are replaced by this cycle's: a job that is no
 // longer Running and elastic loses its series.
-func (m *Metrics) Planned(took time.Duration, snap cluster.ClusterResource, jobs []autoscaler.Job) {
+func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []autoscaler.Job) {
 	m.planDuration.Observe(took.Seconds())
 	m.state.set(snap, jobs)
 }
 
-// Scaled counts an applied scaling; it implements autoscaler.Recorder.
+// Scaled counts an applied scaling; it implements autoscaler.Metrics.
 func (m *Metrics) Scaled(act autoscaler.ScaleAction) {
 	dir := "up"
 	if act.To < act.From {
@@ -117,7 +117,7 @@ func (m *Metrics) Scaled(act autoscaler.ScaleAction) {
 	m.scaleActions.WithLabelValues(dir, string(act.Cause)).Inc()
 }
 
-// SyncFailed counts a failed sync; it implements controller.Recorder.
+// SyncFailed counts a failed sync; it implements controller.Metrics.
 func (m *Metrics) SyncFailed() { m.syncErrors.Inc() }
 
 // SetLeader records whether this replica leads.
@@ -143,7 +143,7 @@ type stateCollector struct {
 
 	mu   sync.Mutex
 	seen bool
-	snap cluster.ClusterResource
+	snap cluster.Snapshot
 	jobs []jobState
 }
 
@@ -168,7 +168,7 @@ func newStateCollector() *stateCollector {
 	}
 }
 
-func (c *stateCollector) set(snap cluster.ClusterResource, jobs []autoscaler.Job) {
+func (c *stateCollector) set(snap cluster.Snapshot, jobs []autoscaler.Job) {
 	states := make([]jobState, 0, len(jobs))
 	for _, j := range jobs {
 		running := 0

@@ -20,7 +20,7 @@ import (
 
 // The interfaces Metrics is wired to.
 var (
-	_ autoscaler.Recorder       = (*Metrics)(nil)
+	_ autoscaler.Metrics        = (*Metrics)(nil)
 	_ workqueue.MetricsProvider = (*workqueueProvider)(nil)
 )
 
@@ -32,7 +32,7 @@ func trainers(phases ...corev1.PodPhase) []cluster.TrainerPod {
 	return out
 }
 
-var snap = cluster.ClusterResource{
+var snap = cluster.Snapshot{
 	CPUTotalMilli: 24000, CPURequestMilli: 26500,
 	MemoryTotalMega: 4096, MemoryRequestMega: 1024,
 	GPUTotal: 4, GPURequest: 1,

@@ -87,20 +87,25 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 
 	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
 	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
-	ctrl, err := controller.NewController(kubeClient, tj, jobInformer, rsInformer,
-		kubeInformers.Core().V1().Services(), podInformer, recorder, logger)
+	ctrl, err := controller.New(controller.Config{KubeClient: kubeClient, TJClient: tj, JobInformer: jobInformer,
+		ReplicaSetInformer: rsInformer, ServiceInformer: kubeInformers.Core().V1().Services(), PodInformer: podInformer,
+		Recorder: recorder, Logger: logger})
 	require.NoError(t, err)
 	var scaler *autoscaler.Autoscaler
 	var clusterInformers informers.SharedInformerFactory
 	if scaling != nil {
-		// The snapshot needs every pod and node of the cluster.
+		// The tracker needs every pod and node of the cluster.
 		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
 		clusterPods := clusterInformers.Core().V1().Pods()
 		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
-		snapshot, err := cluster.New(clusterPods, clusterInformers.Core().V1().Nodes(), cluster.Options{Logger: logger})
+		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(), Logger: logger})
 		require.NoError(t, err)
-		scaler = autoscaler.New(kubeClient, tj, snapshot, jobInformer, rsInformer,
-			clusterInformers.Scheduling().V1().PriorityClasses(), recorder, logger, clock.RealClock{}, *scaling)
+		cfg := *scaling
+		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker
+		cfg.JobInformer, cfg.ReplicaSetInformer = jobInformer, rsInformer
+		cfg.PriorityClassInformer = clusterInformers.Scheduling().V1().PriorityClasses()
+		cfg.Recorder, cfg.Logger, cfg.Clock = recorder, logger, clock.RealClock{}
+		scaler = autoscaler.New(cfg)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

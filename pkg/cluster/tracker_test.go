@@ -24,7 +24,7 @@ func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 	log := log15.New()
 	// LazyHandler is what log15's StreamHandler puts in front of a writer.
 	log.SetHandler(log15.LazyHandler(log15.FuncHandler(func(r *log15.Record) error { recs = append(recs, r); return nil })))
-	s := newSnapshot(Options{Logger: log})
+	s := newTracker(Config{Logger: log})
 	// 2041048Ki is 1993.2 MiB; 172544Ki is 168.5 MiB, so the request floors to
 	// 168 and the free memory to 1824, exactly the README's numbers.
 	s.onNode(newNode("minikube", "2", "2041048Ki"))
@@ -52,7 +52,7 @@ func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 }
 
 func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
 	s.onPod(newPod("a-1", trainerOf("a"), unschedulablePod(), withRequests("1", "1Gi")))
@@ -61,7 +61,7 @@ func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
 }
 
 func TestInquiryResourceReturnsAnUnsharedCopy(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
 	s.onPod(newPod("p", unschedulablePod(), withRequests("8", "1Gi")))
@@ -80,13 +80,13 @@ func TestInquiryResourceReturnsAnUnsharedCopy(t *testing.T) {
 	assert.Equal(t, int64(3000), want.Nodes.NodesCPUIdleMilli["n1"])
 }
 
-// snapState is the part of ClusterResource the lifecycle tables compare.
+// snapState is the part of Snapshot the lifecycle tables compare.
 type snapState struct {
 	nodes, cpuReq, cpuTotal, memReq, idleCPU int64
 	pending, trainers                        int
 }
 
-func stateOf(r ClusterResource, node string) snapState {
+func stateOf(r Snapshot, node string) snapState {
 	trainers := 0
 	for _, t := range r.Trainers {
 		trainers += len(t)
@@ -98,7 +98,7 @@ func stateOf(r ClusterResource, node string) snapState {
 }
 
 func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	base := []podMutator{trainerOf("job"), withRequests("1500m", "1Gi")}
 	steps := []struct {
@@ -132,7 +132,7 @@ func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
 }
 
 func TestPodUpdateMovesContributionBetweenNodes(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	s.onNode(newNode("n2", "4", "8Gi"))
 	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
@@ -158,7 +158,7 @@ func TestNodesCountOnlyWhenReadyAndSchedulable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSnapshot(Options{})
+			s := newTracker(Config{})
 			s.onNode(newNode("other", "2", "2Gi"))
 			s.onNode(tt.node)
 			r := s.InquiryResource()
@@ -171,7 +171,7 @@ func TestNodesCountOnlyWhenReadyAndSchedulable(t *testing.T) {
 }
 
 func TestNodeLifecycle(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	// A pod seen before its node: its request must be waiting when the node
 	// arrives.
 	s.onPod(newPod("early", onNode("n1"), withRequests("1", "1Gi")))
@@ -208,7 +208,7 @@ func TestNodeLifecycle(t *testing.T) {
 }
 
 func TestTombstonesAreUnwrapped(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	s.onNode(newNode("n2", "4", "8Gi"))
 	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
@@ -270,7 +270,7 @@ func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
 
 func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 	amd := corev1.ResourceName("amd.com/gpu")
-	s := newSnapshot(Options{GPUResourceNames: []corev1.ResourceName{DefaultGPUResourceName, amd}})
+	s := newTracker(Config{GPUResourceNames: []corev1.ResourceName{DefaultGPUResourceName, amd}})
 	s.onNode(newNode("n1", "4", "8Gi", nodeGPU(4), func(n *corev1.Node) {
 		n.Status.Allocatable[amd] = *resource.NewQuantity(2, resource.DecimalSI)
 	}))
@@ -284,7 +284,7 @@ func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 }
 
 func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
 	s.onPod(newPod("low", unschedulablePod(), withPriority(1), withRequests("8", "1Gi"), func(p *corev1.Pod) {
 		p.Status.NominatedNodeName = "n1"
@@ -326,7 +326,7 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 }
 
 func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "64", "64Gi"))
 	// Created out of order, some in the same second.
 	for _, p := range []struct {
@@ -350,7 +350,7 @@ func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
 // node and is listed with its deletion timestamp until it is gone; other
 // terminating pods are not.
 func TestTerminatingTrainersAreReported(t *testing.T) {
-	s := newSnapshot(Options{})
+	s := newTracker(Config{})
 	s.onNode(newNode("n1", "64", "64Gi"))
 	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), withRV("1")))
 	s.onPod(newPod("web", onNode("n1"), terminating(), withRequests("1", "1Gi"), withRV("1")))

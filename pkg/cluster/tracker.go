@@ -17,8 +17,12 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-// Options configures a Snapshot.
-type Options struct {
+// Config is what a Tracker reads and how it counts.
+type Config struct {
+	// PodInformer and NodeInformer feed the Tracker; both are required. The
+	// pod informer may be shared (with the controller).
+	PodInformer  coreinformers.PodInformer
+	NodeInformer coreinformers.NodeInformer
 	// Logger receives the debug line of every InquiryResource; nil discards.
 	Logger log15.Logger
 	// GPUResourceNames are the extended resources counted as GPUs; empty
@@ -26,11 +30,12 @@ type Options struct {
 	GPUResourceNames []corev1.ResourceName
 }
 
-// Snapshot aggregates pod and node informer events into the cluster's
-// capacity and load. Its event handlers are O(1) per event (a few map
+// Tracker aggregates pod and node informer events into the cluster's
+// capacity and load, the live totals that InquiryResource copies into a
+// Snapshot. Its event handlers are O(1) per event (a few map
 // operations under a mutex), and InquiryResource is O(nodes + pending pods +
 // trainer pods); nothing ever lists the cluster.
-type Snapshot struct {
+type Tracker struct {
 	log    log15.Logger
 	reader resourceReader
 	synced []cache.InformerSynced
@@ -48,7 +53,7 @@ type Snapshot struct {
 	limits      amounts // limits of live pods
 }
 
-// nodeState is what the snapshot knows about one node name. It exists as long
+// nodeState is what the tracker knows about one node name. It exists as long
 // as either the node is in the informer or live pods are bound to it: a pod can
 // be seen before its node, and a node can be deleted before its pods, and in
 // both cases the per-node request sum must stay exact for when they meet.
@@ -84,50 +89,51 @@ type podRecord struct {
 	request       Resources // req in report units, memory rounded up
 }
 
-// New returns a Snapshot fed by the given informers. It only registers event
+// New returns a Tracker fed by cfg's informers. It only registers event
 // handlers; the caller starts the informers (after installing TransformPod)
 // and waits for HasSynced before trusting InquiryResource.
-func New(podInformer coreinformers.PodInformer, nodeInformer coreinformers.NodeInformer, opts Options) (*Snapshot, error) {
+func New(cfg Config) (*Tracker, error) {
+	podInformer, nodeInformer := cfg.PodInformer, cfg.NodeInformer
 	if podInformer == nil || nodeInformer == nil {
 		return nil, errors.New("cluster snapshot needs a pod and a node informer")
 	}
-	s := newSnapshot(opts)
+	t := newTracker(cfg)
 	podReg, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.onPod,
-		UpdateFunc: func(_, obj interface{}) { s.onPod(obj) },
-		DeleteFunc: s.onPodDelete,
+		AddFunc:    t.onPod,
+		UpdateFunc: func(_, obj interface{}) { t.onPod(obj) },
+		DeleteFunc: t.onPodDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register pod event handler: %w", err)
 	}
 	nodeReg, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.onNode,
-		UpdateFunc: func(_, obj interface{}) { s.onNode(obj) },
-		DeleteFunc: s.onNodeDelete,
+		AddFunc:    t.onNode,
+		UpdateFunc: func(_, obj interface{}) { t.onNode(obj) },
+		DeleteFunc: t.onNodeDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register node event handler: %w", err)
 	}
 	// The registrations' HasSynced, unlike the informers', also waits until
 	// our handlers have seen every object of the initial list.
-	s.synced = []cache.InformerSynced{
+	t.synced = []cache.InformerSynced{
 		podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
 		podReg.HasSynced, nodeReg.HasSynced,
 	}
-	return s, nil
+	return t, nil
 }
 
-func newSnapshot(opts Options) *Snapshot {
-	log := opts.Logger
+func newTracker(cfg Config) *Tracker {
+	log := cfg.Logger
 	if log == nil {
 		log = log15.New()
 		log.SetHandler(log15.DiscardHandler())
 	}
-	gpus := opts.GPUResourceNames
+	gpus := cfg.GPUResourceNames
 	if len(gpus) == 0 {
 		gpus = []corev1.ResourceName{DefaultGPUResourceName}
 	}
-	return &Snapshot{
+	return &Tracker{
 		log:         log,
 		reader:      resourceReader{gpuNames: append([]corev1.ResourceName(nil), gpus...)},
 		nodes:       map[string]*nodeState{},
@@ -138,10 +144,10 @@ func newSnapshot(opts Options) *Snapshot {
 	}
 }
 
-// HasSynced reports whether both informers have synced and the snapshot has
+// HasSynced reports whether both informers have synced and the tracker has
 // processed their initial lists; use it with cache.WaitForCacheSync.
-func (s *Snapshot) HasSynced() bool {
-	for _, f := range s.synced {
+func (t *Tracker) HasSynced() bool {
+	for _, f := range t.synced {
 		if !f() {
 			return false
 		}
@@ -149,19 +155,19 @@ func (s *Snapshot) HasSynced() bool {
 	return true
 }
 
-func (s *Snapshot) onPod(obj interface{}) {
+func (t *Tracker) onPod(obj interface{}) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	rec := s.newPodRecord(pod)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := s.pods[rec.key]
+	rec := t.newPodRecord(pod)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.pods[rec.key]
 	if old == nil {
-		s.pods[rec.key] = rec
-		s.applyLocked(rec)
-		s.addTrainerLocked(rec)
+		t.pods[rec.key] = rec
+		t.applyLocked(rec)
+		t.addTrainerLocked(rec)
 		return
 	}
 	if old.rv == rec.rv && rec.rv != "" {
@@ -172,31 +178,31 @@ func (s *Snapshot) onPod(obj interface{}) {
 	// all of them: phase, node, conditions) needs no search.
 	stays := old.trainer() && rec.trainer() && old.job == rec.job && old.created.Equal(rec.created)
 	if !stays {
-		s.removeTrainerLocked(old)
+		t.removeTrainerLocked(old)
 	}
-	s.unapplyLocked(old)
+	t.unapplyLocked(old)
 	*old = *rec
-	s.applyLocked(old)
+	t.applyLocked(old)
 	if !stays {
-		s.addTrainerLocked(old)
+		t.addTrainerLocked(old)
 	}
 }
 
-func (s *Snapshot) onPodDelete(obj interface{}) {
+func (t *Tracker) onPodDelete(obj interface{}) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.pods[key]; old != nil {
-		s.removeTrainerLocked(old)
-		s.unapplyLocked(old)
-		delete(s.pods, key)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.pods[key]; old != nil {
+		t.removeTrainerLocked(old)
+		t.unapplyLocked(old)
+		delete(t.pods, key)
 	}
 }
 
-func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
+func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 	rec := &podRecord{
 		key:         pod.Namespace + "/" + pod.Name,
 		rv:          pod.ResourceVersion,
@@ -222,7 +228,7 @@ func (s *Snapshot) newPodRecord(pod *corev1.Pod) *podRecord {
 		rec.priority = *pod.Spec.Priority
 	}
 	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && unschedulable(pod)
-	rec.req, rec.lim = s.reader.podRequestsAndLimits(&pod.Spec)
+	rec.req, rec.lim = t.reader.podRequestsAndLimits(&pod.Spec)
 	rec.request = rec.req.ceilResources()
 	return rec
 }
@@ -237,76 +243,76 @@ func unschedulable(pod *corev1.Pod) bool {
 	return false
 }
 
-func (s *Snapshot) applyLocked(r *podRecord) {
+func (t *Tracker) applyLocked(r *podRecord) {
 	if !r.live {
 		return
 	}
-	s.requested.add(r.req)
-	s.limits.add(r.lim)
+	t.requested.add(r.req)
+	t.limits.add(r.lim)
 	if r.node != "" {
-		n := s.nodes[r.node]
+		n := t.nodes[r.node]
 		if n == nil {
 			n = &nodeState{}
-			s.nodes[r.node] = n
+			t.nodes[r.node] = n
 		}
 		n.requested.add(r.req)
 		n.pods++
 	}
 	if r.unschedulable {
-		s.pending[r.key] = r
+		t.pending[r.key] = r
 	}
 	if r.job != "" && r.terminating {
-		s.terminating[r.key] = r
+		t.terminating[r.key] = r
 	}
 }
 
-func (s *Snapshot) unapplyLocked(r *podRecord) {
+func (t *Tracker) unapplyLocked(r *podRecord) {
 	if !r.live {
 		return
 	}
-	s.requested.sub(r.req)
-	s.limits.sub(r.lim)
+	t.requested.sub(r.req)
+	t.limits.sub(r.lim)
 	if r.node != "" {
-		if n := s.nodes[r.node]; n != nil {
+		if n := t.nodes[r.node]; n != nil {
 			n.requested.sub(r.req)
 			n.pods--
 			if !n.present && n.pods == 0 {
-				delete(s.nodes, r.node)
+				delete(t.nodes, r.node)
 			}
 		}
 	}
 	if r.unschedulable {
-		delete(s.pending, r.key)
+		delete(t.pending, r.key)
 	}
 	if r.job != "" && r.terminating {
-		delete(s.terminating, r.key)
+		delete(t.terminating, r.key)
 	}
 }
 
 // trainer reports whether the pod belongs in its job's trainer list.
 func (r *podRecord) trainer() bool { return r.live && r.job != "" && !r.terminating }
 
-func (s *Snapshot) addTrainerLocked(r *podRecord) {
+func (t *Tracker) addTrainerLocked(r *podRecord) {
 	if !r.trainer() {
 		return
 	}
-	pods := s.trainers[r.job]
+	pods := t.trainers[r.job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); !found {
-		s.trainers[r.job] = slices.Insert(pods, i, r)
+		t.trainers[r.job] = slices.Insert(pods, i, r)
 	}
 }
 
-func (s *Snapshot) removeTrainerLocked(r *podRecord) {
+func (t *Tracker) removeTrainerLocked(r *podRecord) {
 	if !r.trainer() {
 		return
 	}
-	pods := s.trainers[r.job]
+	pods := t.trainers[r.job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
 		pods = slices.Delete(pods, i, i+1)
 		if len(pods) == 0 {
-			delete(s.trainers, r.job)
+			delete(t.trainers, r.job)
 		} else {
-			s.trainers[r.job] = pods
+			t.trainers[r.job] = pods
 		}
 	}
 }
@@ -320,52 +326,52 @@ func olderRecord(a, b *podRecord) int {
 	return strings.Compare(a.name, b.name)
 }
 
-func (s *Snapshot) onNode(obj interface{}) {
+func (t *Tracker) onNode(obj interface{}) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return
 	}
-	alloc := s.reader.read(node.Status.Allocatable)
+	alloc := t.reader.read(node.Status.Allocatable)
 	counted := !node.Spec.Unschedulable && nodeReady(node)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodes[node.Name]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.nodes[node.Name]
 	if n == nil {
 		n = &nodeState{}
-		s.nodes[node.Name] = n
+		t.nodes[node.Name] = n
 	} else if n.present && n.rv == node.ResourceVersion && node.ResourceVersion != "" {
 		return
 	}
-	s.uncountLocked(n)
+	t.uncountLocked(n)
 	n.present, n.rv, n.alloc, n.counted = true, node.ResourceVersion, alloc, counted
 	if n.counted {
-		s.total.add(n.alloc)
-		s.nodeCount++
+		t.total.add(n.alloc)
+		t.nodeCount++
 	}
 }
 
-func (s *Snapshot) onNodeDelete(obj interface{}) {
+func (t *Tracker) onNodeDelete(obj interface{}) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodes[key]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.nodes[key]
 	if n == nil {
 		return
 	}
-	s.uncountLocked(n)
+	t.uncountLocked(n)
 	n.present, n.rv, n.alloc = false, "", amounts{}
 	if n.pods == 0 {
-		delete(s.nodes, key)
+		delete(t.nodes, key)
 	}
 }
 
-func (s *Snapshot) uncountLocked(n *nodeState) {
+func (t *Tracker) uncountLocked(n *nodeState) {
 	if n.counted {
-		s.total.sub(n.alloc)
-		s.nodeCount--
+		t.total.sub(n.alloc)
+		t.nodeCount--
 		n.counted = false
 	}
 }
@@ -381,34 +387,34 @@ func nodeReady(node *corev1.Node) bool {
 
 // InquiryResource returns a deep copy of the current aggregates: the caller
 // owns every map and slice in it. It logs the result at debug level in the
-// original EDL's format (see ClusterResource.String). The lock is held only
+// original EDL's format (see Snapshot.String). The lock is held only
 // while copying; sorting the pending pods and formatting the log line happen
 // after it is released so that event handlers are not stalled.
-func (s *Snapshot) InquiryResource() ClusterResource {
-	s.mu.Lock()
-	r := ClusterResource{
-		NodeCount:         s.nodeCount,
-		GPURequest:        s.requested.gpu,
-		GPULimit:          s.limits.gpu,
-		GPUTotal:          s.total.gpu,
-		CPURequestMilli:   s.requested.cpuMilli,
-		CPULimitMilli:     s.limits.cpuMilli,
-		CPUTotalMilli:     s.total.cpuMilli,
-		MemoryRequestMega: floorDiv(s.requested.memBytes, mebi),
-		MemoryLimitMega:   floorDiv(s.limits.memBytes, mebi),
-		MemoryTotalMega:   floorDiv(s.total.memBytes, mebi),
+func (t *Tracker) InquiryResource() Snapshot {
+	t.mu.Lock()
+	r := Snapshot{
+		NodeCount:         t.nodeCount,
+		GPURequest:        t.requested.gpu,
+		GPULimit:          t.limits.gpu,
+		GPUTotal:          t.total.gpu,
+		CPURequestMilli:   t.requested.cpuMilli,
+		CPULimitMilli:     t.limits.cpuMilli,
+		CPUTotalMilli:     t.total.cpuMilli,
+		MemoryRequestMega: floorDiv(t.requested.memBytes, mebi),
+		MemoryLimitMega:   floorDiv(t.limits.memBytes, mebi),
+		MemoryTotalMega:   floorDiv(t.total.memBytes, mebi),
 		Nodes: NodeResources{
-			NodesCPUIdleMilli:   make(map[string]int64, s.nodeCount),
-			NodesMemoryFreeMega: make(map[string]int64, s.nodeCount),
-			NodesGPUFree:        make(map[string]int64, s.nodeCount),
+			NodesCPUIdleMilli:   make(map[string]int64, t.nodeCount),
+			NodesMemoryFreeMega: make(map[string]int64, t.nodeCount),
+			NodesGPUFree:        make(map[string]int64, t.nodeCount),
 		},
-		Pending:  make([]PendingPod, 0, len(s.pending)),
-		Trainers: make(map[string][]TrainerPod, len(s.trainers)),
+		Pending:  make([]PendingPod, 0, len(t.pending)),
+		Trainers: make(map[string][]TrainerPod, len(t.trainers)),
 	}
-	for _, p := range s.terminating {
+	for _, p := range t.terminating {
 		r.TerminatingTrainers = append(r.TerminatingTrainers, p.deletion)
 	}
-	for name, n := range s.nodes {
+	for name, n := range t.nodes {
 		if !n.counted {
 			continue
 		}
@@ -418,13 +424,13 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 		r.Nodes.NodesMemoryFreeMega[name] = floorDiv(idle.memBytes, mebi)
 		r.Nodes.NodesGPUFree[name] = idle.gpu
 	}
-	for _, p := range s.pending {
+	for _, p := range t.pending {
 		r.Pending = append(r.Pending, PendingPod{
 			Namespace: p.namespace, Name: p.name, Priority: p.priority,
 			Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
 		})
 	}
-	for job, pods := range s.trainers {
+	for job, pods := range t.trainers {
 		list := make([]TrainerPod, 0, len(pods))
 		for _, p := range pods {
 			list = append(list, TrainerPod{
@@ -434,7 +440,7 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 		}
 		r.Trainers[job] = list
 	}
-	s.mu.Unlock()
+	t.mu.Unlock()
 
 	slices.SortFunc(r.Pending, func(a, b PendingPod) int {
 		if a.Priority != b.Priority {
@@ -452,6 +458,6 @@ func (s *Snapshot) InquiryResource() ClusterResource {
 	// deferred: log15's stream handlers evaluate a Lazy value only when the
 	// record passes the level filter, and then print exactly
 	// fmt.Sprintf("%+v", r).
-	s.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
+	t.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
 	return r
 }

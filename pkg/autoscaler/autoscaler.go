@@ -1,0 +1,216 @@
+package autoscaler
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	schedulinginformers "k8s.io/client-go/informers/scheduling/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
+	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
+)
+
+// Config is what an Autoscaler reads, writes and reports to, and how it
+// plans.
+type Config struct {
+	KubeClient kubernetes.Interface
+	TJClient   tjclient.Interface
+	// Tracker is the cluster's capacity and load, which it snapshots every
+	// interval.
+	Tracker *cluster.Tracker
+	// The informers of the jobs, their ReplicaSets and the PriorityClasses.
+	JobInformer           tjinformers.TrainingJobInformer
+	ReplicaSetInformer    appsinformers.ReplicaSetInformer
+	PriorityClassInformer schedulinginformers.PriorityClassInformer
+	// Recorder records the scaling events of the jobs.
+	Recorder record.EventRecorder
+	Logger   log.Logger
+	// Clock tells the planning time; nil means the real clock.
+	Clock clock.Clock
+
+	// Interval between two plans.
+	Interval time.Duration
+	// MaxLoadDesired, CoolDown, MaxGrowPerCycle and RebalanceGap are passed
+	// to Plan.
+	MaxLoadDesired  float64
+	CoolDown        time.Duration
+	MaxGrowPerCycle int32
+	RebalanceGap    float64
+	// DryRun plans and logs, and patches nothing.
+	DryRun bool
+	// Metrics receives the measurements of every cycle; nil reports nothing.
+	Metrics Metrics
+}
+
+// Metrics receives what the autoscaler measures; pkg/metrics implements it
+// for Prometheus.
+type Metrics interface {
+	// Planned reports one cycle: how long the snapshot and the plan took, the
+	// snapshot, and the elastic jobs planned for, their Trainers filled in.
+	Planned(took time.Duration, snap cluster.Snapshot, jobs []Job)
+	// Scaled reports an action whose ReplicaSet patch was applied.
+	Scaled(act ScaleAction)
+}
+
+// Autoscaler runs Plan every interval on a snapshot of the cluster and the
+// Running elastic jobs, and applies its actions (actuator.go): it patches the
+// trainer ReplicaSets whose count changes, recording each decision as an
+// event and in the job's status. It writes nothing when nothing changes.
+type Autoscaler struct {
+	kubeClient kubernetes.Interface
+	tjClient   tjclient.Interface
+
+	tracker         *cluster.Tracker
+	jobs            tjlisters.TrainingJobLister
+	replicaSets     appslisters.ReplicaSetLister
+	priorityClasses schedulinglisters.PriorityClassLister
+	synced          []cache.InformerSynced
+
+	recorder record.EventRecorder
+	log      log.Logger
+	clock    clock.Clock
+	cfg      Config
+}
+
+// New returns an Autoscaler reading cfg's tracker and informers.
+func New(cfg Config) *Autoscaler {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Autoscaler{
+		kubeClient:      cfg.KubeClient,
+		tjClient:        cfg.TJClient,
+		tracker:         cfg.Tracker,
+		jobs:            cfg.JobInformer.Lister(),
+		replicaSets:     cfg.ReplicaSetInformer.Lister(),
+		priorityClasses: cfg.PriorityClassInformer.Lister(),
+		synced: []cache.InformerSynced{cfg.Tracker.HasSynced, cfg.JobInformer.Informer().HasSynced,
+			cfg.ReplicaSetInformer.Informer().HasSynced, cfg.PriorityClassInformer.Informer().HasSynced},
+		recorder: cfg.Recorder,
+		log:      cfg.Logger,
+		clock:    clk,
+		cfg:      cfg,
+	}
+}
+
+// Run plans every interval until ctx is done.
+func (a *Autoscaler) Run(ctx context.Context) error {
+	a.log.Info("starting the autoscaler", "interval", a.cfg.Interval, "max_load_desired", a.cfg.MaxLoadDesired,
+		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun)
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before the caches synced: nothing to do
+		}
+		return errors.New("the autoscaler's caches did not sync")
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)
+	a.log.Info("stopping the autoscaler")
+	return nil
+}
+
+// RunOnce plans once and applies the plan; it returns the actions planned.
+func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
+	now := a.clock.Now()
+	snap := a.tracker.InquiryResource()
+	jobs, objects := a.elasticJobs()
+	jobs = JobsFromSnapshot(snap, jobs)
+	actions := Plan(snap, jobs, Options{
+		MaxLoadDesired:  a.cfg.MaxLoadDesired,
+		Now:             now,
+		CoolDown:        a.cfg.CoolDown,
+		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
+		RebalanceGap:    a.cfg.RebalanceGap,
+	})
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.Planned(a.clock.Since(now), snap, jobs)
+	}
+	a.log.Debug("planned", "jobs", len(jobs), "actions", len(actions), "pending", len(snap.Pending),
+		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
+	for _, act := range actions {
+		if a.cfg.DryRun {
+			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
+			continue
+		}
+		if err := a.apply(ctx, objects[act.Job], act, now); err != nil {
+			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
+		}
+	}
+	return actions
+}
+
+// elasticJobs are the Running jobs with min-instance < max-instance whose
+// trainer ReplicaSet they control, as Plan's input, and the jobs by key.
+func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		a.log.Error("list TrainingJobs", "err", err)
+		return nil, nil
+	}
+	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
+	jobs := make([]Job, 0, len(all))
+	objects := make(map[string]*v1.TrainingJob, len(all))
+	for _, tj := range all {
+		spec := &tj.Spec
+		if tj.Status.Phase != v1.PhaseRunning || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
+			continue
+		}
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
+		if err != nil || rs.Spec.Replicas == nil {
+			continue
+		}
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
+			continue // someone else's ReplicaSet: the controller reports it
+		}
+		job := Job{
+			Key:      key(tj),
+			Min:      spec.Trainer.MinInstance,
+			Max:      spec.Trainer.MaxInstance,
+			Current:  *rs.Spec.Replicas,
+			Priority: a.priority(spec.PriorityClassName),
+			Request:  a.tracker.PodRequest(&rs.Spec.Template.Spec),
+		}
+		if last := tj.Status.LastScale; last != nil && last.To < last.From {
+			job.LastScaleDown = last.Time.Time
+		}
+		jobs = append(jobs, job)
+		objects[job.Key] = tj
+	}
+	return jobs, objects
+}
+
+func key(tj *v1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
+
+// priority resolves a PriorityClass name the way the Priority admission
+// plugin does: the named class, or the global default class, or 0.
+func (a *Autoscaler) priority(name string) int32 {
+	if name != "" {
+		if pc, err := a.priorityClasses.Get(name); err == nil {
+			return pc.Value
+		}
+		return 0
+	}
+	classes, _ := a.priorityClasses.List(labels.Everything())
+	for _, pc := range classes {
+		if pc.GlobalDefault {
+			return pc.Value
+		}
+	}
+	return 0
+}

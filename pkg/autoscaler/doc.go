@@ -10,6 +10,6 @@
 // least fulfilled job while the cluster stays under max_load_desired and a node
 // really has room; trainers are taken back from the lowest-priority, most
 // fulfilled jobs when the cluster is over the threshold or higher-priority pods
-// cannot be scheduled. See Plan for how each of the original's defects is
-// avoided.
+// cannot be scheduled. docs/autoscaler.md explains the rules and lists the
+// original's defects and where each is avoided.
 package autoscaler

@@ -127,17 +127,6 @@ func takeFirst(a, b *jobState) bool {
 	return a.key < b.key
 }
 
-// admits reports whether load keeps every resource req asks for within the
-// threshold.
-func (p *planner) admits(load, req vec) bool {
-	for r := range numRes {
-		if req[r] > 0 && p.exceeds(load[r], r) {
-			return false
-		}
-	}
-	return true
-}
-
 func (p *planner) rebalanceGap() float64 {
 	if gap := p.opts.RebalanceGap; gap > 0 && gap <= 1 {
 		return gap

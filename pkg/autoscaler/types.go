@@ -27,7 +27,8 @@ type Job struct {
 	Min, Max int32
 	// Current is the trainer ReplicaSet's spec.replicas: what was asked for,
 	// not what runs. Plan scales from it (ScaleAction.From) and keeps it in
-	// [Min, Max]; fulfillment is measured from Trainers instead (defect 9).
+	// [Min, Max]; fulfillment is measured from Trainers instead (the original
+	// EDL measured it from the desired count).
 	Current int32
 	// Priority is the trainers' pod priority, resolved from their
 	// priorityClassName by the caller.

@@ -92,6 +92,30 @@ func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
 	}
 }
 
+// slot is a trainer that could be removed to free its node: victims[pos] of
+// job, costing cost running trainers (itself and the newer ones before it).
+type slot struct {
+	job  *jobState
+	pos  int32
+	cost int32
+}
+
+// pendingShape is what the eviction search depends on: pods of one shape
+// find the same evictions.
+type pendingShape struct {
+	claim
+	req vec
+}
+
+// claim is who asks for room: a pod of priority, which may take trainers
+// above their minimum from jobs of a lower priority and, when share is set,
+// of its own priority too, but never from its own job.
+type claim struct {
+	priority int32
+	share    bool
+	own      string
+}
+
 // eviction is a way to make room on one node: every trainer of jobs[i] up to
 // victims index cuts[i] goes.
 type eviction struct {
@@ -117,8 +141,9 @@ func (e *eviction) better(o *eviction) bool {
 		return e.running < o.running
 	}
 	// Among equal disruption the most fulfilled job gives back, by placed
-	// trainers (defect 9: a job whose trainers are mostly pending is not a
-	// rich one). Removing not-yet-scheduled trainers costs nothing.
+	// trainers: a job whose trainers are mostly pending is not a rich one,
+	// as the original EDL's desired count made it. Removing not-yet-scheduled
+	// trainers costs nothing.
 	if e.fulfil != o.fulfil {
 		return e.fulfil > o.fulfil
 	}

@@ -1,0 +1,407 @@
+package autoscaler
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// planner is Plan's private working copy of the cluster and the jobs.
+type planner struct {
+	opts      Options
+	threshold float64
+
+	names   []string
+	nodeIdx map[string]int32
+	free    []vec // working free capacity per node
+	freed   []vec // freed by this plan's scale-downs; not for growth
+	index   *fitIndex
+
+	total     vec
+	requested vec // working requests, lowered by scale-downs
+	growLoad  vec // requests growth is checked against: never lowered
+
+	jobs     []*jobState
+	byKey    map[string]*jobState
+	movable  []*jobState
+	minPrio  int32                  // lowest priority of a movable job
+	cands    [][]slot               // per-node scratch of the eviction search
+	hopeless map[pendingShape]bool  // pending shapes no yield can fit
+	depth    map[pendingShape]int32 // search depth that made room for a shape
+	// outranking are the unschedulable pods that outrank a movable job, for
+	// the reasons.
+	outranking []*cluster.PendingPod
+
+	idle      vec // capacity growth could use, for the reasons
+	idleNodes int
+	idleText  string
+}
+
+// jobState is the planner's private working copy of one job.
+type jobState struct {
+	in       *Job
+	key      string
+	min, max int64
+	desired  int64
+	priority int32
+	req      vec
+	movable  bool
+
+	victims []victim
+	next    int   // victims[:next] are gone (or being deleted already)
+	placed  int64 // victims[next:] that hold a node, plus trainers grown
+
+	unschedulable bool // a kept trainer is pending unschedulable
+	starved       bool // a kept, not-yet-scheduled trainer fits on no node
+	coolingDown   bool
+
+	grown, shrunk int64
+	nodes         []string
+
+	// Rebalance's working state.
+	growsFromIdle bool  // growth can serve it from idle capacity: rebalance gives it nothing
+	promised      int64 // trainers rebalance freed room for, for growth to add
+	takerAt       int   // index in rebalance's heap of takers, -1 when not in it
+
+	reasonNotes
+}
+
+// reasonNotes are what the phases note about a job only to explain its
+// action (actions.go): which kind of reason it gets and the numbers it quotes.
+type reasonNotes struct {
+	unscheduledShrunk int64          // trainers removed before they were scheduled
+	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
+	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
+	stuck             int            // unschedulable trainers given up by trimStuck
+	loadRes           int            // the resource over the threshold when load first took a trainer
+	loadValue         float64        // its load then
+	growFulfilment    float64        // fulfillment before the first trainer grown
+	growPlaced        int64          // placed trainers then
+	rebalanced        int64          // trainers given back by rebalance
+	rebalanceFrom     float64        // its fulfillment before
+	rebalancePlaced   int64          // its placed trainers before
+	rebalanceTo       *jobState      // the least fulfilled job when it first gave
+	rebalanceToF      float64        // that job's fulfillment then
+}
+
+func (j *jobState) slack() int64 { return j.desired - j.min }
+
+// fulfillmentCmp compares (a.placed−a.min)/(a.max−a.min) with b's exactly.
+func fulfillmentCmp(a, b *jobState) int { return fulfillmentAt(a, a.placed, b, b.placed) }
+
+// fulfillmentAt compares a's fulfillment with aPlaced trainers placed to b's
+// with bPlaced, exactly.
+func fulfillmentAt(a *jobState, aPlaced int64, b *jobState, bPlaced int64) int {
+	l := (aPlaced - a.min) * (b.max - b.min)
+	r := (bPlaced - b.min) * (a.max - a.min)
+	switch {
+	case l < r:
+		return -1
+	case l > r:
+		return 1
+	}
+	return 0
+}
+
+func (j *jobState) fulfillment() float64 { return j.fulfillmentAt(j.placed) }
+
+// fulfillmentAt is j's fulfillment with placed trainers placed.
+func (j *jobState) fulfillmentAt(placed int64) float64 {
+	if j.max == j.min {
+		return 1
+	}
+	return float64(placed-j.min) / float64(j.max-j.min)
+}
+
+// victim is one trainer a job can lose, in the order the ReplicaSet controller
+// deletes them.
+type victim struct {
+	req     vec
+	node    int32 // index of the node it holds or is reserved on; -1 if none
+	pod     int32 // index in Job.Trainers; -1 for a replica not created yet
+	bound   bool  // bound by the scheduler: its node's capacity is in the snapshot
+	unsched bool  // the scheduler reported it unschedulable
+	created bool  // the pod exists; false for replicas not yet created
+}
+
+// unresolved marks a bound victim whose node index is not looked up yet:
+// most trainers are never touched by a plan, so the name lookup is lazy.
+const unresolved = -2
+
+// nodeOf returns the index of the node v holds or is reserved on, -1 if none
+// or if the node is not in the snapshot.
+func (p *planner) nodeOf(j *jobState, v *victim) int32 {
+	if v.node == unresolved {
+		v.node = -1
+		if n, ok := p.nodeIdx[j.in.Trainers[v.pod].Node]; ok {
+			v.node = n
+		}
+	}
+	return v.node
+}
+
+// holds reports whether the trainer has a node, for real or in the plan.
+func (v *victim) holds() bool { return v.bound || v.node >= 0 }
+
+func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
+	p := &planner{opts: opts, threshold: opts.MaxLoadDesired}
+	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
+		p.threshold = DefaultMaxLoadDesired
+	}
+	p.total = vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
+	p.requested = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+
+	nodes := snap.Nodes
+	p.names = make([]string, 0, len(nodes.NodesCPUIdleMilli))
+	for n := range nodes.NodesCPUIdleMilli {
+		p.names = append(p.names, n)
+	}
+	for _, m := range []map[string]int64{nodes.NodesMemoryFreeMega, nodes.NodesGPUFree} {
+		for n := range m {
+			if _, ok := nodes.NodesCPUIdleMilli[n]; !ok {
+				p.names = append(p.names, n)
+			}
+		}
+	}
+	sort.Strings(p.names)
+	p.names = slices.Compact(p.names)
+	p.nodeIdx = make(map[string]int32, len(p.names))
+	p.free = make([]vec, len(p.names))
+	p.freed = make([]vec, len(p.names))
+	for i, n := range p.names {
+		p.nodeIdx[n] = int32(i)
+		p.free[i] = vec{nodes.NodesCPUIdleMilli[n], nodes.NodesMemoryFreeMega[n], nodes.NodesGPUFree[n]}
+	}
+	p.index = newFitIndex(p.free)
+
+	p.jobs = make([]*jobState, 0, len(jobs))
+	p.byKey = make(map[string]*jobState, len(jobs))
+	p.minPrio = math.MaxInt32
+	for _, i := range canonicalOrder(jobs) {
+		j := p.newJobState(&jobs[i])
+		if j == nil {
+			continue
+		}
+		p.jobs = append(p.jobs, j)
+		p.byKey[j.key] = j
+		if j.movable {
+			p.movable = append(p.movable, j)
+			p.minPrio = min(p.minPrio, j.priority)
+		}
+	}
+	return p
+}
+
+// canonicalOrder is the order Plan reads jobs in: by key, and duplicate keys
+// (a caller's mistake, of which only the first is planned) by their fields,
+// so that the plan does not depend on the order of the input.
+func canonicalOrder(jobs []Job) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &jobs[a], &jobs[b]
+		if c := strings.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		for _, d := range [...]int64{int64(x.Min) - int64(y.Min), int64(x.Max) - int64(y.Max),
+			int64(x.Current) - int64(y.Current), int64(x.Priority) - int64(y.Priority)} {
+			if d != 0 {
+				return int(max(-1, min(1, d)))
+			}
+		}
+		return 0
+	})
+	return order
+}
+
+// newJobState builds the working copy of one job, or nil when the job cannot
+// even be accounted (a duplicate key or a negative Current).
+func (p *planner) newJobState(in *Job) *jobState {
+	if _, dup := p.byKey[in.Key]; dup || in.Current < 0 {
+		return nil
+	}
+	j := &jobState{
+		in: in, key: in.Key, min: int64(in.Min), max: int64(in.Max), desired: int64(in.Current),
+		priority: in.Priority, req: vecOf(in.Request),
+	}
+	j.movable = in.Min >= 0 && in.Min < in.Max && in.Current >= in.Min && in.Current <= in.Max &&
+		!j.req.isZero() && !j.req.negative()
+	if p.opts.CoolDown > 0 && !in.LastScaleDown.IsZero() && p.opts.Now.Sub(in.LastScaleDown) < p.opts.CoolDown {
+		j.coolingDown = true
+	}
+
+	// The ReplicaSet controller deletes, in order: replicas it has not
+	// created yet, unscheduled pods, scheduled pods that are not running,
+	// running pods; newest first within each group. The snapshot lists pods
+	// oldest first, so that order is three backward passes; other input is
+	// sorted first.
+	ts := in.Trainers
+	var byAge []int32 // nil: ts is already oldest first
+	if !oldestFirst(ts) {
+		byAge = make([]int32, len(ts))
+		for i := range byAge {
+			byAge[i] = int32(i)
+		}
+		slices.SortFunc(byAge, func(a, b int32) int {
+			switch {
+			case olderTrainer(&ts[a], &ts[b]):
+				return -1
+			case olderTrainer(&ts[b], &ts[a]):
+				return 1
+			}
+			return int(a - b)
+		})
+	}
+	existing := int64(len(ts))
+	missing := max(0, j.desired-existing)
+	j.victims = make([]victim, missing+existing)
+	var start [3]int64 // where each deletion group begins in victims
+	for i := range ts {
+		if g := deletionGroup(&ts[i]); g < 2 {
+			start[g+1]++
+		}
+	}
+	start[0] = missing
+	start[1] += start[0]
+	start[2] += start[1]
+	for k := range missing {
+		j.victims[k] = victim{req: j.req, node: -1, pod: -1}
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		pod := int32(i) // #nosec G115 -- an index of Job.Trainers: a job has far fewer than 2^31 pods
+		if byAge != nil {
+			pod = byAge[i]
+		}
+		t := &ts[pod]
+		g := deletionGroup(t)
+		v := victim{req: vecOf(t.Request), node: -1, pod: pod, created: true}
+		if t.Node != "" {
+			v.bound, v.node = true, unresolved
+		} else {
+			v.unsched = t.Unschedulable
+		}
+		j.victims[start[g]] = v
+		start[g]++
+	}
+	// More pods than desired: the controller is already deleting the first
+	// ones. They still hold their nodes in the snapshot, so the plan leaves
+	// their capacity occupied.
+	j.next = int(max(0, existing-j.desired))
+	return j
+}
+
+// olderTrainer orders trainers by creation, then name.
+func olderTrainer(a, b *TrainerPod) bool {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c < 0
+	}
+	return a.Name < b.Name
+}
+
+func oldestFirst(ts []TrainerPod) bool {
+	for i := 1; i < len(ts); i++ {
+		if olderTrainer(&ts[i], &ts[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// deletionGroup is the ReplicaSet controller's first criterion for which pod
+// to delete: unscheduled (0) before scheduled but not running (1) before
+// running (2).
+func deletionGroup(t *TrainerPod) int {
+	switch {
+	case t.Node == "":
+		return 0
+	case !t.Running():
+		return 1
+	}
+	return 2
+}
+
+// reserve finds room for every kept trainer that is not scheduled yet, so that
+// growth does not hand out capacity those trainers will take. Higher
+// priorities are reserved first, as the scheduler's queue would.
+func (p *planner) reserve() {
+	order := slices.Clone(p.jobs)
+	slices.SortStableFunc(order, func(a, b *jobState) int {
+		if a.priority != b.priority {
+			return int(b.priority) - int(a.priority)
+		}
+		return cmpString(a.key, b.key)
+	})
+	for _, j := range order {
+		for k := j.next; k < len(j.victims); k++ {
+			v := &j.victims[k]
+			if !v.created {
+				// Replicas the controller has not created are not in the
+				// snapshot's requests yet.
+				p.requested = p.requested.plus(v.req)
+			}
+			switch {
+			case v.bound:
+				j.placed++
+			case v.unsched:
+				j.unschedulable = true
+			case v.req.negative():
+				j.starved = true
+			default:
+				if n := p.index.firstFit(v.req); n >= 0 {
+					v.node = int32(n) // #nosec G115 -- an index of the snapshot's nodes: far fewer than 2^31
+					p.take(n, v.req)
+					j.placed++
+				} else {
+					j.starved = true
+				}
+			}
+		}
+	}
+}
+
+func (p *planner) take(n int, r vec) {
+	p.free[n] = p.free[n].minus(r)
+	p.index.set(n, p.free[n])
+}
+
+// removeNext takes the job's next trainer in ReplicaSet deletion order.
+func (p *planner) removeNext(j *jobState) {
+	v := &j.victims[j.next]
+	j.next++
+	j.desired--
+	j.shrunk++
+	if v.holds() {
+		j.placed--
+	}
+	if !v.bound {
+		j.unscheduledShrunk++
+	}
+	if n := p.nodeOf(j, v); n >= 0 {
+		p.free[n] = p.free[n].plus(v.req)
+		if v.bound {
+			p.freed[n] = p.freed[n].plus(v.req)
+		}
+		p.index.set(int(n), p.free[n])
+	}
+	p.requested = p.requested.minus(v.req)
+	node := ""
+	if v.pod >= 0 {
+		node = j.in.Trainers[v.pod].Node
+	}
+	j.nodes = append(j.nodes, node)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

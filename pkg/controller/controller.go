@@ -2,10 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -33,9 +30,6 @@ import (
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
 )
-
-// jobIndex is the pod-informer index from a pod to the key of its job.
-const jobIndex = "edl-job"
 
 // Controller runs TrainingJobs: it creates and owns each job's ReplicaSets
 // and Services and writes the job's status. The trainer count belongs to the
@@ -161,18 +155,6 @@ func rateLimiter() workqueue.TypedRateLimiter[string] {
 	)
 }
 
-// podJobKeys indexes a pod under the key of the job its role label names.
-func podJobKeys(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	if job, _, ok := v1.JobOf(pod.Labels); ok {
-		return []string{pod.Namespace + "/" + job}, nil
-	}
-	return nil, nil
-}
-
 // Run starts workers and blocks until ctx is done and every worker has
 // finished its sync in flight: a caller that hands leadership over after
 // Run returns knows this replica writes nothing more.
@@ -232,68 +214,6 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	}
 	c.queue.Forget(key)
 	return true
-}
-
-// enqueue adds a job's key; it takes jobs and their tombstones.
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-// enqueueIfChanged skips the periodic resync's updates of unchanged objects.
-func (c *Controller) enqueueIfChanged(old, cur any, enqueue func(any)) {
-	o, err1 := objectMeta(old)
-	n, err2 := objectMeta(cur)
-	if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
-		return
-	}
-	enqueue(cur)
-}
-
-func objectMeta(obj any) (metav1.Object, error) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T is not an object", obj)
-	}
-	return m, nil
-}
-
-// enqueueOwner maps a ReplicaSet or Service to its job: its controller when
-// that is a TrainingJob, else the job its name belongs to (a foreign object
-// in a job's way), so that the job notices when the object goes away.
-func (c *Controller) enqueueOwner(obj any) {
-	m, err := objectMeta(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "TrainingJob" &&
-		strings.HasPrefix(ref.APIVersion, v1.SchemeGroupVersion.Group+"/") {
-		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
-		return
-	}
-	if name, _, ok := v1.JobOfName(m.GetName()); ok {
-		if _, err := c.jobs.TrainingJobs(m.GetNamespace()).Get(name); err == nil {
-			c.queue.Add(m.GetNamespace() + "/" + name)
-		}
-	}
-}
-
-func (c *Controller) enqueuePodJob(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	keys, _ := podJobKeys(obj)
-	for _, k := range keys {
-		c.queue.Add(k)
-	}
 }
 
 // roles are the roles a job runs: a master only when fault tolerant.
@@ -428,145 +348,6 @@ func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bo
 	default:
 		return min(max(*current, job.Spec.Trainer.MinInstance), job.Spec.Trainer.MaxInstance)
 	}
-}
-
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final bool) error {
-	if existing == nil {
-		if final {
-			return nil
-		}
-		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false), c.gpus)
-		_, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Create(ctx, rs, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil // the cache is behind; its event brings the job back
-		}
-		if err != nil {
-			return fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
-		}
-		c.log.Info("created ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", rs.Name, "replicas", *rs.Spec.Replicas)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created ReplicaSet %s with %d replicas", rs.Name, *rs.Spec.Replicas)
-		return nil
-	}
-
-	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final), c.gpus)
-	have := int32(1)
-	if existing.Spec.Replicas != nil {
-		have = *existing.Spec.Replicas
-	}
-	// A JSON patch, so that a new template replaces the old one whole:
-	// fields the job no longer sets disappear with it.
-	var ops []jsonPatchOp
-	if have != *want.Spec.Replicas {
-		ops = append(ops, jsonPatchOp{"replace", "/spec/replicas", *want.Spec.Replicas})
-	}
-	if hash := want.Annotations[AnnotationTemplateHash]; existing.Annotations[AnnotationTemplateHash] != hash {
-		// The job's spec changed: new pods start from the new template; a
-		// ReplicaSet never restarts running ones.
-		ops = append(ops, jsonPatchOp{"replace", "/spec/template", want.Spec.Template})
-		if existing.Annotations == nil {
-			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations", want.Annotations})
-		} else {
-			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations/" + escapeJSONPointer(AnnotationTemplateHash), hash})
-		}
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return err
-	}
-	if _, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, existing.Name, types.JSONPatchType, data, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch ReplicaSet %s: %w", existing.Name, err)
-	}
-	if have != *want.Spec.Replicas {
-		why := fmt.Sprintf("clamped into [%d, %d]", job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance)
-		switch {
-		case final:
-			why = "the job finished"
-		case role != v1.RoleTrainer:
-			why = "the spec asks for it"
-		}
-		c.log.Info("scaled ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", existing.Name, "from", have, "to", *want.Spec.Replicas, "reason", why)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
-	}
-	return nil
-}
-
-// ensureDeletionCosts annotates the running trainers whose deletion cost
-// differs from what DeletionCosts wants; most syncs write nothing.
-func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*corev1.Pod) error {
-	costs := DeletionCosts(job, trainers)
-	for _, pod := range trainers {
-		cost, ok := costs[pod.Name]
-		if !ok || pod.Annotations[v1.AnnotationDeletionCost] == cost {
-			continue
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationDeletionCost: cost}}})
-		if err != nil {
-			return err
-		}
-		_, err = c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("set the deletion cost of trainer pod %s: %w", pod.Name, err)
-		}
-	}
-	return nil
-}
-
-// jsonPatchOp is one operation of an RFC 6902 JSON patch.
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// escapeJSONPointer escapes a map key for a JSON pointer (RFC 6901).
-func escapeJSONPointer(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
-func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role v1.Role) error {
-	want := Service(job, role)
-	existing, err := c.services.Services(job.Namespace).Get(want.Name)
-	if apierrors.IsNotFound(err) {
-		_, err := c.kubeClient.CoreV1().Services(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("create Service %s: %w", want.Name, err)
-		}
-		c.log.Info("created Service", "job", job.Namespace+"/"+job.Name, "service", want.Name)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created Service %s", want.Name)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(existing.Spec.Selector, want.Spec.Selector) && samePorts(existing.Spec.Ports, want.Spec.Ports) {
-		return nil
-	}
-	update := existing.DeepCopy()
-	update.Spec.Selector, update.Spec.Ports = want.Spec.Selector, want.Spec.Ports
-	if _, err := c.kubeClient.CoreV1().Services(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update Service %s: %w", want.Name, err)
-	}
-	return nil
-}
-
-// samePorts compares the fields the controller sets; the API server fills
-// in others (NodePort, AppProtocol) that are not drift.
-func samePorts(have, want []corev1.ServicePort) bool {
-	if len(have) != len(want) {
-		return false
-	}
-	for i := range have {
-		if have[i].Name != want[i].Name || have[i].Port != want[i].Port || have[i].TargetPort != want[i].TargetPort || have[i].Protocol != want[i].Protocol {
-			return false
-		}
-	}
-	return true
 }
 
 // recordEdges records an event when the job enters a phase, or becomes blocked.

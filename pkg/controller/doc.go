@@ -4,9 +4,11 @@
 // Creating, Running, Succeeded, Failed), and writes the status subresource.
 //
 // It is the classic client-go controller: informer event handlers only map
-// events to job keys; a rate-limited workqueue feeds a few workers; a sync
-// reads from the listers, builds the desired objects with pure functions
-// (resources.go), creates what is missing, patches what drifted, and writes
-// status only when it changed. The trainer count belongs to the autoscaler;
-// the controller only clamps it into [min-instance, max-instance].
+// events to job keys (handlers.go); a rate-limited workqueue feeds a few
+// workers; a sync (controller.go) reads from the listers, builds the desired
+// objects with pure functions (resources.go), creates what is missing and
+// patches what drifted (ensure.go), computes the status with a pure function
+// (status.go) and writes it only when it changed. The trainer count belongs
+// to the autoscaler; the controller only clamps it into [min-instance,
+// max-instance].
 package controller

@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// ensureReplicaSet creates a role's ReplicaSet, or JSON-patches the replicas
+// and the template that drifted from what the job asks for.
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final bool) error {
+	if existing == nil {
+		if final {
+			return nil
+		}
+		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false), c.gpus)
+		_, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache is behind; its event brings the job back
+		}
+		if err != nil {
+			return fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
+		}
+		c.log.Info("created ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", rs.Name, "replicas", *rs.Spec.Replicas)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created ReplicaSet %s with %d replicas", rs.Name, *rs.Spec.Replicas)
+		return nil
+	}
+
+	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final), c.gpus)
+	have := int32(1)
+	if existing.Spec.Replicas != nil {
+		have = *existing.Spec.Replicas
+	}
+	// A JSON patch, so that a new template replaces the old one whole:
+	// fields the job no longer sets disappear with it.
+	var ops []jsonPatchOp
+	if have != *want.Spec.Replicas {
+		ops = append(ops, jsonPatchOp{"replace", "/spec/replicas", *want.Spec.Replicas})
+	}
+	if hash := want.Annotations[AnnotationTemplateHash]; existing.Annotations[AnnotationTemplateHash] != hash {
+		// The job's spec changed: new pods start from the new template; a
+		// ReplicaSet never restarts running ones.
+		ops = append(ops, jsonPatchOp{"replace", "/spec/template", want.Spec.Template})
+		if existing.Annotations == nil {
+			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations", want.Annotations})
+		} else {
+			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations/" + escapeJSONPointer(AnnotationTemplateHash), hash})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if _, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, existing.Name, types.JSONPatchType, data, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch ReplicaSet %s: %w", existing.Name, err)
+	}
+	if have != *want.Spec.Replicas {
+		why := fmt.Sprintf("clamped into [%d, %d]", job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance)
+		switch {
+		case final:
+			why = "the job finished"
+		case role != v1.RoleTrainer:
+			why = "the spec asks for it"
+		}
+		c.log.Info("scaled ReplicaSet", "job", job.Namespace+"/"+job.Name, "replicaset", existing.Name, "from", have, "to", *want.Spec.Replicas, "reason", why)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
+	}
+	return nil
+}
+
+// ensureDeletionCosts annotates the running trainers whose deletion cost
+// differs from what DeletionCosts wants; most syncs write nothing.
+func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*corev1.Pod) error {
+	costs := DeletionCosts(job, trainers)
+	for _, pod := range trainers {
+		cost, ok := costs[pod.Name]
+		if !ok || pod.Annotations[v1.AnnotationDeletionCost] == cost {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationDeletionCost: cost}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("set the deletion cost of trainer pod %s: %w", pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// escapeJSONPointer escapes a map key for a JSON pointer (RFC 6901).
+func escapeJSONPointer(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// ensureService creates a role's Service, or updates its selector and ports
+// when they drifted.
+func (c *Controller) ensureService(ctx context.Context, job *v1.TrainingJob, role v1.Role) error {
+	want := Service(job, role)
+	existing, err := c.services.Services(job.Namespace).Get(want.Name)
+	if apierrors.IsNotFound(err) {
+		_, err := c.kubeClient.CoreV1().Services(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("create Service %s: %w", want.Name, err)
+		}
+		c.log.Info("created Service", "job", job.Namespace+"/"+job.Name, "service", want.Name)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created Service %s", want.Name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(existing.Spec.Selector, want.Spec.Selector) && samePorts(existing.Spec.Ports, want.Spec.Ports) {
+		return nil
+	}
+	update := existing.DeepCopy()
+	update.Spec.Selector, update.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+	if _, err := c.kubeClient.CoreV1().Services(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update Service %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// samePorts compares the fields the controller sets; the API server fills
+// in others (NodePort, AppProtocol) that are not drift.
+func samePorts(have, want []corev1.ServicePort) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i].Name != want[i].Name || have[i].Port != want[i].Port || have[i].TargetPort != want[i].TargetPort || have[i].Protocol != want[i].Protocol {
+			return false
+		}
+	}
+	return true
+}

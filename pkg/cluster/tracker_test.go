@@ -233,7 +233,7 @@ func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
 		{"containers are summed",
 			newPod("p", withRequests("1", "1Mi"), withContainer("500m", "2Mi")),
 			amounts{cpuMilli: 1500, memBytes: 3 * mebi}, amounts{}},
-		{"init containers take the max, not the sum (defect 8)",
+		{"init containers take the max, not the sum (the original summed them)",
 			newPod("p", withRequests("1", "1Mi"), withInit("2", "1Mi"), withInit("3", "1Mi")),
 			amounts{cpuMilli: 3000, memBytes: mebi}, amounts{}},
 		{"init containers smaller than the app do not count",

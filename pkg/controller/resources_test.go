@@ -66,7 +66,7 @@ func TestOwnerReference(t *testing.T) {
 	}
 }
 
-// TestStartCommands pins defect 6 of the original: fault-tolerant jobs start
+// TestStartCommands pins what the original swapped: fault-tolerant jobs start
 // the etcd/master path (start_new_*), plain jobs the plain one.
 func TestStartCommands(t *testing.T) {
 	tests := []struct {

@@ -1,0 +1,105 @@
+package autoscaler
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// hasNumber matches a reason that says how many trainers move and why, with
+// numbers.
+var hasNumber = regexp.MustCompile(`^scale (up|down) by [1-9][0-9]*[ :].*[0-9]`)
+
+// assertWellFormed checks what every plan must satisfy.
+func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
+	t.Helper()
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	for i, a := range actions {
+		j, ok := byKey[a.Job]
+		require.True(t, ok, "action for unknown job %s", a.Job)
+		assert.NotEqual(t, a.From, a.To, "no-op action for %s", a.Job)
+		assert.Equal(t, j.Current, a.From)
+		assert.GreaterOrEqual(t, a.To, j.Min, a.Job)
+		assert.LessOrEqual(t, a.To, j.Max, a.Job)
+		assert.NotEqual(t, j.Min, j.Max, "a job with Min == Max moved")
+		assert.Len(t, a.Nodes, int(abs(a.To-a.From)))
+		assert.Regexp(t, hasNumber, a.Reason)
+		switch {
+		case a.To > a.From:
+			assert.Equal(t, CauseIdle, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "trainers of priority"):
+			assert.Equal(t, CausePriority, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "below their minimum"):
+			assert.Equal(t, CauseMinimum, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "the least fulfilled job of priority"):
+			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "cannot be scheduled") && !strings.Contains(a.Reason, "above max_load_desired"):
+			assert.Equal(t, CauseUnschedulable, a.Cause, a.Job)
+		default:
+			assert.Equal(t, CauseLoad, a.Cause, a.Job)
+			assert.Contains(t, a.Reason, "above max_load_desired", a.Job)
+		}
+		if i > 0 {
+			assert.Less(t, actions[i-1].Job, a.Job, "actions are sorted by job")
+		}
+	}
+	assertGrowthFits(t, snap, jobs, opts, actions)
+}
+
+// assertGrowthFits simulates the scale-ups onto the snapshot: no node may go
+// over its allocatable and no resource a grown trainer asks for over the
+// threshold.
+func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
+	t.Helper()
+	threshold := opts.MaxLoadDesired
+	if threshold <= 0 {
+		threshold = DefaultMaxLoadDesired
+	}
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	free := snap.DeepCopy().Nodes
+	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
+	var grownRes [numRes]bool
+	for _, a := range actions {
+		if a.To <= a.From {
+			continue
+		}
+		req := byKey[a.Job].Request
+		for _, n := range a.Nodes {
+			free.NodesCPUIdleMilli[n] -= req.CPUMilli
+			free.NodesMemoryFreeMega[n] -= req.MemoryMega
+			free.NodesGPUFree[n] -= req.GPU
+			assert.GreaterOrEqual(t, free.NodesCPUIdleMilli[n], int64(0), "CPU of %s overcommitted", n)
+			assert.GreaterOrEqual(t, free.NodesMemoryFreeMega[n], int64(0), "memory of %s overcommitted", n)
+			assert.GreaterOrEqual(t, free.NodesGPUFree[n], int64(0), "GPU of %s overcommitted", n)
+		}
+		v := vecOf(req)
+		for r := range numRes {
+			load[r] += v[r] * int64(a.To-a.From)
+			grownRes[r] = grownRes[r] || v[r] > 0
+		}
+	}
+	for r := range numRes {
+		if grownRes[r] {
+			assert.LessOrEqual(t, float64(load[r]), threshold*float64(total[r]), "growth pushed %s over the threshold", resNames[r])
+		}
+	}
+}
+
+func abs(x int32) int32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

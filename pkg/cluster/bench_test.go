@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// loadedTracker returns a snapshot of nodes nodes carrying 30 pods each, two
+// loadedTracker returns a tracker of nodes nodes carrying 30 pods each, two
 // thirds of them trainers of nodes/5 jobs: 5,000 nodes make 150,000 pods.
 func loadedTracker(nodes int) *Tracker {
 	s := newTracker(Config{})
@@ -32,7 +32,7 @@ func loadedTracker(nodes int) *Tracker {
 	return s
 }
 
-// BenchmarkSnapshotPodUpdate measures one pod update event against a
+// BenchmarkTrackerPodUpdate measures one pod update event against a
 // snapshot of 5,000 nodes and 150,000 pods: a trainer moving between Pending
 // and Running on another node, which touches every aggregate.
 // cpuTime is the user and system CPU time the process has used so far: on a
@@ -45,7 +45,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func BenchmarkSnapshotPodUpdate(b *testing.B) {
+func BenchmarkTrackerPodUpdate(b *testing.B) {
 	s := loadedTracker(5000)
 	const n = 1024
 	var versions [2][n]*corev1.Pod
@@ -64,10 +64,10 @@ func BenchmarkSnapshotPodUpdate(b *testing.B) {
 	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
 }
 
-// BenchmarkSnapshotPodCreateDelete measures a trainer appearing and
+// BenchmarkTrackerPodCreateDelete measures a trainer appearing and
 // disappearing (two events per op), the path that also re-sorts its job's
 // trainer list, against the same snapshot.
-func BenchmarkSnapshotPodCreateDelete(b *testing.B) {
+func BenchmarkTrackerPodCreateDelete(b *testing.B) {
 	s := loadedTracker(5000)
 	const n = 1024
 	var pods [n]*corev1.Pod
@@ -85,9 +85,9 @@ func BenchmarkSnapshotPodCreateDelete(b *testing.B) {
 	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
 }
 
-// BenchmarkSnapshotInquiryResource measures the per-cycle deep copy at 5,000
+// BenchmarkTrackerInquiryResource measures the per-cycle deep copy at 5,000
 // nodes and 150,000 pods, with the debug line filtered out as in production.
-func BenchmarkSnapshotInquiryResource(b *testing.B) {
+func BenchmarkTrackerInquiryResource(b *testing.B) {
 	s := loadedTracker(5000)
 	b.ReportAllocs()
 	b.ResetTimer()

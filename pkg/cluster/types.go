@@ -10,7 +10,7 @@ import (
 
 const (
 	// DefaultGPUResourceName is the extended resource counted as GPUs when
-	// Options.GPUResourceNames is empty.
+	// Config.GPUResourceNames is empty.
 	DefaultGPUResourceName corev1.ResourceName = "nvidia.com/gpu"
 
 	// mebi is the unit of every *Mega field: the original EDL printed
@@ -92,7 +92,8 @@ type TrainerPod struct {
 // Running reports whether the pod's phase is Running.
 func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
 
-// Snapshot is a point-in-time copy of the cluster's capacity and load.
+// Snapshot is a point-in-time copy of the cluster's capacity and load, as
+// Tracker.InquiryResource returns it.
 //
 // Totals are over the allocatable of Ready nodes that are not cordoned
 // (spec.unschedulable). Requests and limits are summed over every pod that is

@@ -58,14 +58,14 @@ func (rr resourceReader) read(l corev1.ResourceList) amounts {
 		return a
 	}
 	if q, ok := l[corev1.ResourceCPU]; ok {
-		a.cpuMilli = q.MilliValue()
+		a.cpuMilli = saturatingMilli(q)
 	}
 	if q, ok := l[corev1.ResourceMemory]; ok {
-		a.memBytes = q.Value()
+		a.memBytes = saturatingValue(q)
 	}
 	for _, n := range rr.gpuNames {
 		if q, ok := l[n]; ok {
-			a.gpu += q.Value()
+			a.gpu += saturatingValue(q)
 		}
 	}
 	return a
@@ -115,16 +115,16 @@ func (rr resourceReader) podRequestsAndLimits(spec *corev1.PodSpec) (req, lim am
 
 	if pl := spec.Resources; pl != nil {
 		if q, ok := pl.Requests[corev1.ResourceCPU]; ok {
-			req.cpuMilli = q.MilliValue()
+			req.cpuMilli = saturatingMilli(q)
 		}
 		if q, ok := pl.Requests[corev1.ResourceMemory]; ok {
-			req.memBytes = q.Value()
+			req.memBytes = saturatingValue(q)
 		}
 		if q, ok := pl.Limits[corev1.ResourceCPU]; ok {
-			lim.cpuMilli = q.MilliValue()
+			lim.cpuMilli = saturatingMilli(q)
 		}
 		if q, ok := pl.Limits[corev1.ResourceMemory]; ok {
-			lim.memBytes = q.Value()
+			lim.memBytes = saturatingValue(q)
 		}
 	}
 

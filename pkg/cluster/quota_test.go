@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestQuantitiesSaturateInsteadOfWrapping(t *testing.T) {
+	huge := resource.MustParse("9223372036854775807")
+	assert.Equal(t, int64(maxAmount), saturatingMilli(huge), "CPU in millicores")
+	assert.Equal(t, int64(maxAmount), saturatingValue(huge))
+	assert.Equal(t, int64(-maxAmount), saturatingMilli(resource.MustParse("-9223372036854775807")))
+	assert.Equal(t, int64(2500), saturatingMilli(resource.MustParse("2.5")))
+	assert.Equal(t, int64(1), saturatingValue(resource.MustParse("1m")), "rounded up")
+	assert.Equal(t, int64(1<<30), saturatingValue(resource.MustParse("1Gi")))
+
+	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName}}
+	a := rr.read(corev1.ResourceList{corev1.ResourceCPU: huge, corev1.ResourceMemory: huge})
+	assert.Positive(t, a.cpuMilli)
+	assert.Positive(t, a.memBytes)
+	var sum amounts
+	for range 4096 {
+		sum.add(a)
+	}
+	assert.Positive(t, sum.cpuMilli, "thousands of saturated requests still sum")
+}
+
+func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
+	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName}}
+	q := &corev1.ResourceQuota{
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourceRequestsCPU: resource.MustParse("10"), corev1.ResourceMemory: resource.MustParse("20Gi"),
+			corev1.ResourceLimitsCPU: resource.MustParse("12"), "requests.nvidia.com/gpu": resource.MustParse("4"),
+			corev1.ResourcePods: resource.MustParse("8"),
+		}},
+		Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{
+			corev1.ResourceRequestsCPU: resource.MustParse("2500m"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+			corev1.ResourceLimitsCPU: resource.MustParse("13"), "requests.nvidia.com/gpu": resource.MustParse("1"),
+			corev1.ResourcePods: resource.MustParse("3"),
+		}},
+	}
+	left, ok := rr.quotaLeft(q)
+	assert.True(t, ok)
+	assert.Equal(t, Quota{
+		Requests: Resources{CPUMilli: 7500, MemoryMega: 16 * 1024, GPU: 3},
+		Limits:   Resources{CPUMilli: 0, MemoryMega: Unlimited, GPU: 3},
+		Pods:     5,
+	}, left, "over-used limits leave 0, not a negative room")
+
+	scoped := q.DeepCopy()
+	scoped.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+	_, ok = rr.quotaLeft(scoped)
+	assert.False(t, ok, "scoped quotas are not modelled")
+
+	assert.Equal(t, int64(5), NoQuota.tighter(left).Pods)
+	assert.Equal(t, int64(Unlimited), NoQuota.tighter(NoQuota).Requests.CPUMilli)
+}

@@ -1,0 +1,553 @@
+package autoscaler
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// sim is a small cluster that Plan runs against for many cycles: a
+// scheduler that binds pending pods first-fit in priority order and
+// preempts lower-priority pods the way kube-scheduler does (fewest victims
+// of the lowest priority on one node), ReplicaSets that create missing
+// trainers and delete the unscheduled and then the newest first, and a
+// grace period during which deleted pods still hold their node.
+type sim struct {
+	t      *testing.T
+	rng    *rand.Rand
+	tick   int
+	nodes  []*simNode
+	pods   []*simPod
+	jobs   []*simJob
+	seq    int
+	grace  int // ticks a deleted pod holds its node
+	opts   Options
+	frozen bool // no more random events: the plan must reach a fixed point
+}
+
+type simNode struct {
+	name     string
+	alloc    vec
+	cordoned bool
+	labels   map[string]string
+	taints   []corev1.Taint
+}
+
+type simPod struct {
+	name      string
+	job       *simJob // the trainer's job; nil for other pods
+	priority  int32
+	never     bool // preemptionPolicy: Never
+	req       vec
+	node      string
+	nominated string
+	created   int
+	deleteAt  int // tick the pod is gone; 0 while not deleted
+	tried     bool
+	placement *cluster.Placement
+}
+
+type simJob struct {
+	key       string
+	min, max  int32
+	replicas  int32
+	priority  int32
+	req       vec
+	scaleDown time.Time
+	placement *cluster.Placement
+}
+
+func (s *sim) now() time.Time { return t0.Add(time.Duration(s.tick) * time.Second) }
+
+func (s *sim) node(name string) *simNode {
+	for _, n := range s.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *sim) live(p *simPod) bool { return p.deleteAt == 0 || p.deleteAt > s.tick }
+
+func (s *sim) mayRun(p *simPod, n *simNode) bool {
+	if n.cordoned {
+		return false
+	}
+	pl := p.placement
+	if p.job != nil {
+		pl = p.job.placement
+	}
+	return mayRun(pl, &corev1.Node{ObjectMeta: objectMeta(n.name, n.labels), Spec: corev1.NodeSpec{Taints: n.taints}})
+}
+
+func (s *sim) free(n *simNode) vec {
+	f := n.alloc
+	for _, p := range s.pods {
+		if p.node == n.name && s.live(p) {
+			f = f.minus(p.req)
+		}
+	}
+	return f
+}
+
+// step advances the cluster one tick: deletions end, ReplicaSets converge,
+// the scheduler places and preempts.
+func (s *sim) step() {
+	s.tick++
+	s.pods = slices.DeleteFunc(s.pods, func(p *simPod) bool { return !s.live(p) })
+	for _, j := range s.jobs {
+		var mine []*simPod
+		for _, p := range s.pods {
+			if p.job == j && p.deleteAt == 0 {
+				mine = append(mine, p)
+			}
+		}
+		for i := int32(len(mine)); i < j.replicas; i++ {
+			s.seq++
+			s.pods = append(s.pods, &simPod{name: fmt.Sprintf("%s-t%d", j.key, s.seq), job: j, priority: j.priority,
+				req: j.req, created: s.tick})
+		}
+		// Unscheduled first, then newest.
+		slices.SortFunc(mine, func(a, b *simPod) int {
+			if (a.node == "") != (b.node == "") {
+				if a.node == "" {
+					return -1
+				}
+				return 1
+			}
+			if a.created != b.created {
+				return b.created - a.created
+			}
+			return strings.Compare(b.name, a.name)
+		})
+		for k := 0; k < len(mine)-int(j.replicas); k++ {
+			s.remove(mine[k])
+		}
+	}
+	s.schedule()
+}
+
+func (s *sim) remove(p *simPod) {
+	if p.node == "" {
+		p.deleteAt = s.tick // gone now
+		return
+	}
+	p.deleteAt = s.tick + s.grace
+}
+
+func (s *sim) schedule() {
+	var queue []*simPod
+	for _, p := range s.pods {
+		if p.node == "" && p.deleteAt == 0 {
+			queue = append(queue, p)
+		}
+	}
+	slices.SortStableFunc(queue, func(a, b *simPod) int {
+		if a.priority != b.priority {
+			return int(b.priority - a.priority)
+		}
+		return a.created - b.created
+	})
+	for _, p := range queue {
+		p.tried = true
+		if n := s.fit(p); n != nil {
+			p.node, p.nominated = n.name, ""
+			continue
+		}
+		if p.never || p.nominated != "" {
+			continue
+		}
+		s.preempt(p)
+	}
+}
+
+// fit is the first node with room for p, keeping nominated pods' room.
+func (s *sim) fit(p *simPod) *simNode {
+	for _, n := range s.nodes {
+		if !s.mayRun(p, n) {
+			continue
+		}
+		f := s.free(n)
+		for _, o := range s.pods {
+			if o != p && o.node == "" && o.nominated == n.name && o.priority >= p.priority && o.deleteAt == 0 {
+				f = f.minus(o.req)
+			}
+		}
+		if p.req.fitsIn(f) {
+			return n
+		}
+	}
+	return nil
+}
+
+// preempt is kube-scheduler's DefaultPreemption, simplified: on each node,
+// remove lower-priority pods, lowest priority and newest first, until p
+// fits; pick the node whose victims have the lowest highest priority, then
+// the fewest victims.
+func (s *sim) preempt(p *simPod) {
+	var best *simNode
+	var bestVictims []*simPod
+	bestPrio := int32(0)
+	for _, n := range s.nodes {
+		if !s.mayRun(p, n) {
+			continue
+		}
+		var cands []*simPod
+		for _, o := range s.pods {
+			if o.node == n.name && o.deleteAt == 0 && o.priority < p.priority {
+				cands = append(cands, o)
+			}
+		}
+		slices.SortFunc(cands, func(a, b *simPod) int {
+			if a.priority != b.priority {
+				return int(a.priority - b.priority)
+			}
+			return b.created - a.created
+		})
+		f := s.free(n)
+		var victims []*simPod
+		for _, c := range cands {
+			if p.req.fitsIn(f) {
+				break
+			}
+			victims = append(victims, c)
+			f = f.plus(c.req)
+		}
+		if !p.req.fitsIn(f) || len(victims) == 0 {
+			continue
+		}
+		top := victims[len(victims)-1].priority
+		if best == nil || top < bestPrio || (top == bestPrio && len(victims) < len(bestVictims)) {
+			best, bestVictims, bestPrio = n, victims, top
+		}
+	}
+	if best == nil {
+		return
+	}
+	for _, v := range bestVictims {
+		s.remove(v)
+	}
+	p.nominated = best.name
+}
+
+// snapshot is what pkg/cluster would report for the simulated cluster.
+func (s *sim) snapshot() (cluster.Snapshot, []Job) {
+	snap := cluster.Snapshot{Trainers: map[string][]TrainerPod{}}
+	counted := map[string]bool{}
+	for _, n := range s.nodes {
+		if n.cordoned {
+			continue
+		}
+		counted[n.name] = true
+		node := cluster.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.resources()}
+		free := n.alloc
+		for _, p := range s.pods {
+			if p.node != n.name || !s.live(p) {
+				continue
+			}
+			free = free.minus(p.req)
+			if p.deleteAt != 0 {
+				node.Terminating = append(node.Terminating, cluster.TerminatingPod{Request: p.req.resources(),
+					Deadline: t0.Add(time.Duration(p.deleteAt) * time.Second)})
+			}
+		}
+		node.Free = free.resources()
+		snap.Nodes = append(snap.Nodes, node)
+		snap.NodeCount++
+		snap.CPUTotalMilli += n.alloc[resCPU]
+		snap.MemoryTotalMega += n.alloc[resMemory]
+		snap.GPUTotal += n.alloc[resGPU]
+	}
+	for _, p := range s.pods {
+		if !s.live(p) {
+			continue
+		}
+		if counted[p.node] {
+			snap.CPURequestMilli += p.req[resCPU]
+			snap.MemoryRequestMega += p.req[resMemory]
+			snap.GPURequest += p.req[resGPU]
+		}
+		unsched := p.node == "" && p.tried && p.deleteAt == 0
+		if unsched {
+			pp := cluster.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority, Request: p.req.resources(),
+				Created: t0.Add(time.Duration(p.created) * time.Second), NominatedNode: p.nominated,
+				Placement: p.placement, PreemptNever: p.never}
+			if p.job != nil {
+				pp.Job, pp.Trainer, pp.Placement = p.job.key, true, p.job.placement
+			}
+			snap.Pending = append(snap.Pending, pp)
+		}
+		if p.job != nil && p.deleteAt == 0 {
+			phase := corev1.PodPending
+			if p.node != "" {
+				phase = corev1.PodRunning
+			}
+			snap.Trainers[p.job.key] = append(snap.Trainers[p.job.key], TrainerPod{Name: p.name, Node: p.node,
+				Phase: phase, Unschedulable: unsched, Created: t0.Add(time.Duration(p.created) * time.Second),
+				Request: p.req.resources(), Priority: p.priority})
+		}
+	}
+	for _, ts := range snap.Trainers {
+		slices.SortFunc(ts, func(a, b TrainerPod) int {
+			if c := a.Created.Compare(b.Created); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+	}
+	jobs := make([]Job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		jobs = append(jobs, Job{Key: j.key, Min: j.min, Max: j.max, Current: j.replicas, Priority: j.priority,
+			Request: j.req.resources(), LastScaleDown: j.scaleDown, Placement: j.placement})
+	}
+	return snap, JobsFromSnapshot(snap, jobs)
+}
+
+func objectMeta(name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: labels}
+}
+
+func (s *sim) job(key string) *simJob {
+	for _, j := range s.jobs {
+		if j.key == key {
+			return j
+		}
+	}
+	return nil
+}
+
+// cycle plans on the cluster as it is, checks the plan against that
+// cluster, and applies it.
+func (s *sim) cycle() []ScaleAction {
+	s.opts.Now = s.now()
+	snap, jobs := s.snapshot()
+	acts := Plan(snap, jobs, s.opts)
+	s.check(snap, jobs, acts)
+	for _, a := range acts {
+		j := s.job(a.Job)
+		j.replicas = a.To
+		if a.To < a.From {
+			j.scaleDown = s.now()
+		}
+	}
+	return acts
+}
+
+// check asserts the plan's properties: replicas stay in [min, max], and a
+// running trainer is stopped only when load exceeds the threshold, for a job
+// below its minimum, or to rebalance towards a job of its priority more
+// than the gap less fulfilled — never for a pending pod of any priority, or
+// one that fits nowhere.
+func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
+	s.t.Helper()
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	for _, a := range acts {
+		j := byKey[a.Job]
+		if a.From != j.Current || a.To < j.Min || a.To > j.Max {
+			s.t.Fatalf("tick %d: %s: action %d → %d outside [%d, %d] or not from %d", s.tick, a.Job, a.From, a.To, j.Min, j.Max, j.Current)
+		}
+		if a.To >= a.From {
+			continue
+		}
+		notRunning := int(j.Current) - len(j.Trainers) // replicas not created yet
+		for _, t := range j.Trainers {
+			if t.Node == "" {
+				notRunning++
+			}
+		}
+		if int(a.From-a.To) <= notRunning {
+			continue // stops nothing that runs
+		}
+		switch a.Cause {
+		case CauseLoad:
+			if !s.overloaded(snap) {
+				s.t.Fatalf("tick %d: %s shrank for load %v below the threshold: %s", s.tick, a.Job, s.loads(snap), a.Reason)
+			}
+		case CauseMinimum:
+			if !s.belowMinimumWaits(snap, j) {
+				s.t.Fatalf("tick %d: %s shrank for the minimum of a job but none waits: %s", s.tick, a.Job, a.Reason)
+			}
+		case CauseRebalance:
+			if !s.lessFulfilledEqual(jobs, j) {
+				s.t.Fatalf("tick %d: %s rebalanced towards nobody: %s", s.tick, a.Job, a.Reason)
+			}
+		default:
+			s.t.Fatalf("tick %d: %s stopped running trainers for %q: %s", s.tick, a.Job, a.Cause, a.Reason)
+		}
+	}
+}
+
+// loads are the requests of the pods bound to counted nodes, less those
+// being deleted, over the counted nodes' allocatable.
+func (s *sim) loads(snap cluster.Snapshot) [numRes]float64 {
+	var used, total vec
+	for _, n := range s.nodes {
+		if n.cordoned {
+			continue
+		}
+		total = total.plus(n.alloc)
+		for _, p := range s.pods {
+			if p.node == n.name && p.deleteAt == 0 {
+				used = used.plus(p.req)
+			}
+		}
+	}
+	var out [numRes]float64
+	for r := range numRes {
+		if total[r] > 0 {
+			out[r] = float64(used[r]) / float64(total[r])
+		}
+	}
+	return out
+}
+
+func (s *sim) overloaded(snap cluster.Snapshot) bool {
+	th := s.opts.MaxLoadDesired
+	if th <= 0 {
+		th = DefaultMaxLoadDesired
+	}
+	for _, l := range s.loads(snap) {
+		if l > th {
+			return true
+		}
+	}
+	return false
+}
+
+// belowMinimumWaits: an unschedulable pod of another job of j's priority or
+// higher waits.
+func (s *sim) belowMinimumWaits(snap cluster.Snapshot, j Job) bool {
+	for _, p := range snap.Pending {
+		if p.Job != "" && p.Job != j.Key && p.Priority >= j.Priority {
+			return true
+		}
+	}
+	return false
+}
+
+// lessFulfilledEqual: a job of j's priority is more than the gap less
+// fulfilled, counting bound trainers.
+func (s *sim) lessFulfilledEqual(jobs []Job, j Job) bool {
+	f := func(j Job) float64 {
+		bound := 0
+		for _, t := range j.Trainers {
+			if t.Node != "" {
+				bound++
+			}
+		}
+		return float64(int32(bound)-j.Min) / float64(j.Max-j.Min)
+	}
+	gap := s.opts.RebalanceGap
+	if gap <= 0 {
+		gap = DefaultRebalanceGap
+	}
+	for _, o := range jobs {
+		if o.Key != j.Key && o.Priority == j.Priority && o.Min < o.Max && f(j)-f(o) > gap {
+			return true
+		}
+	}
+	return false
+}
+
+// randomEvent changes the cluster the way a shared cluster changes: pods of
+// higher and lower priority come and go (some fit nowhere, some never
+// preempt), nodes are cordoned and uncordoned, jobs are submitted.
+func (s *sim) randomEvent() {
+	r := s.rng
+	switch k := r.Intn(10); {
+	case k < 4:
+		prios := []int32{-10, 0, 100, 1000}
+		shapes := []vec{{1000, 1024, 0}, {3000, 2048, 0}, {500, 512, 0}, {100_000, 1024, 0}}
+		s.seq++
+		s.pods = append(s.pods, &simPod{name: fmt.Sprintf("web-%d", s.seq), priority: prios[r.Intn(len(prios))],
+			never: r.Intn(5) == 0, req: shapes[r.Intn(len(shapes))], created: s.tick})
+	case k < 7:
+		var others []*simPod
+		for _, p := range s.pods {
+			if p.job == nil && p.deleteAt == 0 {
+				others = append(others, p)
+			}
+		}
+		if len(others) > 0 {
+			s.remove(others[r.Intn(len(others))])
+		}
+	case k < 8:
+		n := s.nodes[r.Intn(len(s.nodes))]
+		n.cordoned = !n.cordoned
+	case k < 9 && len(s.jobs) < 6:
+		s.addJob()
+	}
+}
+
+func (s *sim) addJob() {
+	r := s.rng
+	lo := int32(r.Intn(3))
+	j := &simJob{key: fmt.Sprintf("ns/job%d", len(s.jobs)), min: lo, max: lo + 1 + int32(r.Intn(12)),
+		priority: []int32{0, 0, 100}[r.Intn(3)], req: []vec{{1000, 1024, 0}, {2000, 2048, 0}}[r.Intn(2)]}
+	j.replicas = j.min
+	s.jobs = append(s.jobs, j)
+}
+
+func newSim(t *testing.T, seed int64) *sim {
+	r := rand.New(rand.NewSource(seed))
+	s := &sim{t: t, rng: r, grace: 1 + r.Intn(3)}
+	s.opts.CoolDown = time.Duration(r.Intn(4)) * time.Second
+	for i := range 3 + r.Intn(6) {
+		s.nodes = append(s.nodes, &simNode{name: fmt.Sprintf("n-%02d", i), alloc: vec{int64(4+4*r.Intn(3)) * 1000, 32 << 10, 0}})
+	}
+	for range 1 + r.Intn(3) {
+		s.addJob()
+	}
+	return s
+}
+
+// run drives the cluster for active ticks of random events, then freezes the
+// inputs and requires a fixed point: no action for quiet cycles in a row
+// within settle cycles.
+func (s *sim) run(active, settle, quiet int) {
+	s.t.Helper()
+	for range active {
+		s.step()
+		s.randomEvent()
+		s.cycle()
+	}
+	s.frozen = true
+	still := 0
+	for c := 0; c < settle; c++ {
+		s.step()
+		if len(s.cycle()) == 0 {
+			still++
+			if still == quiet {
+				return
+			}
+		} else {
+			still = 0
+		}
+	}
+	snap, jobs := s.snapshot()
+	s.t.Fatalf("no fixed point %d cycles after the inputs stopped changing; last plan: %+v", settle, Plan(snap, jobs, s.opts))
+}
+
+func TestPlanOverManyCycles(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := range int64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			newSim(t, seed).run(120, 80, 5)
+		})
+	}
+}

@@ -112,7 +112,18 @@ func withLabel(k, v string) podMutator {
 	}
 }
 
-func trainerOf(job string) podMutator { return withLabel(v1.LabelTrainer, job) }
+// trainerOf makes the pod a trainer of job: labelled, and controlled by the
+// job's trainer ReplicaSet.
+func trainerOf(job string) podMutator { return memberOf(job, v1.RoleTrainer) }
+
+func memberOf(job string, role v1.Role) podMutator {
+	return func(p *corev1.Pod) {
+		withLabel(v1.LabelFor(role), job)(p)
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet",
+			Name: v1.ReplicaSetName(job, role), UID: "rs-uid", Controller: &yes}}
+	}
+}
 
 func createdAt(d time.Duration) podMutator {
 	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(d)) }

@@ -37,7 +37,7 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	r := s.InquiryResource()
 	assert.Equal(t, 1, r.NodeCount)
 	// 1 CPU app container + 100m sidecar + 10m overhead.
-	assert.Equal(t, map[string]int64{"n1": 4000 - 1110}, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 4000 - 1110}, r.NodeResources().NodesCPUIdleMilli)
 	require.Len(t, r.Trainers["ns/job"], 1)
 
 	cached, err := pods.Lister().Pods("ns").Get("fat")
@@ -48,18 +48,20 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	big := newPod("big", withRequests("2", "1Gi"), withPhase(corev1.PodPending))
 	_, err = client.CoreV1().Pods("ns").Create(ctx, big, metav1.CreateOptions{})
 	require.NoError(t, err)
-	assert.Eventually(t, func() bool { return s.InquiryResource().CPURequestMilli == 1110+2000 }, 5*time.Second, 10*time.Millisecond)
 
 	big.Spec.NodeName, big.Status.Phase, big.ResourceVersion = "n1", corev1.PodRunning, "2"
 	_, err = client.CoreV1().Pods("ns").Update(ctx, big, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	assert.Eventually(t, func() bool { return s.InquiryResource().Nodes.NodesCPUIdleMilli["n1"] == 4000-1110-2000 }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool {
+		r := s.InquiryResource()
+		return r.NodeResources().NodesCPUIdleMilli["n1"] == 4000-1110-2000 && r.CPURequestMilli == 1110+2000
+	}, 5*time.Second, 10*time.Millisecond)
 
 	require.NoError(t, client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}))
 	require.NoError(t, client.CoreV1().Pods("ns").Delete(ctx, "fat", metav1.DeleteOptions{}))
 	assert.Eventually(t, func() bool {
 		r := s.InquiryResource()
-		return r.NodeCount == 0 && len(r.Nodes.NodesCPUIdleMilli) == 0 && r.CPURequestMilli == 2000 && len(r.Trainers) == 0
+		return r.NodeCount == 0 && len(r.NodeResources().NodesCPUIdleMilli) == 0 && r.CPURequestMilli == 0 && len(r.Trainers) == 0
 	}, 5*time.Second, 10*time.Millisecond)
 }
 

@@ -36,6 +36,12 @@ func (a amounts) ceilResources() Resources {
 	return Resources{CPUMilli: a.cpuMilli, MemoryMega: ceilDiv(a.memBytes, mebi), GPU: a.gpu}
 }
 
+// floorResources converts a node's amount to Resources rounding memory down,
+// so that free memory is never overstated.
+func (a amounts) floorResources() Resources {
+	return Resources{CPUMilli: a.cpuMilli, MemoryMega: floorDiv(a.memBytes, mebi), GPU: a.gpu}
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -23,6 +24,8 @@ type Config struct {
 	// pod informer may be shared (with the controller).
 	PodInformer  coreinformers.PodInformer
 	NodeInformer coreinformers.NodeInformer
+	// QuotaInformer, when set, feeds the namespaces' ResourceQuotas.
+	QuotaInformer coreinformers.ResourceQuotaInformer
 	// Logger receives the debug line of every InquiryResource; nil discards.
 	Logger log15.Logger
 	// GPUResourceNames are the extended resources counted as GPUs; empty
@@ -40,17 +43,19 @@ type Tracker struct {
 	reader resourceReader
 	synced []cache.InformerSynced
 
-	mu      sync.Mutex
-	nodes   map[string]*nodeState
-	pods    map[string]*podRecord
-	pending map[string]*podRecord
-	// terminating are the trainer pods being deleted.
-	terminating map[string]*podRecord
-	trainers    map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
-	nodeCount   int
-	total       amounts // allocatable of counted nodes
-	requested   amounts // requests of live pods
-	limits      amounts // limits of live pods
+	mu        sync.Mutex
+	nodes     map[string]*nodeState
+	pods      map[string]*podRecord
+	pending   map[string]*podRecord
+	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
+	quotas    map[string]map[string]Quota
+	nodeCount int
+	// The totals are over the counted nodes only, the requests and limits
+	// too, so that the load's numerator and denominator agree: a cordoned
+	// or NotReady node takes its pods' requests out with its allocatable.
+	total     amounts // allocatable of counted nodes
+	requested amounts // requests of live pods bound to counted nodes
+	limits    amounts // limits of live pods bound to counted nodes
 }
 
 // nodeState is what the tracker knows about one node name. It exists as long
@@ -62,20 +67,29 @@ type nodeState struct {
 	counted   bool    // Ready and not cordoned: counts toward totals and idle
 	alloc     amounts // status.allocatable
 	rv        string
-	requested amounts // requests of live pods bound here
-	pods      int     // live pods bound here
+	labels    map[string]string
+	taints    []corev1.Taint // NoSchedule and NoExecute only
+	requested amounts        // requests of live pods bound here
+	limits    amounts        // limits of live pods bound here
+	pods      int            // live pods bound here
+	// terminating are the live pods bound here that are being deleted.
+	terminating map[string]*podRecord
 }
 
 // podRecord is a pod's contribution to the aggregates, remembered so that the
 // next event for the pod subtracts exactly what was added, whatever the old
 // object the informer hands over.
 type podRecord struct {
-	key           string
-	rv            string
-	namespace     string
-	name          string
-	job           string // "namespace/job" for trainers
-	member        string // "namespace/job" for every pod of a TrainingJob
+	key       string
+	rv        string
+	namespace string
+	name      string
+	// job is "namespace/job" for trainers, member for every pod of a
+	// TrainingJob: labelled with the job's name and controlled by the job's
+	// ReplicaSet of the pod's role. A pod that only carries the label is
+	// not the job's.
+	job           string
+	member        string
 	node          string
 	phase         corev1.PodPhase
 	live          bool // neither Succeeded nor Failed
@@ -87,6 +101,10 @@ type podRecord struct {
 	created       time.Time
 	req, lim      amounts
 	request       Resources // req in report units, memory rounded up
+	limit         Resources // lim in report units, memory rounded up
+	// placement and preemptNever are kept for unschedulable pods only.
+	placement    *Placement
+	preemptNever bool
 }
 
 // New returns a Tracker fed by cfg's informers. It only registers event
@@ -120,6 +138,17 @@ func New(cfg Config) (*Tracker, error) {
 		podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
 		podReg.HasSynced, nodeReg.HasSynced,
 	}
+	if qi := cfg.QuotaInformer; qi != nil {
+		quotaReg, err := qi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    t.onQuota,
+			UpdateFunc: func(_, obj interface{}) { t.onQuota(obj) },
+			DeleteFunc: t.onQuotaDelete,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("register ResourceQuota event handler: %w", err)
+		}
+		t.synced = append(t.synced, qi.Informer().HasSynced, quotaReg.HasSynced)
+	}
 	return t, nil
 }
 
@@ -134,13 +163,13 @@ func newTracker(cfg Config) *Tracker {
 		gpus = []corev1.ResourceName{DefaultGPUResourceName}
 	}
 	return &Tracker{
-		log:         log,
-		reader:      resourceReader{gpuNames: append([]corev1.ResourceName(nil), gpus...)},
-		nodes:       map[string]*nodeState{},
-		pods:        map[string]*podRecord{},
-		pending:     map[string]*podRecord{},
-		terminating: map[string]*podRecord{},
-		trainers:    map[string][]*podRecord{},
+		log:      log,
+		reader:   resourceReader{gpuNames: append([]corev1.ResourceName(nil), gpus...)},
+		nodes:    map[string]*nodeState{},
+		pods:     map[string]*podRecord{},
+		pending:  map[string]*podRecord{},
+		trainers: map[string][]*podRecord{},
+		quotas:   map[string]map[string]Quota{},
 	}
 }
 
@@ -218,7 +247,7 @@ func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 	if pod.DeletionTimestamp != nil {
 		rec.deletion = pod.DeletionTimestamp.Time
 	}
-	if job, role, ok := v1.JobOf(pod.Labels); ok {
+	if job, role, ok := v1.JobOf(pod.Labels); ok && controlledByJob(pod, job, role) {
 		rec.member = pod.Namespace + "/" + job
 		if role == v1.RoleTrainer {
 			rec.job = rec.member
@@ -228,9 +257,20 @@ func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 		rec.priority = *pod.Spec.Priority
 	}
 	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && unschedulable(pod)
+	if rec.unschedulable {
+		rec.placement = PlacementOf(&pod.Spec)
+		rec.preemptNever = pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever
+	}
 	rec.req, rec.lim = t.reader.podRequestsAndLimits(&pod.Spec)
-	rec.request = rec.req.ceilResources()
+	rec.request, rec.limit = rec.req.ceilResources(), rec.lim.ceilResources()
 	return rec
+}
+
+// controlledByJob reports whether the pod's controller is the job's
+// ReplicaSet of the role its label names.
+func controlledByJob(pod *corev1.Pod, job string, role v1.Role) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && ref.Kind == "ReplicaSet" && ref.Name == v1.ReplicaSetName(job, role)
 }
 
 func unschedulable(pod *corev1.Pod) bool {
@@ -247,8 +287,6 @@ func (t *Tracker) applyLocked(r *podRecord) {
 	if !r.live {
 		return
 	}
-	t.requested.add(r.req)
-	t.limits.add(r.lim)
 	if r.node != "" {
 		n := t.nodes[r.node]
 		if n == nil {
@@ -256,13 +294,21 @@ func (t *Tracker) applyLocked(r *podRecord) {
 			t.nodes[r.node] = n
 		}
 		n.requested.add(r.req)
+		n.limits.add(r.lim)
 		n.pods++
+		if n.counted {
+			t.requested.add(r.req)
+			t.limits.add(r.lim)
+		}
+		if r.terminating {
+			if n.terminating == nil {
+				n.terminating = map[string]*podRecord{}
+			}
+			n.terminating[r.key] = r
+		}
 	}
 	if r.unschedulable {
 		t.pending[r.key] = r
-	}
-	if r.job != "" && r.terminating {
-		t.terminating[r.key] = r
 	}
 }
 
@@ -270,12 +316,16 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 	if !r.live {
 		return
 	}
-	t.requested.sub(r.req)
-	t.limits.sub(r.lim)
 	if r.node != "" {
 		if n := t.nodes[r.node]; n != nil {
 			n.requested.sub(r.req)
+			n.limits.sub(r.lim)
 			n.pods--
+			if n.counted {
+				t.requested.sub(r.req)
+				t.limits.sub(r.lim)
+			}
+			delete(n.terminating, r.key)
 			if !n.present && n.pods == 0 {
 				delete(t.nodes, r.node)
 			}
@@ -283,9 +333,6 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 	}
 	if r.unschedulable {
 		delete(t.pending, r.key)
-	}
-	if r.job != "" && r.terminating {
-		delete(t.terminating, r.key)
 	}
 }
 
@@ -333,6 +380,7 @@ func (t *Tracker) onNode(obj interface{}) {
 	}
 	alloc := t.reader.read(node.Status.Allocatable)
 	counted := !node.Spec.Unschedulable && nodeReady(node)
+	taints := schedulingTaints(node.Spec.Taints)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := t.nodes[node.Name]
@@ -343,9 +391,12 @@ func (t *Tracker) onNode(obj interface{}) {
 		return
 	}
 	t.uncountLocked(n)
-	n.present, n.rv, n.alloc, n.counted = true, node.ResourceVersion, alloc, counted
-	if n.counted {
+	n.present, n.rv, n.alloc, n.labels, n.taints = true, node.ResourceVersion, alloc, node.Labels, taints
+	if counted {
+		n.counted = true
 		t.total.add(n.alloc)
+		t.requested.add(n.requested)
+		t.limits.add(n.limits)
 		t.nodeCount++
 	}
 }
@@ -362,7 +413,7 @@ func (t *Tracker) onNodeDelete(obj interface{}) {
 		return
 	}
 	t.uncountLocked(n)
-	n.present, n.rv, n.alloc = false, "", amounts{}
+	n.present, n.rv, n.alloc, n.labels, n.taints = false, "", amounts{}, nil, nil
 	if n.pods == 0 {
 		delete(t.nodes, key)
 	}
@@ -371,6 +422,8 @@ func (t *Tracker) onNodeDelete(obj interface{}) {
 func (t *Tracker) uncountLocked(n *nodeState) {
 	if n.counted {
 		t.total.sub(n.alloc)
+		t.requested.sub(n.requested)
+		t.limits.sub(n.limits)
 		t.nodeCount--
 		n.counted = false
 	}
@@ -403,31 +456,28 @@ func (t *Tracker) InquiryResource() Snapshot {
 		MemoryRequestMega: floorDiv(t.requested.memBytes, mebi),
 		MemoryLimitMega:   floorDiv(t.limits.memBytes, mebi),
 		MemoryTotalMega:   floorDiv(t.total.memBytes, mebi),
-		Nodes: NodeResources{
-			NodesCPUIdleMilli:   make(map[string]int64, t.nodeCount),
-			NodesMemoryFreeMega: make(map[string]int64, t.nodeCount),
-			NodesGPUFree:        make(map[string]int64, t.nodeCount),
-		},
-		Pending:  make([]PendingPod, 0, len(t.pending)),
-		Trainers: make(map[string][]TrainerPod, len(t.trainers)),
-	}
-	for _, p := range t.terminating {
-		r.TerminatingTrainers = append(r.TerminatingTrainers, p.deletion)
+		Nodes:             make([]Node, 0, t.nodeCount),
+		Pending:           make([]PendingPod, 0, len(t.pending)),
+		Trainers:          make(map[string][]TrainerPod, len(t.trainers)),
 	}
 	for name, n := range t.nodes {
 		if !n.counted {
 			continue
 		}
-		idle := n.alloc
-		idle.sub(n.requested)
-		r.Nodes.NodesCPUIdleMilli[name] = idle.cpuMilli
-		r.Nodes.NodesMemoryFreeMega[name] = floorDiv(idle.memBytes, mebi)
-		r.Nodes.NodesGPUFree[name] = idle.gpu
+		free := n.alloc
+		free.sub(n.requested)
+		node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
+			Free: free.floorResources()}
+		for _, p := range n.terminating {
+			node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion})
+		}
+		r.Nodes = append(r.Nodes, node)
 	}
 	for _, p := range t.pending {
 		r.Pending = append(r.Pending, PendingPod{
 			Namespace: p.namespace, Name: p.name, Priority: p.priority,
 			Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
+			Placement: p.placement, PreemptNever: p.preemptNever,
 		})
 	}
 	for job, pods := range t.trainers {
@@ -435,12 +485,35 @@ func (t *Tracker) InquiryResource() Snapshot {
 		for _, p := range pods {
 			list = append(list, TrainerPod{
 				Name: p.name, Node: p.node, Phase: p.phase, Unschedulable: p.unschedulable,
-				Created: p.created, Request: p.request,
+				Created: p.created, Request: p.request, Limits: p.limit, Priority: p.priority,
 			})
 		}
 		r.Trainers[job] = list
 	}
+	if len(t.quotas) > 0 {
+		r.Quotas = make(map[string]Quota, len(t.quotas))
+		for ns, qs := range t.quotas {
+			left := NoQuota
+			for _, q := range qs {
+				left = left.tighter(q)
+			}
+			r.Quotas[ns] = left
+		}
+	}
 	t.mu.Unlock()
+
+	slices.SortFunc(r.Nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	for i := range r.Nodes {
+		if len(r.Nodes[i].Terminating) > 1 {
+			slices.SortFunc(r.Nodes[i].Terminating, func(a, b TerminatingPod) int {
+				if c := a.Deadline.Compare(b.Deadline); c != 0 {
+					return c
+				}
+				return cmp.Or(cmp.Compare(a.Request.CPUMilli, b.Request.CPUMilli),
+					cmp.Compare(a.Request.MemoryMega, b.Request.MemoryMega), cmp.Compare(a.Request.GPU, b.Request.GPU))
+			})
+		}
+	}
 
 	slices.SortFunc(r.Pending, func(a, b PendingPod) int {
 		if a.Priority != b.Priority {
@@ -460,4 +533,50 @@ func (t *Tracker) InquiryResource() Snapshot {
 	// fmt.Sprintf("%+v", r).
 	t.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
 	return r
+}
+
+func (t *Tracker) onQuota(obj interface{}) {
+	q, ok := obj.(*corev1.ResourceQuota)
+	if !ok {
+		return
+	}
+	left, modelled := t.reader.quotaLeft(q)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	qs := t.quotas[q.Namespace]
+	if !modelled {
+		delete(qs, q.Name)
+	} else {
+		if qs == nil {
+			qs = map[string]Quota{}
+			t.quotas[q.Namespace] = qs
+		}
+		qs[q.Name] = left
+	}
+	if len(qs) == 0 {
+		delete(t.quotas, q.Namespace)
+	}
+}
+
+func (t *Tracker) onQuotaDelete(obj interface{}) {
+	ns, name, err := namespaceAndName(obj)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if qs := t.quotas[ns]; qs != nil {
+		delete(qs, name)
+		if len(qs) == 0 {
+			delete(t.quotas, ns)
+		}
+	}
+}
+
+func namespaceAndName(obj interface{}) (string, string, error) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return "", "", err
+	}
+	return cache.SplitMetaNamespaceKey(key)
 }

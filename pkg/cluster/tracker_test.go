@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -68,16 +69,14 @@ func TestInquiryResourceReturnsAnUnsharedCopy(t *testing.T) {
 
 	first := s.InquiryResource()
 	want := first.DeepCopy()
-	first.Nodes.NodesCPUIdleMilli["n1"] = 999999
-	first.Nodes.NodesMemoryFreeMega["n1"] = 1
-	first.Nodes.NodesGPUFree["n1"] = 7
-	first.Nodes.NodesCPUIdleMilli["ghost"] = 1
+	first.Nodes[0].Free = Resources{CPUMilli: 999999, MemoryMega: 1, GPU: 7}
+	first.Nodes = append(first.Nodes, Node{Name: "ghost"})
 	first.Pending[0].Request.CPUMilli = 1
 	first.Trainers["ns/a"][0].Node = "elsewhere"
 	first.Trainers["ns/b"] = nil
 
 	assert.Equal(t, want, s.InquiryResource())
-	assert.Equal(t, int64(3000), want.Nodes.NodesCPUIdleMilli["n1"])
+	assert.Equal(t, int64(3000), want.NodeResources().NodesCPUIdleMilli["n1"])
 }
 
 // snapState is the part of Snapshot the lifecycle tables compare.
@@ -93,7 +92,7 @@ func stateOf(r Snapshot, node string) snapState {
 	}
 	return snapState{
 		nodes: int64(r.NodeCount), cpuReq: r.CPURequestMilli, cpuTotal: r.CPUTotalMilli, memReq: r.MemoryRequestMega,
-		idleCPU: r.Nodes.NodesCPUIdleMilli[node], pending: len(r.Pending), trainers: trainers,
+		idleCPU: r.NodeResources().NodesCPUIdleMilli[node], pending: len(r.Pending), trainers: trainers,
 	}
 }
 
@@ -106,10 +105,11 @@ func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
 		event func()
 		want  snapState
 	}{
+		// A pod is load once it is bound to a node that counts.
 		{"created, not yet scheduled", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), withRV("1"))...)) },
-			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 4000, pending: 0, trainers: 1}},
+			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 1}},
 		{"unschedulable", func() { s.onPod(newPod("t", append(base, unschedulablePod(), withRV("2"))...)) },
-			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 4000, pending: 1, trainers: 1}},
+			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 1, trainers: 1}},
 		{"bound, still Pending", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), onNode("n1"), withRV("3"))...)) },
 			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
 		{"Running", func() { s.onPod(newPod("t", append(base, onNode("n1"), withRV("4"))...)) },
@@ -140,7 +140,7 @@ func TestPodUpdateMovesContributionBetweenNodes(t *testing.T) {
 	// was added, which is why the snapshot remembers contributions itself.
 	s.onPod(newPod("p", onNode("n2"), withRequests("2", "1Gi"), withRV("2")))
 	r := s.InquiryResource()
-	assert.Equal(t, map[string]int64{"n1": 4000, "n2": 2000}, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 4000, "n2": 2000}, r.NodeResources().NodesCPUIdleMilli)
 	assert.Equal(t, int64(2000), r.CPURequestMilli)
 }
 
@@ -164,7 +164,7 @@ func TestNodesCountOnlyWhenReadyAndSchedulable(t *testing.T) {
 			r := s.InquiryResource()
 			assert.Equal(t, 1+tt.wantCount, r.NodeCount)
 			assert.Equal(t, 2000+tt.wantTotal, r.CPUTotalMilli)
-			_, listed := r.Nodes.NodesCPUIdleMilli["n"]
+			_, listed := r.NodeResources().NodesCPUIdleMilli["n"]
 			assert.Equal(t, tt.wantCount == 1, listed)
 		})
 	}
@@ -177,30 +177,32 @@ func TestNodeLifecycle(t *testing.T) {
 	s.onPod(newPod("early", onNode("n1"), withRequests("1", "1Gi")))
 	r := s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
-	assert.Empty(t, r.Nodes.NodesCPUIdleMilli)
-	assert.Equal(t, int64(1000), r.CPURequestMilli, "a live pod is load even on an unknown node")
+	assert.Empty(t, r.NodeResources().NodesCPUIdleMilli)
+	assert.Equal(t, int64(0), r.CPURequestMilli, "a pod on a node that does not count is no load")
 
 	s.onNode(newNode("n1", "4", "8Gi"))
-	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
+	assert.Equal(t, int64(1000), s.InquiryResource().CPURequestMilli)
 
 	s.onNode(newNode("n1", "4", "8Gi", notReady(), nodeRV("2")))
 	r = s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
 	assert.Equal(t, int64(0), r.CPUTotalMilli)
+	assert.Equal(t, int64(0), r.CPURequestMilli, "a NotReady node takes its pods' requests out with its allocatable")
 
 	s.onNode(newNode("n1", "8", "8Gi", nodeRV("3")))
-	assert.Equal(t, map[string]int64{"n1": 7000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 7000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
 
 	s.onNodeDelete(newNode("n1", "8", "8Gi"))
 	r = s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
 	assert.Equal(t, int64(0), r.CPUTotalMilli)
-	assert.Empty(t, r.Nodes.NodesCPUIdleMilli)
+	assert.Empty(t, r.NodeResources().NodesCPUIdleMilli)
 
 	// The node comes back under the same name: the pod bound to it still
 	// counts exactly once.
 	s.onNode(newNode("n1", "4", "8Gi", nodeRV("9")))
-	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
 
 	s.onPodDelete(newPod("early", onNode("n1")))
 	s.onNodeDelete(newNode("n1", "4", "8Gi"))
@@ -220,7 +222,7 @@ func TestTombstonesAreUnwrapped(t *testing.T) {
 
 	r := s.InquiryResource()
 	assert.Equal(t, int64(0), r.CPURequestMilli)
-	assert.Equal(t, map[string]int64{"n1": 4000}, r.Nodes.NodesCPUIdleMilli)
+	assert.Equal(t, map[string]int64{"n1": 4000}, r.NodeResources().NodesCPUIdleMilli)
 	assert.Equal(t, 1, r.NodeCount)
 }
 
@@ -280,7 +282,7 @@ func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 	r := s.InquiryResource()
 	assert.Equal(t, int64(6), r.GPUTotal)
 	assert.Equal(t, int64(2), r.GPURequest)
-	assert.Equal(t, map[string]int64{"n1": 4}, r.Nodes.NodesGPUFree)
+	assert.Equal(t, map[string]int64{"n1": 4}, r.NodeResources().NodesGPUFree)
 }
 
 func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
@@ -295,8 +297,8 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	s.onPod(newPod("a-old", trainerOf("a"), onNode("n1"), withPhase(corev1.PodPending), createdAt(3), withRequests("1", "1Gi")))
 	s.onPod(newPod("a-done", trainerOf("a"), onNode("n1"), withPhase(corev1.PodFailed)))
 	s.onPod(newPod("pserver", withLabel(v1.LabelPserver, "a"), onNode("n1")))
-	s.onPod(newPod("b-pserver", withLabel(v1.LabelPserver, "b"), unschedulablePod(), withPriority(1), createdAt(6)))
-	s.onPod(newPod("c-master", withLabel(v1.LabelMaster, "c"), unschedulablePod(), withPriority(1), createdAt(7)))
+	s.onPod(newPod("b-pserver", memberOf("b", v1.RolePserver), unschedulablePod(), withPriority(1), createdAt(6)))
+	s.onPod(newPod("c-master", memberOf("c", v1.RoleMaster), unschedulablePod(), withPriority(1), createdAt(7)))
 
 	r := s.InquiryResource()
 	var names []string
@@ -316,7 +318,7 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 
 	require.Len(t, r.Trainers["ns/a"], 3)
 	assert.Equal(t, []TrainerPod{
-		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: Resources{CPUMilli: 8000, MemoryMega: 1024}},
+		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: Resources{CPUMilli: 8000, MemoryMega: 1024}, Priority: 1000},
 		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: t0.Add(3), Request: Resources{CPUMilli: 1000, MemoryMega: 1024}},
 		// 1500Ki rounds up to 2 MiB so that a planner never under-reserves.
 		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: t0.Add(5), Request: Resources{CPUMilli: 1000, MemoryMega: 2}},
@@ -346,22 +348,89 @@ func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
 	assert.Equal(t, []string{"a@", "c@n1", "e@"}, names)
 }
 
-// TestTerminatingTrainersAreReported: a trainer being deleted still holds its
-// node and is listed with its deletion timestamp until it is gone; other
-// terminating pods are not.
-func TestTerminatingTrainersAreReported(t *testing.T) {
+// TestTerminatingPodsAreReportedPerNode: a pod being deleted still holds its
+// node and is listed there with its deletion timestamp until it is gone; a
+// terminating trainer is no trainer of its job any more.
+func TestTerminatingPodsAreReportedPerNode(t *testing.T) {
 	s := newTracker(Config{})
 	s.onNode(newNode("n1", "64", "64Gi"))
 	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), withRV("1")))
-	s.onPod(newPod("web", onNode("n1"), terminating(), withRequests("1", "1Gi"), withRV("1")))
-	assert.Empty(t, s.InquiryResource().TerminatingTrainers)
+	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), withRV("1")))
+	assert.Empty(t, s.InquiryResource().Nodes[0].Terminating)
 
 	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), terminating(), withRV("2")))
+	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), terminating(), withRV("2")))
 	r := s.InquiryResource()
-	assert.Equal(t, []time.Time{t0}, r.TerminatingTrainers)
-	assert.Equal(t, int64(64000-2000), r.Nodes.NodesCPUIdleMilli["n1"], "it still holds its node")
+	assert.ElementsMatch(t, []TerminatingPod{
+		{Request: Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0},
+		{Request: Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: t0},
+	}, r.Nodes[0].Terminating)
+	assert.Equal(t, int64(64000-3000), r.Nodes[0].Free.CPUMilli, "they still hold their node")
 	assert.Empty(t, r.Trainers["ns/job"], "but it is no trainer of the job any more")
 
 	s.onPodDelete(newPod("t1", trainerOf("job")))
-	assert.Empty(t, s.InquiryResource().TerminatingTrainers)
+	s.onPodDelete(newPod("web"))
+	assert.Empty(t, s.InquiryResource().Nodes[0].Terminating)
+}
+
+// TestOnlyTheJobsReplicaSetsPodsAreItsPods: a pod that carries a job's
+// label but that the job's ReplicaSet does not control is an ordinary pod: it
+// is no trainer and makes no claim for the job.
+func TestOnlyTheJobsReplicaSetsPodsAreItsPods(t *testing.T) {
+	s := newTracker(Config{})
+	s.onNode(newNode("n1", "8", "8Gi"))
+	s.onPod(newPod("t", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(newPod("stray", withLabel(v1.LabelTrainer, "job"), onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(newPod("stray-pending", withLabel(v1.LabelPserver, "job"), unschedulablePod(), withRequests("1", "1Gi")))
+	s.onPod(newPod("wrong-role", memberOf("job", v1.RolePserver), withLabel(v1.LabelPserver, ""), withLabel(v1.LabelTrainer, "job"),
+		onNode("n1")))
+	r := s.InquiryResource()
+	require.Len(t, r.Trainers["ns/job"], 1)
+	assert.Equal(t, "t", r.Trainers["ns/job"][0].Name)
+	require.Len(t, r.Pending, 1)
+	assert.Empty(t, r.Pending[0].Job)
+	assert.Equal(t, int64(2000), r.CPURequestMilli, "the stray is load like any pod")
+}
+
+func TestUnschedulablePodsKeepWhereTheyMayRun(t *testing.T) {
+	s := newTracker(Config{})
+	never := corev1.PreemptNever
+	p := newPod("gpu", unschedulablePod(), withRequests("1", "1Gi"))
+	p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+	p.Spec.PreemptionPolicy = &never
+	obj, err := TransformPod(p)
+	require.NoError(t, err)
+	s.onPod(obj)
+	r := s.InquiryResource()
+	require.Len(t, r.Pending, 1)
+	require.NotNil(t, r.Pending[0].Placement)
+	assert.Equal(t, map[string]string{"pool": "gpu"}, r.Pending[0].Placement.NodeSelector)
+	assert.Len(t, r.Pending[0].Placement.Tolerations, 1)
+	assert.True(t, r.Pending[0].PreemptNever)
+
+	bound := p.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	obj, err = TransformPod(bound)
+	require.NoError(t, err)
+	assert.Nil(t, obj.(*corev1.Pod).Spec.NodeSelector, "a bound pod's placement is not kept")
+	assert.Nil(t, obj.(*corev1.Pod).Spec.Tolerations)
+}
+
+func TestQuotasAreTrackedPerNamespace(t *testing.T) {
+	s := newTracker(Config{})
+	quota := func(name, cpu, used string) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
+			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu)}},
+			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(used)}}}
+	}
+	assert.Equal(t, NoQuota, s.InquiryResource().Quota("team"))
+	s.onQuota(quota("a", "10", "4"))
+	s.onQuota(quota("b", "8", "4"))
+	assert.Equal(t, int64(4000), s.InquiryResource().Quota("team").Requests.CPUMilli, "the tightest quota")
+	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "team/b"})
+	assert.Equal(t, int64(6000), s.InquiryResource().Quota("team").Requests.CPUMilli)
+	assert.Equal(t, NoQuota, s.InquiryResource().Quota("other"))
+	s.onQuotaDelete(quota("a", "10", "4"))
+	assert.Empty(t, s.InquiryResource().Quotas)
 }

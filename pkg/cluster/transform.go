@@ -21,7 +21,9 @@ import (
 //   - spec: nodeName, priority, priorityClassName, overhead, pod-level
 //     resources, and of each container and init container its name and
 //     resources; init containers also keep restartPolicy, which marks the
-//     sidecars that the scheduler adds to the running sum.
+//     sidecars that the scheduler adds to the running sum. While the pod is
+//     not bound, also what restricts where it may run: nodeSelector, the
+//     required node affinity, tolerations, and preemptionPolicy.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
 //     PodScheduled condition (to see Unschedulable).
 //
@@ -64,6 +66,17 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			Containers:        stripContainers(pod.Spec.Containers, false),
 			InitContainers:    stripContainers(pod.Spec.InitContainers, true),
 		},
+	}
+	if pod.Spec.NodeName == "" {
+		// Where a pod may run matters while it waits for a node, and only
+		// then: the next version, bound, drops it again.
+		out.Spec.NodeSelector = pod.Spec.NodeSelector
+		out.Spec.Tolerations = pod.Spec.Tolerations
+		out.Spec.PreemptionPolicy = pod.Spec.PreemptionPolicy
+		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+		}
 	}
 	if _, _, ok := v1.JobOf(pod.Labels); ok {
 		out.Status = pod.Status

@@ -19,7 +19,9 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 	p := newPod("fat", append([]podMutator{onNode("n1"), withRequests("1", "1Gi"), withLimits("2", "2Gi"), withOverhead("10m", "")}, muts...)...)
 	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...huge...}"}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs-uid"}}
+	if p.OwnerReferences == nil {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs-uid"}}
+	}
 	p.Spec.Priority = &prio
 	p.Spec.PriorityClassName = "high"
 	p.Spec.Volumes = []corev1.Volume{{Name: "data"}}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,10 +43,8 @@ func FormatMilli(m int64) string {
 	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
 }
 
-// NodeResources is the per-node free capacity of the schedulable, Ready nodes,
-// keyed by node name: allocatable minus the requests of the live pods bound to
-// the node. A value can be negative when a node's allocatable shrank below
-// what its pods already hold.
+// NodeResources is the per-node free capacity of the counted nodes, keyed by
+// node name, in the shape the original EDL logged it (see Snapshot.String).
 type NodeResources struct {
 	NodesCPUIdleMilli   map[string]int64
 	NodesMemoryFreeMega map[string]int64
@@ -71,6 +71,11 @@ type PendingPod struct {
 	// NominatedNode is status.nominatedNodeName: the scheduler has already
 	// preempted pods there for this one and waits for them to go.
 	NominatedNode string
+	// Placement restricts the nodes the pod may run on; nil for none.
+	Placement *Placement
+	// PreemptNever is set for preemptionPolicy: Never: the pod waits for
+	// room and never takes it from pods of a lower priority.
+	PreemptNever bool
 }
 
 // TrainerPod is what the planner needs to know about one live trainer pod.
@@ -85,8 +90,12 @@ type TrainerPod struct {
 	// Created is the pod's creationTimestamp; the ReplicaSet controller
 	// deletes the newest pods first when it scales down.
 	Created time.Time
-	// Request is the pod's effective request as the scheduler counts it.
-	Request Resources
+	// Request is the pod's effective request as the scheduler counts it,
+	// as admitted: with LimitRange defaults and RuntimeClass overhead.
+	// Limits likewise, for quotas on limits.
+	Request, Limits Resources
+	// Priority is the pod's resolved spec.priority.
+	Priority int32
 }
 
 // Running reports whether the pod's phase is Running.
@@ -95,12 +104,13 @@ func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
 // Snapshot is a point-in-time copy of the cluster's capacity and load, as
 // Tracker.InquiryResource returns it.
 //
-// Totals are over the allocatable of Ready nodes that are not cordoned
-// (spec.unschedulable). Requests and limits are summed over every pod that is
-// neither Succeeded nor Failed, bound or not, so that pending work counts as
-// load. The field order of the first eleven fields is the original EDL's and is
-// what the "Cluster.InquiryResource done" log line shows; keep new fields
-// after Nodes.
+// Only counted nodes, Ready and not cordoned (spec.unschedulable), take part:
+// the totals are their allocatable, and the requests and limits those of the
+// live pods (neither Succeeded nor Failed) bound to them. Pending pods are
+// not load: they are listed in Pending, and the planner decides which of
+// them matter to whom. The field order of the first eleven fields is the
+// original EDL's and is what the "Cluster.InquiryResource done" log line
+// shows; keep new fields after Nodes.
 type Snapshot struct {
 	NodeCount int
 
@@ -116,7 +126,8 @@ type Snapshot struct {
 	MemoryLimitMega   int64
 	MemoryTotalMega   int64
 
-	Nodes NodeResources
+	// Nodes are the counted nodes, by name.
+	Nodes []Node
 
 	// Pending lists the unschedulable pods, highest priority first, then
 	// oldest first, then by namespace/name.
@@ -127,11 +138,33 @@ type Snapshot struct {
 	// then by name.
 	Trainers map[string][]TrainerPod
 
-	// TerminatingTrainers are the deletion timestamps (when the grace period
-	// ends) of the trainer pods being deleted. Until they are gone they still
-	// hold their nodes, while the ReplicaSets already count their
-	// replacements: the planner waits for them before it takes more away.
-	TerminatingTrainers []time.Time
+	// Quotas is the room the ResourceQuotas of each namespace that has any
+	// leave; a namespace without one is not in the map (NoQuota).
+	Quotas map[string]Quota
+}
+
+// Quota returns the room namespace ns's quotas leave.
+func (r Snapshot) Quota(ns string) Quota {
+	if q, ok := r.Quotas[ns]; ok {
+		return q
+	}
+	return NoQuota
+}
+
+// NodeResources returns the counted nodes' free capacity in the original
+// EDL's maps.
+func (r Snapshot) NodeResources() NodeResources {
+	out := NodeResources{
+		NodesCPUIdleMilli:   make(map[string]int64, len(r.Nodes)),
+		NodesMemoryFreeMega: make(map[string]int64, len(r.Nodes)),
+		NodesGPUFree:        make(map[string]int64, len(r.Nodes)),
+	}
+	for _, n := range r.Nodes {
+		out.NodesCPUIdleMilli[n.Name] = n.Free.CPUMilli
+		out.NodesMemoryFreeMega[n.Name] = n.Free.MemoryMega
+		out.NodesGPUFree[n.Name] = n.Free.GPU
+	}
+	return out
 }
 
 // String renders r in the original EDL's %+v shape, but summarises Pending and
@@ -147,7 +180,7 @@ func (r Snapshot) String() string {
 		"Pending:[%d pods] Trainers:[%d jobs, %d pods]}",
 		r.NodeCount, r.GPURequest, r.GPULimit, r.GPUTotal,
 		r.CPURequestMilli, r.CPULimitMilli, r.CPUTotalMilli,
-		r.MemoryRequestMega, r.MemoryLimitMega, r.MemoryTotalMega, r.Nodes,
+		r.MemoryRequestMega, r.MemoryLimitMega, r.MemoryTotalMega, r.NodeResources(),
 		len(r.Pending), len(r.Trainers), pods)
 }
 
@@ -164,36 +197,29 @@ func (r Snapshot) Idle() Resources {
 	}
 }
 
-// DeepCopy returns a copy of r that shares no maps or slices with it.
+// DeepCopy returns a copy of r that shares no maps or slices with it but the
+// nodes' Labels and Taints and the pending pods' Placements, which are
+// read-only.
 func (r Snapshot) DeepCopy() Snapshot {
 	out := r
-	out.Nodes = NodeResources{
-		NodesCPUIdleMilli:   copyMap(r.Nodes.NodesCPUIdleMilli),
-		NodesMemoryFreeMega: copyMap(r.Nodes.NodesMemoryFreeMega),
-		NodesGPUFree:        copyMap(r.Nodes.NodesGPUFree),
+	if r.Nodes != nil {
+		out.Nodes = make([]Node, len(r.Nodes))
+		for i, n := range r.Nodes {
+			n.Terminating = slices.Clone(n.Terminating)
+			out.Nodes[i] = n
+		}
 	}
 	if r.Pending != nil {
 		out.Pending = append([]PendingPod(nil), r.Pending...)
 	}
-	if r.TerminatingTrainers != nil {
-		out.TerminatingTrainers = append([]time.Time(nil), r.TerminatingTrainers...)
+	if r.Quotas != nil {
+		out.Quotas = maps.Clone(r.Quotas)
 	}
 	if r.Trainers != nil {
 		out.Trainers = make(map[string][]TrainerPod, len(r.Trainers))
 		for k, v := range r.Trainers {
 			out.Trainers[k] = append([]TrainerPod(nil), v...)
 		}
-	}
-	return out
-}
-
-func copyMap(m map[string]int64) map[string]int64 {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

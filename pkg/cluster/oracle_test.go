@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// TestTrackerMatchesARecount is the snapshot's oracle: random sequences of
+// pod and node events — pods created, bound, moved, made unschedulable,
+// deleted gracefully or at once, finished; nodes added, cordoned, made
+// NotReady, resized, deleted, in any order with their pods — leave the
+// tracker with exactly what a tracker fed only the final objects reports,
+// and with totals that a direct count over those objects agrees with.
+func TestTrackerMatchesARecount(t *testing.T) {
+	seeds, events := 200, 300
+	if testing.Short() {
+		seeds = 50
+	}
+	for seed := range int64(seeds) {
+		r := rand.New(rand.NewSource(seed))
+		live := newTracker(Config{})
+		pods := map[string]*corev1.Pod{}
+		nodes := map[string]*corev1.Node{}
+		rv := 0
+		for e := 0; e < events; e++ {
+			rv++
+			switch k := r.Intn(10); {
+			case k < 6:
+				p := randomPod(r, rv)
+				pods[p.Name] = p
+				live.onPod(p)
+			case k < 7:
+				name := fmt.Sprintf("p%d", r.Intn(12))
+				if p, ok := pods[name]; ok {
+					delete(pods, name)
+					live.onPodDelete(p)
+				}
+			case k < 9:
+				n := randomNode(r, rv)
+				nodes[n.Name] = n
+				live.onNode(n)
+			default:
+				name := fmt.Sprintf("n%d", r.Intn(4))
+				if n, ok := nodes[name]; ok {
+					delete(nodes, name)
+					live.onNodeDelete(n)
+				}
+			}
+		}
+		recount := newTracker(Config{})
+		for _, n := range nodes {
+			recount.onNode(n)
+		}
+		for _, p := range pods {
+			recount.onPod(p)
+		}
+		got, want := live.InquiryResource(), recount.InquiryResource()
+		require.Equal(t, want, got, "seed %d: the incremental tracker differs from a recount", seed)
+		require.Equal(t, directCount(nodes, pods), [3]int64{got.CPUTotalMilli, got.CPURequestMilli, int64(got.NodeCount)},
+			"seed %d: totals differ from a direct count", seed)
+	}
+}
+
+// directCount is allocatable CPU, requested CPU and the node count over the
+// nodes that count, counted from the objects with no tracker involved.
+func directCount(nodes map[string]*corev1.Node, pods map[string]*corev1.Pod) [3]int64 {
+	var out [3]int64
+	counted := map[string]bool{}
+	for name, n := range nodes {
+		if n.Spec.Unschedulable || !nodeReady(n) {
+			continue
+		}
+		counted[name] = true
+		out[0] += n.Status.Allocatable.Cpu().MilliValue()
+		out[2]++
+	}
+	for _, p := range pods {
+		if counted[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out[1] += p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+		}
+	}
+	return out
+}
+
+func randomPod(r *rand.Rand, rv int) *corev1.Pod {
+	var muts []podMutator
+	switch r.Intn(4) {
+	case 0:
+		muts = append(muts, trainerOf(fmt.Sprintf("job%d", r.Intn(3))))
+	case 1:
+		muts = append(muts, withLabel(v1.LabelTrainer, "job0")) // a stray: labelled, not owned
+	case 2:
+		muts = append(muts, memberOf("job1", v1.RolePserver))
+	}
+	muts = append(muts, withRequests(strconv.Itoa(1+r.Intn(4)), fmt.Sprintf("%dMi", 1+r.Intn(900))),
+		createdAt(0), withRV(strconv.Itoa(rv)), withPriority(int32(r.Intn(3)*100)))
+	switch r.Intn(6) {
+	case 0:
+		muts = append(muts, unschedulablePod())
+	case 1:
+		muts = append(muts, withPhase(corev1.PodPending))
+	case 2:
+		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5))), terminating())
+	case 3:
+		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5))), withPhase([]corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed}[r.Intn(2)]))
+	default:
+		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5)))) // n4 never exists
+	}
+	return newPod(fmt.Sprintf("p%d", r.Intn(12)), muts...)
+}
+
+func randomNode(r *rand.Rand, rv int) *corev1.Node {
+	var muts []nodeMutator
+	switch r.Intn(4) {
+	case 0:
+		muts = append(muts, cordoned())
+	case 1:
+		muts = append(muts, notReady())
+	}
+	muts = append(muts, nodeRV(strconv.Itoa(rv)))
+	return newNode(fmt.Sprintf("n%d", r.Intn(4)), strconv.Itoa(4+r.Intn(8)), "16Gi", muts...)
+}

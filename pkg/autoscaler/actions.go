@@ -27,6 +27,8 @@ func (p *planner) actions() []ScaleAction {
 			a.Reason, a.Cause = p.shrinkReason(j), CauseMinimum
 		case j.rebalanced > 0:
 			a.Reason, a.Cause = p.rebalanceReason(j), CauseRebalance
+		case j.stuck > 0 && j.loadValue == 0 && j.stuckOutranked:
+			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
 		case j.stuck > 0 && j.loadValue == 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseUnschedulable
 		default:
@@ -66,8 +68,12 @@ func (p *planner) shrinkReason(j *jobState) string {
 		parts = append(parts, p.shareReason(j))
 	}
 	if j.stuck > 0 {
-		parts = append(parts, fmt.Sprintf("%s of the job cannot be scheduled and no node has room for one (%s)",
-			plural(j.stuck, "trainer"), j.victims[j.next-1].req.resources()))
+		why := fmt.Sprintf("%s of the job cannot be scheduled and no node it may use has room for one (%s)",
+			plural(j.stuck, "trainer"), j.victims[j.next-1].req.resources())
+		if j.stuckOutranked {
+			why += "; " + p.outrankedBy(j) + " hold or wait for the room (kube-scheduler preempts trainers for them)"
+		}
+		parts = append(parts, why)
 	}
 	if j.loadValue != 0 {
 		load := ratio(j.loadValue)
@@ -99,7 +105,7 @@ func (p *planner) yieldReason(j *jobState) string {
 	var need vec
 	count := 0
 	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
-	for _, pod := range p.outranking {
+	for _, pod := range p.waiting {
 		if pod.Priority <= j.priority {
 			continue
 		}
@@ -125,7 +131,7 @@ func (p *planner) shareReason(j *jobState) string {
 	var need vec
 	count := 0
 	jobs := map[string]bool{}
-	for _, pod := range p.outranking {
+	for _, pod := range p.waiting {
 		if pod.Priority != j.priority || pod.Job == "" || pod.Job == j.key {
 			continue
 		}
@@ -144,4 +150,21 @@ func (p *planner) shareReason(j *jobState) string {
 func (p *planner) rebalanceReason(j *jobState) string {
 	return fmt.Sprintf("scale down by %d: fulfillment %s (%d of %d..%d trainers placed) is more than %s above the %s of %s, the least fulfilled job of priority %d; the room goes to the least fulfilled jobs",
 		j.rebalanced, ratio(j.rebalanceFrom), j.rebalancePlaced, j.min, j.max, ratio(p.rebalanceGap()), ratio(j.rebalanceToF), j.rebalanceTo.key, j.priority)
+}
+
+// outrankedBy describes the waiting pods of a priority higher than j's.
+func (p *planner) outrankedBy(j *jobState) string {
+	count := 0
+	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+	for _, pod := range p.waiting {
+		if pod.Priority > j.priority {
+			count++
+			lo, hi = min(lo, pod.Priority), max(hi, pod.Priority)
+		}
+	}
+	prio := strconv.Itoa(int(hi))
+	if lo != hi {
+		prio = fmt.Sprintf("%d..%d", lo, hi)
+	}
+	return fmt.Sprintf("%s of priority %s", plural(count, "pod"), prio)
 }

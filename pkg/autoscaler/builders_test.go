@@ -18,8 +18,10 @@ func res(cpu float64, memGi int64, gpu int64) Resources {
 }
 
 type nodeSpec struct {
-	name  string
-	alloc Resources
+	name   string
+	alloc  Resources
+	labels map[string]string
+	taints []corev1.Taint
 }
 
 // nodes returns count nodes named prefix-0.. with the same allocatable.
@@ -33,13 +35,17 @@ func nodes(prefix string, count int, alloc Resources) []nodeSpec {
 
 // otherPod is a pod that is not a trainer of a planned job.
 type otherPod struct {
-	name       string
-	node       string // "" for pending
-	priority   int32
-	req        Resources
-	job        string // set for pods of jobs not passed to Plan: trainers unless notTrainer
-	notTrainer bool   // a pserver or master of job
-	nominated  string
+	name        string
+	node        string // "" for pending
+	priority    int32
+	req         Resources
+	job         string // set for pods of jobs not passed to Plan: trainers unless notTrainer
+	notTrainer  bool   // a pserver or master of job
+	nominated   string
+	placement   *cluster.Placement
+	never       bool      // preemptionPolicy Never
+	terminating bool      // bound and being deleted
+	deadline    time.Time // when its grace period ends
 }
 
 func pendingPods(count int, priority int32, req Resources) []otherPod {
@@ -53,37 +59,34 @@ func pendingPods(count int, priority int32, req Resources) []otherPod {
 // clusterOf builds the snapshot the cluster package would report for these
 // nodes, jobs' trainers and other pods.
 func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
-	r := cluster.Snapshot{
-		NodeCount: len(ns),
-		Nodes: cluster.NodeResources{
-			NodesCPUIdleMilli: map[string]int64{}, NodesMemoryFreeMega: map[string]int64{}, NodesGPUFree: map[string]int64{},
-		},
-		Trainers: map[string][]TrainerPod{},
-	}
-	use := func(node string, req Resources) {
-		r.CPURequestMilli += req.CPUMilli
-		r.MemoryRequestMega += req.MemoryMega
-		r.GPURequest += req.GPU
-		if _, ok := r.Nodes.NodesCPUIdleMilli[node]; ok && node != "" {
-			r.Nodes.NodesCPUIdleMilli[node] -= req.CPUMilli
-			r.Nodes.NodesMemoryFreeMega[node] -= req.MemoryMega
-			r.Nodes.NodesGPUFree[node] -= req.GPU
-		}
-	}
-	for _, n := range ns {
+	r := cluster.Snapshot{NodeCount: len(ns), Trainers: map[string][]TrainerPod{}}
+	idx := map[string]int{}
+	for i, n := range ns {
 		r.CPUTotalMilli += n.alloc.CPUMilli
 		r.MemoryTotalMega += n.alloc.MemoryMega
 		r.GPUTotal += n.alloc.GPU
-		r.Nodes.NodesCPUIdleMilli[n.name] = n.alloc.CPUMilli
-		r.Nodes.NodesMemoryFreeMega[n.name] = n.alloc.MemoryMega
-		r.Nodes.NodesGPUFree[n.name] = n.alloc.GPU
+		r.Nodes = append(r.Nodes, cluster.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc, Free: n.alloc})
+		idx[n.name] = i
+	}
+	use := func(node string, req Resources) {
+		i, ok := idx[node]
+		if !ok {
+			return // pending, or on a node that does not count: no load
+		}
+		r.CPURequestMilli += req.CPUMilli
+		r.MemoryRequestMega += req.MemoryMega
+		r.GPURequest += req.GPU
+		f := &r.Nodes[i].Free
+		f.CPUMilli -= req.CPUMilli
+		f.MemoryMega -= req.MemoryMega
+		f.GPU -= req.GPU
 	}
 	for _, j := range jobs {
 		for _, t := range j.Trainers {
 			use(t.Node, t.Request)
 			if t.Unschedulable {
 				r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: t.Name, Priority: j.Priority,
-					Request: t.Request, Job: j.Key, Trainer: true, Created: t.Created})
+					Request: t.Request, Job: j.Key, Trainer: true, Created: t.Created, Placement: j.Placement})
 			}
 		}
 		if len(j.Trainers) > 0 {
@@ -94,7 +97,11 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
 		use(o.node, o.req)
 		if o.node == "" {
 			r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
-				Request: o.req, Job: o.job, Trainer: o.job != "" && !o.notTrainer, Created: t0, NominatedNode: o.nominated})
+				Request: o.req, Job: o.job, Trainer: o.job != "" && !o.notTrainer, Created: t0, NominatedNode: o.nominated,
+				Placement: o.placement, PreemptNever: o.never})
+		} else if o.terminating {
+			i := idx[o.node]
+			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, cluster.TerminatingPod{Request: o.req, Deadline: o.deadline})
 		}
 	}
 	sort.SliceStable(r.Pending, func(i, j int) bool { return r.Pending[i].Priority > r.Pending[j].Priority })

@@ -1,15 +1,21 @@
 package autoscaler
 
-import "container/heap"
+import (
+	"container/heap"
+	"slices"
 
-// growFirst orders the jobs to give a trainer to: the least fulfilled, then
-// the highest priority, then the smallest request.
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// growFirst orders the jobs to give a trainer to: the highest priority,
+// then the least fulfilled, then the smallest request. Priority comes first:
+// a job of a higher priority would take the room back by preemption anyway.
 func growFirst(a, b *jobState) bool {
-	if c := fulfillmentCmp(a, b); c != 0 {
-		return c < 0
-	}
 	if a.priority != b.priority {
 		return a.priority > b.priority
+	}
+	if c := fulfillmentCmp(a, b); c != 0 {
+		return c < 0
 	}
 	if a.req != b.req {
 		return a.req.less(b.req)
@@ -17,53 +23,111 @@ func growFirst(a, b *jobState) bool {
 	return a.key < b.key
 }
 
-// grow gives the capacity idle in the snapshot to the least fulfilled jobs,
-// one trainer at a time.
-func (p *planner) grow() {
-	free := make([]vec, len(p.free))
-	var idle vec
-	idleNodes := 0
+// startGrowth takes stock once every reservation and removal that needs
+// room is done: growth (and rebalancing, which plans for it) may use each
+// node's free capacity less what pods that are going still hold, and each
+// namespace's quota less what its jobs' unplaced replicas will take.
+func (p *planner) startGrowth() {
+	growFree := make([]vec, len(p.free))
 	for n := range p.free {
-		free[n] = p.free[n].minus(p.freed[n])
-		if free[n][resCPU] > 0 {
-			idleNodes++
+		growFree[n] = p.free[n].minus(p.hold[n])
+		if growFree[n][resCPU] > 0 {
+			p.idleNodes++
 		}
 		for r := range numRes {
-			idle[r] += max(0, free[n][r])
+			p.idle[r] += max(0, growFree[n][r])
 		}
 	}
-	index := newFitIndex(free)
+	p.grower = newFitter(p.classes, growFree)
+	p.quotas = map[string]*cluster.Quota{}
+	for _, j := range p.jobs {
+		q := p.quotas[j.ns]
+		if q == nil {
+			left := p.snap.Quota(j.ns)
+			q = &left
+			p.quotas[j.ns] = q
+		}
+		// Replicas not created yet are not in the quota's used figures.
+		for k := j.next; k < len(j.victims); k++ {
+			if !j.victims[k].created {
+				spend(q, j.req, j.lim)
+			}
+		}
+	}
+}
+
+// mayGrow reports whether growth considers j at all.
+func (p *planner) mayGrow(j *jobState) bool {
+	return j.movable && j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved
+}
+
+// quotaAllows reports whether j's namespace quota has room for n more of its
+// trainers.
+func (p *planner) quotaAllows(j *jobState, n int64) bool {
+	q := p.quotas[j.ns]
+	if q == nil {
+		return true
+	}
+	fits := func(left int64, each int64) bool { return each <= 0 || left == cluster.Unlimited || left/each >= n }
+	return fits(q.Pods, 1) &&
+		fits(q.Requests.CPUMilli, j.req[resCPU]) && fits(q.Requests.MemoryMega, j.req[resMemory]) && fits(q.Requests.GPU, j.req[resGPU]) &&
+		fits(q.Limits.CPUMilli, j.lim[resCPU]) && fits(q.Limits.MemoryMega, j.lim[resMemory]) && fits(q.Limits.GPU, j.lim[resGPU])
+}
+
+// spend takes one pod of request req and limits lim from quota q.
+func spend(q *cluster.Quota, req, lim vec) {
+	sub := func(left *int64, v int64) {
+		if *left != cluster.Unlimited {
+			*left -= v
+		}
+	}
+	sub(&q.Pods, 1)
+	sub(&q.Requests.CPUMilli, req[resCPU])
+	sub(&q.Requests.MemoryMega, req[resMemory])
+	sub(&q.Requests.GPU, req[resGPU])
+	sub(&q.Limits.CPUMilli, lim[resCPU])
+	sub(&q.Limits.MemoryMega, lim[resMemory])
+	sub(&q.Limits.GPU, lim[resGPU])
+}
+
+// grow gives the capacity idle in the snapshot to the jobs, one trainer at a
+// time, in growFirst order, on nodes each job's trainers may use, within
+// MaxLoadDesired and the namespace's quota.
+func (p *planner) grow() {
 	h := &jobHeap{less: growFirst}
 	for _, j := range p.movable {
 		// A job cooling down is not grown, but it keeps its place in line:
-		// see blocked below.
-		if j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved {
+		// see blockers below.
+		if p.mayGrow(j) {
 			h.items = append(h.items, j)
 		}
 	}
 	heap.Init(h)
 	limit := int64(p.opts.MaxGrowPerCycle)
-	// When a job cooling down is the least fulfilled, giving the next trainer
-	// to a job of its priority or lower would leave it behind once the
-	// cool-down ends (rebalancing would give it back only a gap later,
-	// stopping trainers to do so): that capacity waits for
-	// it. Jobs of a higher priority still grow.
-	blocked, blocking := int32(0), false
+	// When a job cooling down comes first, giving the next trainer to a job
+	// of its priority or lower would leave it behind once the cool-down ends
+	// (rebalancing would give it back only a gap later, stopping trainers to
+	// do so): the capacity it could use waits for it. Capacity it could
+	// never use — nodes it may not run on, or too small for its trainer —
+	// does not.
+	var blockers []*jobState
 	for h.Len() > 0 {
 		j := h.items[0]
 		if j.coolingDown {
-			if !blocking || j.priority > blocked {
-				blocked = j.priority
-			}
-			blocking = true
+			blockers = append(blockers, j)
 			heap.Pop(h)
 			continue
 		}
-		if (blocking && j.priority <= blocked) || j.desired >= j.max || (limit > 0 && j.grown >= limit) || !p.loadAdmits(j.req) {
+		if j.desired >= j.max || (limit > 0 && j.grown >= limit) || !p.loadAdmits(j.req) {
 			heap.Pop(h)
 			continue
 		}
-		n := index.firstFit(j.req)
+		if !p.quotaAllows(j, 1) {
+			j.quotaHeld = true
+			heap.Pop(h)
+			continue
+		}
+		n := p.grower.firstFit(j.req, p.unblocked(j, blockers))
 		if n < 0 {
 			heap.Pop(h)
 			continue
@@ -71,16 +135,61 @@ func (p *planner) grow() {
 		if j.grown == 0 {
 			j.growFulfilment, j.growPlaced = j.fulfillment(), j.placed
 		}
-		free[n] = free[n].minus(j.req)
-		index.set(n, free[n])
+		p.grower.take(n, j.req)
+		spend(p.quotas[j.ns], j.req, j.lim)
 		p.growLoad = p.growLoad.plus(j.req)
 		j.desired++
 		j.placed++
 		j.grown++
-		j.nodes = append(j.nodes, p.names[n])
+		j.nodes = append(j.nodes, p.nodes[n].Name)
 		heap.Fix(h, 0)
 	}
-	p.idle, p.idleNodes = idle, idleNodes
+}
+
+// unblocked is the part of j's nodes that no job cooling down ahead of it,
+// of its priority or higher, could use.
+func (p *planner) unblocked(j *jobState, blockers []*jobState) *eligible {
+	var relevant []*jobState
+	for _, b := range blockers {
+		if b.priority >= j.priority {
+			relevant = append(relevant, b)
+		}
+	}
+	if len(relevant) == 0 {
+		return j.elig
+	}
+	if j.unblockedFor == len(blockers) && j.unblockedSet != nil {
+		return j.unblockedSet // blockers only come, so the count says it all
+	}
+	defer func() { j.unblockedFor = len(blockers) }()
+	usable := func(n int32) bool {
+		for _, b := range relevant {
+			if b.elig.has(n, p.classes.classOf[n]) && b.req.fitsIn(vecOf(p.nodes[n].Allocatable)) {
+				return true
+			}
+		}
+		return false
+	}
+	out := &eligible{perNode: true}
+	add := func(n int32) {
+		if !usable(n) {
+			out.nodes = append(out.nodes, n)
+		}
+	}
+	if j.elig.perNode {
+		for _, n := range j.elig.nodes {
+			add(n)
+		}
+	} else {
+		for _, id := range j.elig.classes {
+			for _, n := range p.classes.members[id] {
+				add(n)
+			}
+		}
+		slices.Sort(out.nodes)
+	}
+	j.unblockedSet = out
+	return out
 }
 
 // loadAdmits reports whether one more trainer keeps every resource it asks

@@ -67,7 +67,7 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	for _, j := range jobs {
 		byKey[j.Key] = j
 	}
-	free := snap.DeepCopy().Nodes
+	free := snap.NodeResources()
 	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
 	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
 	var grownRes [numRes]bool

@@ -68,15 +68,28 @@ func (p *planner) yieldToLoad() {
 // — for instance when small pods have cut the idle capacity into pieces
 // smaller than a trainer. The ReplicaSet deletes unscheduled pods first, so
 // these are the ones that go.
+//
+// This is also how the jobs yield to pods of a higher priority: kube-scheduler
+// preempts the trainers it needs (the fewest, on the best node), the
+// ReplicaSet recreates them, and the new pods find no room — the room the
+// preemptor waits for is reserved for it — so they are given back here.
 func (p *planner) trimStuck() {
 	for _, j := range p.movable {
 		for j.slack() > 0 {
 			v := &j.victims[j.next]
-			if !v.unsched || v.holds() || p.index.firstFit(v.req) >= 0 {
+			if !v.unsched || v.holds() || p.fit.firstFit(v.req, j.elig) >= 0 {
 				break
 			}
 			p.removeNext(j)
 			j.stuck++
+		}
+		if j.stuck > 0 {
+			for _, pod := range p.waiting {
+				if pod.Priority > j.priority {
+					j.stuckOutranked = true
+					break
+				}
+			}
 		}
 	}
 }

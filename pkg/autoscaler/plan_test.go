@@ -157,39 +157,42 @@ func TestFitIndexFindsTheFirstNodeThatFitsInEveryDimension(t *testing.T) {
 	assert.Equal(t, -1, newFitIndex(nil).firstFit(vec{}))
 }
 
-// TestPlanWaitsForTerminatingTrainers: while trainers are terminating they
-// still hold their nodes and their replacements already count, so Plan takes
-// nothing away until they are gone — unless they are stuck.
-func TestPlanWaitsForTerminatingTrainers(t *testing.T) {
+// TestTerminatingPodsAreGoneForLoadButHeldFromGrowth: pods in their grace
+// period still hold their node, but they are going: the load the shrinking
+// phases test leaves them out, so their going is not taken twice, and growth
+// does not hand their room out before they are gone. A pod stuck
+// terminating long past its grace period is not going anywhere.
+func TestTerminatingPodsAreGoneForLoadButHeldFromGrowth(t *testing.T) {
 	jobs := []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))}
 	now := t0.Add(time.Hour)
-	overloaded := func(terminating ...time.Time) cluster.Snapshot {
-		snap := clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
-		snap.TerminatingTrainers = terminating
-		return snap
+	snapWith := func(deadline time.Time) cluster.Snapshot {
+		return clusterOf(nodes("n", 1, res(10, 64, 0)), jobs,
+			otherPod{name: "web", node: "n-0", req: res(4, 1, 0), terminating: true, deadline: deadline})
 	}
-	opts := Options{MaxLoadDesired: 1, Now: now}
-
-	require.NotEmpty(t, Plan(overloaded(), jobs, opts), "10 CPU requested of 8: a shrinks")
-	assert.Empty(t, Plan(overloaded(now.Add(10*time.Second)), jobs, opts), "a trainer in its grace period holds the shrink")
-	assert.Equal(t, 1, Settling(overloaded(now.Add(10*time.Second)), now))
-	assert.NotEmpty(t, Plan(overloaded(now.Add(-time.Hour)), jobs, opts), "a trainer stuck for an hour does not")
-	assert.Equal(t, 0, Settling(overloaded(now.Add(-time.Hour)), now))
+	opts := Options{MaxLoadDesired: 0.9, Now: now}
+	assert.Empty(t, Plan(snapWith(now.Add(10*time.Second)), jobs, opts),
+		"6 of 10 CPU stay: no shrink; 0 CPU idle until the web pod is gone: no growth")
+	acts := Plan(snapWith(now.Add(-time.Hour)), jobs, opts)
+	require.Len(t, acts, 1, "stuck for an hour: its 4 CPU are load, 10 of 10 is over 0.9")
+	assert.Equal(t, int32(5), acts[0].To)
+	assert.Equal(t, CauseLoad, acts[0].Cause)
 }
 
-// TestPlanWaitsForAScaleDownToBeCarriedOut: a job with more trainer pods than
-// its ReplicaSet asks for is being scaled down; its pods still count, so Plan
-// takes nothing more until the ReplicaSet controller has deleted them.
-func TestPlanWaitsForAScaleDownToBeCarriedOut(t *testing.T) {
+// TestAScaleDownUnderWayIsNotTakenTwice: a job with more trainer pods than
+// its ReplicaSet asks for is being scaled down; the pods it deletes are
+// going, so the load they make does not shrink anyone again.
+func TestAScaleDownUnderWayIsNotTakenTwice(t *testing.T) {
 	pods := runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0")
-	overloaded := func(jobs []Job) cluster.Snapshot {
-		return clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, pendingPods(1, 0, res(4, 1, 0))...)
+	snap := func(jobs []Job) cluster.Snapshot {
+		return clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, otherPod{name: "web", node: "n-0", req: res(4, 1, 0)})
 	}
 	opts := Options{MaxLoadDesired: 1}
 	settled := []Job{newJob("a", withRange(1, 10), pods)}
-	require.NotEmpty(t, Plan(overloaded(settled), settled, opts))
+	acts := Plan(snap(settled), settled, opts)
+	require.Len(t, acts, 1)
+	assert.Equal(t, int32(4), acts[0].To, "10 of 8 CPU: two trainers go")
 	shrinking := []Job{newJob("a", withRange(1, 10), pods, withCurrent(4))}
-	assert.Empty(t, Plan(overloaded(shrinking), shrinking, opts))
+	assert.Empty(t, Plan(snap(shrinking), shrinking, opts), "the two are going already")
 }
 
 // TestPlanGivesUpTrainersNoNodeHasRoomFor: idle capacity cut into pieces
@@ -222,7 +225,7 @@ func TestPlanGivesUpTrainersNoNodeHasRoomFor(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 			for _, a := range actions {
 				assert.Equal(t, CauseUnschedulable, a.Cause)
-				assert.Contains(t, a.Reason, "cannot be scheduled and no node has room for one (0.5 CPU")
+				assert.Contains(t, a.Reason, "cannot be scheduled and no node it may use has room for one (0.5 CPU")
 			}
 		})
 	}

@@ -26,11 +26,9 @@ func (p *planner) rebalance() {
 			return // this plan yields already: one kind of change at a time
 		}
 	}
-	// A job that growth can serve from idle capacity takes nothing: nothing
-	// was freed in this plan yet, so the fit index holds exactly the idle
-	// capacity growth hands out.
+	// A job that growth can serve from idle capacity takes nothing.
 	for _, j := range p.movable {
-		j.growsFromIdle = p.index.firstFit(j.req) >= 0 && p.loadAdmits(j.req)
+		j.growsFromIdle = p.grower.firstFit(j.req, j.elig) >= 0 && p.loadAdmits(j.req) && p.quotaAllows(j, 1)
 	}
 	byPriority := map[int32][]*jobState{}
 	var levels []int32
@@ -43,6 +41,14 @@ func (p *planner) rebalance() {
 	var reserved []vec // per node, room promised to takers; made at the first move
 	load := p.growLoad
 	for _, level := range levels {
+		// Growth serves higher priorities first: room freed where one of
+		// them could grow would go to it, not to the taker.
+		var ahead []*jobState
+		for _, j := range p.movable {
+			if j.priority > level && p.mayGrow(j) {
+				ahead = append(ahead, j)
+			}
+		}
 		givers := &jobHeap{less: giveFirst}
 		takers := &jobHeap{less: takeFirst, at: func(j *jobState) *int { return &j.takerAt }}
 		for _, j := range byPriority[level] {
@@ -79,10 +85,19 @@ func (p *planner) rebalance() {
 			if reserved != nil && n >= 0 {
 				promised = reserved[n]
 			}
-			if n < 0 || !taker.req.fitsIn(p.free[n].plus(v.req).minus(promised)) {
-				// The taker's trainer would not fit where this one leaves:
-				// the giver's capacity is of no use to it.
+			room := vec{}
+			if n >= 0 {
+				room = p.free[n].plus(v.req).minus(promised)
+			}
+			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || takesFirst(ahead, n, room, p) {
+				// The taker's trainer would not fit where this one leaves,
+				// or a job of a higher priority would take the room first:
+				// the giver's capacity is of no use to the taker.
 				heap.Pop(givers)
+				continue
+			}
+			if !p.quotaAllows(taker, taker.promised+1) {
+				heap.Pop(takers)
 				continue
 			}
 			after := load.minus(v.req).plus(taker.req)
@@ -108,6 +123,17 @@ func (p *planner) rebalance() {
 			heap.Fix(takers, taker.takerAt)
 		}
 	}
+}
+
+// takesFirst reports whether one of the jobs growth serves before the taker
+// may use node n and fits in room there.
+func takesFirst(ahead []*jobState, n int32, room vec, p *planner) bool {
+	for _, j := range ahead {
+		if j.elig.has(n, p.classes.classOf[n]) && j.req.fitsIn(room) {
+			return true
+		}
+	}
+	return false
 }
 
 // giveFirst orders the givers: the most fulfilled first, then by key.

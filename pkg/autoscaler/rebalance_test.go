@@ -30,7 +30,7 @@ func rebalanceCases() []planCase {
 		},
 		{
 			name:  "a job that can grow into idle capacity takes nothing",
-			nodes: append(nodes("n", 1, res(11, 64, 0)), nodeSpec{"idle", res(4, 64, 0)}),
+			nodes: append(nodes("n", 1, res(11, 64, 0)), nodeSpec{name: "idle", alloc: res(4, 64, 0)}),
 			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
 			opts:  opts,
 			want:  map[string]int32{"poor": 5}, // growth, not rebalancing

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,6 +32,9 @@ type sim struct {
 	grace  int // ticks a deleted pod holds its node
 	opts   Options
 	frozen bool // no more random events: the plan must reach a fixed point
+	// seen counts the actions by cause and the scheduler's preemptions, to
+	// show that the runs exercise what they claim to.
+	seen map[string]int
 }
 
 type simNode struct {
@@ -235,6 +239,9 @@ func (s *sim) preempt(p *simPod) {
 	}
 	for _, v := range bestVictims {
 		s.remove(v)
+		if v.job != nil {
+			s.seen["trainer preempted"]++
+		}
 	}
 	p.nominated = best.name
 }
@@ -333,6 +340,7 @@ func (s *sim) cycle() []ScaleAction {
 	acts := Plan(snap, jobs, s.opts)
 	s.check(snap, jobs, acts)
 	for _, a := range acts {
+		s.seen[string(a.Cause)]++
 		j := s.job(a.Job)
 		j.replicas = a.To
 		if a.To < a.From {
@@ -375,7 +383,9 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 			if !s.overloaded(snap) {
 				s.t.Fatalf("tick %d: %s shrank for load %v below the threshold: %s", s.tick, a.Job, s.loads(snap), a.Reason)
 			}
-		case CauseMinimum:
+		case CauseMinimum, CausePriority:
+			// Running trainers stop for a pod of higher priority only when
+			// it is a TrainingJob's pod below its minimum.
 			if !s.belowMinimumWaits(snap, j) {
 				s.t.Fatalf("tick %d: %s shrank for the minimum of a job but none waits: %s", s.tick, a.Job, a.Reason)
 			}
@@ -502,7 +512,7 @@ func (s *sim) addJob() {
 
 func newSim(t *testing.T, seed int64) *sim {
 	r := rand.New(rand.NewSource(seed))
-	s := &sim{t: t, rng: r, grace: 1 + r.Intn(3)}
+	s := &sim{t: t, rng: r, grace: 1 + r.Intn(3), seen: map[string]int{}}
 	s.opts.CoolDown = time.Duration(r.Intn(4)) * time.Second
 	for i := range 3 + r.Intn(6) {
 		s.nodes = append(s.nodes, &simNode{name: fmt.Sprintf("n-%02d", i), alloc: vec{int64(4+4*r.Intn(3)) * 1000, 32 << 10, 0}})
@@ -545,9 +555,18 @@ func TestPlanOverManyCycles(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
+	seen := map[string]int{}
 	for seed := range int64(seeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			newSim(t, seed).run(120, 80, 5)
+			s := newSim(t, seed)
+			s.run(120, 80, 5)
+			for k, v := range s.seen {
+				seen[k] += v
+			}
 		})
+	}
+	t.Logf("actions and preemptions over %d runs: %v", seeds, seen)
+	for _, what := range []string{string(CauseIdle), string(CausePriority), string(CauseLoad), "trainer preempted"} {
+		assert.Positive(t, seen[what], "no run exercised %q", what)
 	}
 }

@@ -3,8 +3,8 @@ package autoscaler
 import (
 	"math"
 	"slices"
-	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
@@ -14,15 +14,26 @@ type planner struct {
 	opts      Options
 	threshold float64
 
-	names   []string
+	nodes   []cluster.Node
 	nodeIdx map[string]int32
-	free    []vec // working free capacity per node
-	freed   []vec // freed by this plan's scale-downs; not for growth
-	index   *fitIndex
+	classes *classes
+	// free is each node's room once the pods that are going have gone (pods
+	// terminating, the trainers of a scale-down under way, and this plan's
+	// removals), less what this plan reserved or placed there. hold is the
+	// part of it those pods still occupy: growth may use only free − hold,
+	// pods that wait for a node may use all of free.
+	free []vec
+	hold []vec
+	fit  *fitter // over free
+	// grower finds room for growth: over free − hold, built once the
+	// phases that reserve and remove are done.
+	grower *fitter
+	quotas map[string]*cluster.Quota // room left per namespace, as growth uses it
+	snap   *cluster.Snapshot
 
 	total     vec
-	requested vec // working requests, lowered by scale-downs
-	growLoad  vec // requests growth is checked against: never lowered
+	requested vec // the load the shrinking phases test: pods bound to counted nodes that stay
+	growLoad  vec // the load growth tests: every bound pod, and what this plan expects to be bound
 
 	jobs     []*jobState
 	byKey    map[string]*jobState
@@ -31,9 +42,9 @@ type planner struct {
 	cands    [][]slot               // per-node scratch of the eviction search
 	hopeless map[pendingShape]bool  // pending shapes no yield can fit
 	depth    map[pendingShape]int32 // search depth that made room for a shape
-	// outranking are the unschedulable pods that outrank a movable job, for
-	// the reasons.
-	outranking []*cluster.PendingPod
+	// waiting are the unschedulable pods the plan reserved room for or
+	// made room for, for the reasons.
+	waiting []*cluster.PendingPod
 
 	idle      vec // capacity growth could use, for the reasons
 	idleNodes int
@@ -47,8 +58,10 @@ type jobState struct {
 	min, max int64
 	desired  int64
 	priority int32
-	req      vec
+	req, lim vec
 	movable  bool
+	ns       string
+	elig     *eligible // the nodes its trainers may use
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
@@ -57,9 +70,15 @@ type jobState struct {
 	unschedulable bool // a kept trainer is pending unschedulable
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
 	coolingDown   bool
+	quotaHeld     bool // growth stopped at its namespace's quota
 
 	grown, shrunk int64
 	nodes         []string
+
+	// Growth's cache of the nodes no job cooling down ahead of it could use,
+	// for unblockedFor blockers.
+	unblockedFor int
+	unblockedSet *eligible
 
 	// Rebalance's working state.
 	growsFromIdle bool  // growth can serve it from idle capacity: rebalance gives it nothing
@@ -76,6 +95,7 @@ type reasonNotes struct {
 	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
 	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
 	stuck             int            // unschedulable trainers given up by trimStuck
+	stuckOutranked    bool           // pods of a higher priority hold the room they would need
 	loadRes           int            // the resource over the threshold when load first took a trainer
 	loadValue         float64        // its load then
 	growFulfilment    float64        // fulfillment before the first trainer grown
@@ -147,35 +167,32 @@ func (p *planner) nodeOf(j *jobState, v *victim) int32 {
 func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 
 func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
-	p := &planner{opts: opts, threshold: opts.MaxLoadDesired}
+	p := &planner{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
 	}
 	p.total = vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
 	p.requested = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	p.growLoad = p.requested
 
-	nodes := snap.Nodes
-	p.names = make([]string, 0, len(nodes.NodesCPUIdleMilli))
-	for n := range nodes.NodesCPUIdleMilli {
-		p.names = append(p.names, n)
+	p.nodes = snap.Nodes
+	if !slices.IsSortedFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) }) {
+		p.nodes = slices.Clone(p.nodes)
+		slices.SortFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
-	for _, m := range []map[string]int64{nodes.NodesMemoryFreeMega, nodes.NodesGPUFree} {
-		for n := range m {
-			if _, ok := nodes.NodesCPUIdleMilli[n]; !ok {
-				p.names = append(p.names, n)
+	p.nodeIdx = make(map[string]int32, len(p.nodes))
+	p.free = make([]vec, len(p.nodes))
+	p.hold = make([]vec, len(p.nodes))
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		p.nodeIdx[n.Name] = int32(i) // #nosec G115 -- a node index: far fewer than 2^31 nodes
+		p.free[i] = vecOf(n.Free)
+		for _, t := range n.Terminating {
+			if !opts.Now.After(t.Deadline.Add(settleSlack)) {
+				p.goes(i, vecOf(t.Request))
 			}
 		}
 	}
-	sort.Strings(p.names)
-	p.names = slices.Compact(p.names)
-	p.nodeIdx = make(map[string]int32, len(p.names))
-	p.free = make([]vec, len(p.names))
-	p.freed = make([]vec, len(p.names))
-	for i, n := range p.names {
-		p.nodeIdx[n] = int32(i)
-		p.free[i] = vec{nodes.NodesCPUIdleMilli[n], nodes.NodesMemoryFreeMega[n], nodes.NodesGPUFree[n]}
-	}
-	p.index = newFitIndex(p.free)
 
 	p.jobs = make([]*jobState, 0, len(jobs))
 	p.byKey = make(map[string]*jobState, len(jobs))
@@ -192,7 +209,42 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
 			p.minPrio = min(p.minPrio, j.priority)
 		}
 	}
+
+	placements := make([]*cluster.Placement, 0, len(p.jobs)+len(snap.Pending))
+	for _, j := range p.jobs {
+		placements = append(placements, j.in.Placement)
+	}
+	for i := range snap.Pending {
+		placements = append(placements, snap.Pending[i].Placement)
+	}
+	p.classes = newClasses(p.nodes, placements)
+	for _, j := range p.jobs {
+		j.elig = p.classes.set(j.in.Placement)
+		// The trainers a scale-down under way is deleting still hold their
+		// nodes: their room is the pending pods' once they are gone.
+		for k := range j.next {
+			if v := &j.victims[k]; v.bound {
+				if n := p.nodeOf(j, v); n >= 0 {
+					p.goes(int(n), v.req)
+				}
+			}
+		}
+	}
+	p.fit = newFitter(p.classes, p.free)
 	return p
+}
+
+// settleSlack is how long after its grace period a terminating pod is still
+// expected to go; one that takes longer is stuck (on a lost node, behind a
+// finalizer) and its room is not counted on.
+const settleSlack = 30 * time.Second
+
+// goes records that pods holding r on node n are going: their room is free
+// for the pods that wait, and held from growth until they have gone.
+func (p *planner) goes(n int, r vec) {
+	p.free[n] = p.free[n].plus(r)
+	p.hold[n] = p.hold[n].plus(r)
+	p.requested = p.requested.minus(r)
 }
 
 // canonicalOrder is the order Plan reads jobs in: by key, and duplicate keys
@@ -227,7 +279,7 @@ func (p *planner) newJobState(in *Job) *jobState {
 	}
 	j := &jobState{
 		in: in, key: in.Key, min: int64(in.Min), max: int64(in.Max), desired: int64(in.Current),
-		priority: in.Priority, req: vecOf(in.Request),
+		priority: in.Priority, req: vecOf(in.Request), lim: vecOf(in.Limits), ns: namespaceOf(in.Key),
 	}
 	j.movable = in.Min >= 0 && in.Min < in.Max && in.Current >= in.Min && in.Current <= in.Max &&
 		!j.req.isZero() && !j.req.negative()
@@ -289,10 +341,14 @@ func (p *planner) newJobState(in *Job) *jobState {
 		start[g]++
 	}
 	// More pods than desired: the controller is already deleting the first
-	// ones. They still hold their nodes in the snapshot, so the plan leaves
-	// their capacity occupied.
+	// ones (newPlanner counts their room as going).
 	j.next = int(max(0, existing-j.desired))
 	return j
+}
+
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
 }
 
 // olderTrainer orders trainers by creation, then name.
@@ -325,50 +381,6 @@ func deletionGroup(t *TrainerPod) int {
 	return 2
 }
 
-// reserve finds room for every kept trainer that is not scheduled yet, so that
-// growth does not hand out capacity those trainers will take. Higher
-// priorities are reserved first, as the scheduler's queue would.
-func (p *planner) reserve() {
-	order := slices.Clone(p.jobs)
-	slices.SortStableFunc(order, func(a, b *jobState) int {
-		if a.priority != b.priority {
-			return int(b.priority) - int(a.priority)
-		}
-		return cmpString(a.key, b.key)
-	})
-	for _, j := range order {
-		for k := j.next; k < len(j.victims); k++ {
-			v := &j.victims[k]
-			if !v.created {
-				// Replicas the controller has not created are not in the
-				// snapshot's requests yet.
-				p.requested = p.requested.plus(v.req)
-			}
-			switch {
-			case v.bound:
-				j.placed++
-			case v.unsched:
-				j.unschedulable = true
-			case v.req.negative():
-				j.starved = true
-			default:
-				if n := p.index.firstFit(v.req); n >= 0 {
-					v.node = int32(n) // #nosec G115 -- an index of the snapshot's nodes: far fewer than 2^31
-					p.take(n, v.req)
-					j.placed++
-				} else {
-					j.starved = true
-				}
-			}
-		}
-	}
-}
-
-func (p *planner) take(n int, r vec) {
-	p.free[n] = p.free[n].minus(r)
-	p.index.set(n, p.free[n])
-}
-
 // removeNext takes the job's next trainer in ReplicaSet deletion order.
 func (p *planner) removeNext(j *jobState) {
 	v := &j.victims[j.next]
@@ -382,13 +394,13 @@ func (p *planner) removeNext(j *jobState) {
 		j.unscheduledShrunk++
 	}
 	if n := p.nodeOf(j, v); n >= 0 {
-		p.free[n] = p.free[n].plus(v.req)
 		if v.bound {
-			p.freed[n] = p.freed[n].plus(v.req)
+			p.goes(int(n), v.req)
+		} else {
+			p.free[n] = p.free[n].plus(v.req) // its reservation
 		}
-		p.index.set(int(n), p.free[n])
+		p.fit.set(int(n), p.free[n])
 	}
-	p.requested = p.requested.minus(v.req)
 	node := ""
 	if v.pod >= 0 {
 		node = j.in.Trainers[v.pod].Node

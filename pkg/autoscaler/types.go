@@ -30,12 +30,18 @@ type Job struct {
 	// [Min, Max]; fulfillment is measured from Trainers instead (the original
 	// EDL measured it from the desired count).
 	Current int32
-	// Priority is the trainers' pod priority, resolved from their
-	// priorityClassName by the caller.
+	// Priority is the trainers' pod priority: the newest trainer's
+	// spec.priority once a trainer exists (JobsFromSnapshot), else resolved
+	// from the template's priorityClassName by the caller.
 	Priority int32
-	// Request is one trainer's effective request, from the ReplicaSet's pod
-	// template; new trainers are planned with it.
-	Request Resources
+	// Request is one trainer's effective request as admitted: the newest
+	// trainer's once one exists (JobsFromSnapshot), with the LimitRange
+	// defaults and RuntimeClass overhead admission added, else the pod
+	// template's. New trainers are planned with it. Limits likewise, for
+	// quotas on limits.
+	Request, Limits Resources
+	// Placement is where the trainers may run, from the pod template.
+	Placement *cluster.Placement
 	// Trainers are the job's live trainer pods. Existing pods are accounted
 	// with their own requests, which may differ from Request after a template
 	// change.
@@ -50,7 +56,10 @@ type Options struct {
 	// that requests may reach; above it trainers are given back. Not positive
 	// means DefaultMaxLoadDesired.
 	MaxLoadDesired float64
-	// Now is the planning time, used only for the cool-down.
+	// Now is the planning time: the cool-down counts from it, and a pod
+	// still terminating settleSlack after its grace period ended is taken
+	// to be stuck (on a lost node, behind a finalizer) rather than about to
+	// free its room.
 	Now time.Time
 	// CoolDown is how long after a scale-down a job is not grown again, to
 	// stop a job from flapping when capacity comes and goes.
@@ -85,12 +94,18 @@ type ScaleAction struct {
 }
 
 // JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so
-// that the caller only supplies what the TrainingJobs and ReplicaSets say. The
-// Trainers slices are shared with snap, which Plan never modifies.
+// that the caller only supplies what the TrainingJobs and ReplicaSets say,
+// and with Priority, Request and Limits taken from the newest trainer, as
+// admission left them, once a trainer exists. The Trainers slices are shared
+// with snap, which Plan never modifies.
 func JobsFromSnapshot(snap cluster.Snapshot, jobs []Job) []Job {
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
 		j.Trainers = snap.TrainerPods(j.Key)
+		if n := len(j.Trainers); n > 0 {
+			newest := j.Trainers[n-1] // oldest first
+			j.Priority, j.Request, j.Limits = newest.Priority, newest.Request, newest.Limits
+		}
 		out[i] = j
 	}
 	return out

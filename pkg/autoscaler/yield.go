@@ -3,93 +3,64 @@ package autoscaler
 import (
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
-// yieldToPriority fits the unschedulable pending pods that outrank some
-// movable job, and those a TrainingJob needs to run at its minimum (its
-// master, its pservers and its trainers up to min-instance), taking trainers
-// back where needed. A pod of a higher priority may take any trainer above
-// its job's minimum; a job's pod that is part of its minimum may take them
-// from jobs of its own priority too: an elastic job's trainers beyond Min
-// are opportunistic, and a job that cannot start is worse off than one that
-// runs fewer extra trainers.
-func (p *planner) yieldToPriority(pending []cluster.PendingPod) {
+// yieldToMinimum makes room for the pods a TrainingJob needs to run at its
+// minimum — its master, its pservers and its trainers up to min-instance —
+// that wait for a node: they take trainers above their minimum from running
+// jobs of their own priority, the most fulfilled first, and of a lower
+// priority. An elastic job's trainers beyond Min are opportunistic, and a job
+// that cannot start is worse off than one that runs fewer extra trainers.
+// kube-scheduler does not preempt pods of the same priority, so EDL must.
+// A pod that may run on no node even empty, or whose placement admits no
+// node, takes nothing.
+func (p *planner) yieldToMinimum(claims []*cluster.PendingPod) {
 	if len(p.movable) == 0 {
 		return
 	}
-	quota := make(map[string]int64, len(p.jobs))
-	for _, j := range p.jobs {
-		// An elastic job's trainers beyond Min are opportunistic: nobody
-		// yields for them. Up to Min they are the job's right to run.
-		quota[j.key] = max(0, j.min-j.placed)
-	}
-	order := make([]int, 0, len(pending))
-	for i := range pending {
-		if pending[i].Priority > p.minPrio || (pending[i].Job != "" && pending[i].Priority == p.minPrio) {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		pa, pb := &pending[order[a]], &pending[order[b]]
-		if pa.Priority != pb.Priority {
-			return pa.Priority > pb.Priority
-		}
-		if !pa.Created.Equal(pb.Created) {
-			return pa.Created.Before(pb.Created)
-		}
-		if pa.Namespace != pb.Namespace {
-			return pa.Namespace < pb.Namespace
-		}
-		return pa.Name < pb.Name
-	})
-	for _, i := range order {
-		pod := &pending[i]
-		if pod.NominatedNode != "" {
-			// The scheduler has preempted pods for it already (trainers among
-			// them, if they are of lower priority); yielding more now would
-			// take twice. It still counts as load.
-			continue
-		}
-		c := claim{priority: pod.Priority}
-		if pod.Job != "" {
-			if _, planned := p.byKey[pod.Job]; planned && pod.Trainer {
-				if quota[pod.Job] <= 0 {
-					continue // beyond its minimum: opportunistic
-				}
-				quota[pod.Job]--
-			}
-			// Any other pod of a job is part of its minimum: the job is not
-			// Running yet (so not planned), or it is not elastic, or it is
-			// the pserver or master of a planned one.
-			c.share, c.own = true, pod.Job
-		}
+	for _, pod := range claims {
+		c := claim{priority: pod.Priority, share: true, own: pod.Job, never: pod.PreemptNever,
+			elig: p.classes.set(pod.Placement)}
 		req := vecOf(pod.Request)
-		if req.negative() {
-			continue
-		}
-		p.outranking = append(p.outranking, pod)
-		if n := p.index.firstFit(req); n >= 0 {
-			// It fits (the scheduler may not have retried yet): keep the room
-			// for it so that growth does not take it.
-			p.take(n, req)
-			continue
-		}
 		shape := pendingShape{claim: c, req: req}
-		if p.hopeless[shape] {
+		if p.hopeless[shape] || !p.couldHold(req, c.elig) {
 			// Nothing was freed for an identical pod; removals since then
 			// were made for other pods and used by them.
 			continue
 		}
-		if !p.makeRoom(c, req) {
-			if p.hopeless == nil {
-				p.hopeless = map[pendingShape]bool{}
+		if p.makeRoom(c, req) {
+			p.waiting = append(p.waiting, pod)
+			continue
+		}
+		if p.hopeless == nil {
+			p.hopeless = map[pendingShape]bool{}
+		}
+		p.hopeless[shape] = true
+	}
+}
+
+// couldHold reports whether some node e allows could hold req if it were
+// empty: a pod bigger than any such node waits for good, and searching for
+// evictions for it would only cost time.
+func (p *planner) couldHold(req vec, e *eligible) bool {
+	if e.perNode {
+		for _, n := range e.nodes {
+			if req.fitsIn(vecOf(p.nodes[n].Allocatable)) {
+				return true
 			}
-			p.hopeless[shape] = true
+		}
+		return false
+	}
+	for _, id := range e.classes {
+		for _, n := range p.classes.members[id] {
+			if req.fitsIn(vecOf(p.nodes[n].Allocatable)) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // slot is a trainer that could be removed to free its node: victims[pos] of
@@ -114,6 +85,8 @@ type claim struct {
 	priority int32
 	share    bool
 	own      string
+	never    bool      // preemptionPolicy Never: it takes from its own priority only
+	elig     *eligible // the nodes it may run on
 }
 
 // eviction is a way to make room on one node: every trainer of jobs[i] up to
@@ -156,7 +129,7 @@ func (e *eviction) better(o *eviction) bool {
 // yieldable reports whether j may lose trainers to c.
 func (p *planner) yieldable(j *jobState, c claim) bool {
 	return j.movable && j.slack() > 0 && j.key != c.own &&
-		(j.priority < c.priority || (c.share && j.priority == c.priority))
+		((j.priority < c.priority && !c.never) || (c.share && j.priority == c.priority))
 }
 
 // makeRoom removes trainers of the jobs c may take from so that req fits on
@@ -180,7 +153,7 @@ func (p *planner) makeRoom(c claim, req vec) bool {
 			p.removeNext(j)
 		}
 	}
-	p.take(best.node, req)
+	p.fit.take(best.node, req)
 	return true
 }
 
@@ -230,7 +203,7 @@ func (p *planner) cheapestEviction(c claim, req vec) *eviction {
 // find more.
 func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *eviction, truncated bool) {
 	if p.cands == nil {
-		p.cands = make([][]slot, len(p.names))
+		p.cands = make([][]slot, len(p.nodes))
 	}
 	var touched []int32
 	for _, j := range p.movable {
@@ -248,7 +221,7 @@ func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *ev
 				}
 				cost++
 			}
-			if n := p.nodeOf(j, v); n >= 0 {
+			if n := p.nodeOf(j, v); n >= 0 && c.elig.has(n, p.classes.classOf[n]) {
 				if len(p.cands[n]) == 0 {
 					touched = append(touched, n)
 				}

@@ -41,6 +41,8 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 			assert.Equal(t, CauseMinimum, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "the least fulfilled job of priority"):
 			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "hold or wait for the room") && !strings.Contains(a.Reason, "above max_load_desired"):
+			assert.Equal(t, CausePriority, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "cannot be scheduled") && !strings.Contains(a.Reason, "above max_load_desired"):
 			assert.Equal(t, CauseUnschedulable, a.Cause, a.Job)
 		default:

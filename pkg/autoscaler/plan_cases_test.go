@@ -57,7 +57,7 @@ func planCases() []planCase {
 		},
 		{
 			name:  "growth limited by per-node fit: 12 CPU idle in total, 3 per node, trainer needs 4",
-			nodes: append(nodes("n", 4, res(4, 16, 0)), nodeSpec{"big", res(4, 16, 0)}),
+			nodes: append(nodes("n", 4, res(4, 16, 0)), nodeSpec{name: "big", alloc: res(4, 16, 0)}),
 			jobs:  []Job{newJob("a", withRange(1, 10), withRequest(res(4, 1, 0)), runningOn("big"))},
 			others: []otherPod{
 				{name: "o0", node: "n-0", req: res(1, 1, 0)}, {name: "o1", node: "n-1", req: res(1, 1, 0)},
@@ -81,8 +81,8 @@ func planCases() []planCase {
 			name:  "over max_load_desired trainers are given back until under it",
 			nodes: nodes("n", 1, res(10, 100, 0)),
 			jobs:  []Job{newJob("a", withRange(2, 10), spread(8, nodes("n", 1, res(10, 100, 0))))},
-			// 8 trainers + 3 CPU of pending equal-priority work = 11 > 9.7.
-			others:  pendingPods(1, 0, res(3, 1, 0)),
+			// 8 trainers + a bound 3-CPU pod = 11 > 9.7.
+			others:  []otherPod{{name: "o", node: "n-0", req: res(3, 1, 0)}},
 			want:    map[string]int32{"a": 6},
 			reasons: map[string][]string{"a": {"scale down by 2: CPU load 1.1 above max_load_desired 0.97"}},
 		},
@@ -90,7 +90,7 @@ func planCases() []planCase {
 			name:    "load yield never goes below min",
 			nodes:   nodes("n", 1, res(10, 100, 0)),
 			jobs:    []Job{newJob("a", withRange(7, 10), spread(8, nodes("n", 1, res(10, 100, 0))))},
-			others:  pendingPods(1, 0, res(3, 1, 0)),
+			others:  []otherPod{{name: "o", node: "n-0", req: res(3, 1, 0)}},
 			want:    map[string]int32{"a": 7},
 			reasons: map[string][]string{"a": {"scale down by 1: CPU load 1.1 above"}},
 		},
@@ -102,31 +102,35 @@ func planCases() []planCase {
 			want:  map[string]int32{"a": 16},
 		},
 		{
-			name:  "yield to higher priority per node, not in total",
+			name:  "a pod of a higher priority is kube-scheduler's to place: EDL stops no trainer for it",
 			nodes: prioNodes,
+			opts:  Options{MaxLoadDesired: 1}, // isolate the priority rule
 			jobs: []Job{
-				// 8 trainers alternate n-0, n-1; the newest is on n-1. Six CPU
-				// on one node means three trainers there, and the ReplicaSet
-				// deletes newest first: t7 (n-1), t6 (n-0), t5 (n-1), t4
-				// (n-0), t3 (n-1).
 				newJob("low", withRange(1, 10), withRequest(res(2, 1, 0)), spread(8, prioNodes[:2])),
 				newJob("high", withRange(1, 10), withPriority(2000), withRequest(res(2, 1, 0)), spread(4, prioNodes[2:])),
 			},
+			// kube-scheduler preempts the fewest trainers for it on the best
+			// node (three on one node); the ReplicaSet's newest-first
+			// scale-down would have stopped five.
 			others: pendingPods(1, 1000, res(6, 1, 0)),
-			want:   map[string]int32{"low": 3},
-			reasons: map[string][]string{"low": {
-				"scale down by 5: 1 unschedulable pod of priority 1000 needs 6 CPU, 1024 MiB memory, 0 GPU; trainers of priority 0 make room on 1 node",
-			}},
+			want:   map[string]int32{},
 		},
 		{
-			name:  "many small high-priority pods share the room one yield makes",
+			name:  "trainers kube-scheduler preempted for a pod of a higher priority are given back",
 			nodes: twoFull,
-			jobs:  []Job{newJob("low", withRange(1, 16), withRequest(res(4, 1, 0)), spread(4, twoFull))},
-			// 12 × 0.5 CPU: each freed 4-CPU trainer fits 8 of them.
-			others: pendingPods(12, 1000, res(0.5, 0, 0)),
-			want:   map[string]int32{"low": 2},
+			opts:  Options{MaxLoadDesired: 1},
+			jobs: []Job{newJob("low", withRange(1, 16), withRequest(res(4, 1, 0)), runningOn("n-0", "n-1", "n-1"),
+				unschedulableTrainers(1))},
+			// The preempted trainer is going; its replacement finds its room
+			// taken by the pod the scheduler nominated there.
+			others: []otherPod{
+				{name: "preempted", node: "n-0", req: res(4, 1, 0), terminating: true, deadline: t0.Add(time.Hour)},
+				{name: "web", priority: 1000, req: res(4, 1, 0), nominated: "n-0"},
+			},
+			want: map[string]int32{"low": 3},
 			reasons: map[string][]string{"low": {
-				"scale down by 2: 12 unschedulable pods of priority 1000 need 6 CPU, 0 MiB memory, 0 GPU; trainers of priority 0 make room on 2 nodes",
+				"scale down by 1 (1 not yet scheduled): 1 trainer of the job cannot be scheduled",
+				"1 pod of priority 1000 hold or wait for the room (kube-scheduler preempts trainers for them)",
 			}},
 		},
 		{
@@ -138,12 +142,14 @@ func planCases() []planCase {
 			want:   map[string]int32{},
 		},
 		{
-			name:  "no yield to pods of lower priority",
+			name:  "pods of a lower priority neither shrink a job nor hold back its growth",
 			nodes: nodes("n", 3, res(8, 64, 0)),
 			jobs:  []Job{newJob("a", withRange(1, 10), withRequest(res(2, 1, 0)), spread(4, nodes("n", 1, res(8, 64, 0))))},
 			others: append([]otherPod{{name: "o1", node: "n-1", req: res(4, 1, 0)}, {name: "o2", node: "n-2", req: res(4, 1, 0)}},
 				pendingPods(1, -5, res(6, 1, 0))...),
-			want: map[string]int32{},
+			// 16 of 24 CPU bound; the 6-CPU pod of priority -5 fits nowhere
+			// and is no load: a grows to 23 of 24 CPU.
+			want: map[string]int32{"a": 7},
 		},
 		{
 			name:  "no yield from jobs of equal or higher priority",
@@ -160,11 +166,12 @@ func planCases() []planCase {
 			name:  "a pod no yield can fit costs nothing",
 			nodes: twoFull,
 			jobs:  []Job{newJob("low", withRange(1, 10), withRequest(res(4, 1, 0)), spread(4, twoFull))},
-			// Needs 9 CPU; no node has more than 8.
+			opts:  Options{MaxLoadDesired: 1},
+			// Needs 9 CPU; no node has more than 8. It is no load either:
+			// pending pods are not (the original counted them, so one such
+			// pod shrank every job to its minimum).
 			others: pendingPods(1, 1000, res(9, 1, 0)),
-			// Load is 25/16 though, so the load rule still applies.
-			want:    map[string]int32{"low": 1},
-			reasons: map[string][]string{"low": {"scale down by 3: CPU load 1.563 above max_load_desired 0.97"}},
+			want:   map[string]int32{},
 		},
 		{
 			name:  "fairness: equal jobs share spare capacity",
@@ -268,14 +275,14 @@ func planCases() []planCase {
 			}},
 		},
 		{
-			name:  "replicas not created yet count as load, and are trimmed first",
+			name:  "replicas not created yet are no load: one keeps the room it fits in, the other waits for the scheduler",
 			nodes: nodes("n", 1, res(2, 64, 0)),
 			opts:  Options{MaxLoadDesired: 1},
 			jobs: []Job{
 				newJob("starved", withRange(1, 10), withCurrent(3), withRequest(res(1, 1, 0)), runningOn("n-0")),
+				newJob("other", withRange(1, 10), withRequest(res(1, 1, 0)), runningOn("n-0")),
 			},
-			want:    map[string]int32{"starved": 2},
-			reasons: map[string][]string{"starved": {"scale down by 1 (1 not yet scheduled): CPU load 1.5 above max_load_desired 1"}},
+			want: map[string]int32{},
 		},
 		{
 			name:  "room a yield frees is not regrown in the same plan",
@@ -307,10 +314,10 @@ func planCases() []planCase {
 				newJob("pending", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0"), unschedulableTrainers(2)),
 				newJob("running", withRange(1, 10), withPriority(-1), runningOn("n-0", "n-0", "n-0", "n-0", "n-0")),
 			},
-			// 12 CPU requested of 10: the two unschedulable trainers hold no
-			// node, so removing them stops nothing that runs.
+			// 10 CPU bound of 10, and the two unschedulable trainers fit
+			// nowhere: they are given up, which stops nothing that runs.
 			want:    map[string]int32{"pending": 5},
-			reasons: map[string][]string{"pending": {"scale down by 2 (2 not yet scheduled): CPU load 1.2 above max_load_desired 1"}},
+			reasons: map[string][]string{"pending": {"scale down by 2 (2 not yet scheduled): 2 trainers of the job cannot be scheduled"}},
 		},
 		{
 			name:  "exactly at the threshold nothing moves: grow and shrink share one test",
@@ -334,7 +341,7 @@ func planCases() []planCase {
 			want: map[string]int32{"low": 3, "high": 1},
 			reasons: map[string][]string{
 				"low":  {"1 unschedulable pod of priority 1000 needs 4 CPU"},
-				"high": {"1 trainer of the job cannot be scheduled and no node has room for one"},
+				"high": {"1 trainer of the job cannot be scheduled and no node it may use has room for one"},
 			},
 		},
 		{
@@ -447,7 +454,7 @@ func planCases() []planCase {
 			},
 			// 14 CPU requested of 10: lowprio goes to its min (-2), rich to
 			// poor's fulfillment (-1), then the tie goes by key (-1).
-			others: pendingPods(1, 0, res(4, 1, 0)),
+			others: []otherPod{{name: "o", node: "n-0", req: res(4, 1, 0)}},
 			want:   map[string]int32{"lowprio": 1, "rich": 3, "poor": 2},
 		},
 	}

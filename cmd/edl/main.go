@@ -354,6 +354,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	tracker, err := cluster.New(cluster.Config{
 		PodInformer:      podInformer,
 		NodeInformer:     nodeInformer,
+		QuotaInformer:    kubeInformers.Core().V1().ResourceQuotas(),
 		Logger:           logger,
 		GPUResourceNames: gpus,
 	})

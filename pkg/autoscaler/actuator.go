@@ -20,7 +20,15 @@ import (
 // status.
 func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAction, now time.Time) error {
 	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
+	rs, err := a.replicaSets.ReplicaSets(job.Namespace).Get(name)
+	if err != nil {
+		return fmt.Errorf("get ReplicaSet %s: %w", name, err)
+	}
+	// The patch tests the object as well as the count: a ReplicaSet deleted
+	// and created again under the same name (another owner's, or the
+	// controller's after a deletion) is not the one planned for.
 	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
 		{"op": "test", "path": "/spec/replicas", "value": act.From},
 		{"op": "replace", "path": "/spec/replicas", "value": act.To},
 	})

@@ -128,6 +128,7 @@ func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators 
 		m(job)
 	}
 	rs := controller.ReplicaSet(job, v1.RoleTrainer, replicas, nil)
+	rs.UID = types.UID(name + "-trainer-uid")
 	out := []runtime.Object{job, rs}
 	for i := int32(0); i < replicas; i++ {
 		pod := &corev1.Pod{
@@ -137,6 +138,7 @@ func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators 
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
 		pod.Spec.NodeName = "n1"
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
 		out = append(out, pod)
 	}
 	return out
@@ -165,7 +167,7 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 	rsPatch := writes[0].(clienttesting.PatchAction)
 	assert.Equal(t, "a-trainer", rsPatch.GetName())
 	assert.Equal(t, types.JSONPatchType, rsPatch.GetPatchType())
-	assert.JSONEq(t, `[{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":4}]`, string(rsPatch.GetPatch()))
+	assert.JSONEq(t, `[{"op":"test","path":"/metadata/uid","value":"a-trainer-uid"},{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":4}]`, string(rsPatch.GetPatch()))
 	rs, err := f.kube.AppsV1().ReplicaSets("ns").Get(context.Background(), "a-trainer", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(4), *rs.Spec.Replicas)
@@ -346,4 +348,25 @@ func TestRunStoppedBeforeTheCachesSyncIsNoError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the informers never start: the caches never sync
 	assert.NoError(t, scaler.Run(ctx))
+}
+
+// TestApplyTestsTheReplicaSetsUID: the patch tests the ReplicaSet's UID as
+// well as its count, so that one deleted and created again between the plan
+// and the patch, with the same count, is not scaled; a refused patch writes
+// nothing else.
+func TestApplyTestsTheReplicaSetsUID(t *testing.T) {
+	objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	f.kube.PrependReactor("patch", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		// What the API server does when a JSON patch's test fails.
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "a-trainer", nil)
+	})
+	actions := f.scaler.RunOnce(context.Background())
+	require.Len(t, actions, 1)
+	for _, w := range f.writes() {
+		p, ok := w.(clienttesting.PatchAction)
+		require.True(t, ok)
+		assert.Contains(t, string(p.GetPatch()), `"path":"/metadata/uid"`)
+		assert.NotEqual(t, "status", p.GetSubresource(), "no status recorded for a patch that did not apply")
+	}
 }

@@ -178,14 +178,16 @@ func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
 		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
 			continue // someone else's ReplicaSet: the controller reports it
 		}
+		template := &rs.Spec.Template.Spec
 		job := Job{
-			Key:      key(tj),
-			Min:      spec.Trainer.MinInstance,
-			Max:      spec.Trainer.MaxInstance,
-			Current:  *rs.Spec.Replicas,
-			Priority: a.priority(spec.PriorityClassName),
-			Request:  a.tracker.PodRequest(&rs.Spec.Template.Spec),
+			Key:       key(tj),
+			Min:       spec.Trainer.MinInstance,
+			Max:       spec.Trainer.MaxInstance,
+			Current:   *rs.Spec.Replicas,
+			Priority:  a.priority(spec.PriorityClassName),
+			Placement: cluster.PlacementOf(template),
 		}
+		job.Request, job.Limits = a.tracker.PodRequestAndLimits(template)
 		if last := tj.Status.LastScale; last != nil && last.To < last.From {
 			job.LastScaleDown = last.Time.Time
 		}

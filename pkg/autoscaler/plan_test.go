@@ -102,7 +102,8 @@ func TestPlanFulfillmentCountsPlacedTrainers(t *testing.T) {
 		// Desired 5, all running (f=0.44).
 		newJob("running", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0")),
 	}
-	others := pendingPods(1, 1000, res(1, 1, 0))
+	// A job below its minimum needs room among its equals.
+	others := []otherPod{{name: "new-trainer-0", job: "ns/new", req: res(1, 1, 0)}}
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{MaxLoadDesired: 2})
 	assert.Equal(t, int32(4), toOf(actions, jobs[1]), "the job that really runs the most gives back")
 	assert.Equal(t, int32(2), toOf(actions, jobs[0]), "the mostly pending job keeps its 2 running trainers and gives up the 6 no node has room for")
@@ -111,12 +112,12 @@ func TestPlanFulfillmentCountsPlacedTrainers(t *testing.T) {
 func TestScaleDownNamesTheNodesTrainersLeave(t *testing.T) {
 	ns := nodes("n", 2, res(8, 64, 0))
 	jobs := []Job{newJob("a", withRange(1, 10), withRequest(res(2, 1, 0)), runningOn("n-0", "n-1", "n-0", "n-1"), unschedulableTrainers(1))}
-	others := pendingPods(1, 0, res(8, 1, 0)) // 18 CPU of 16
+	others := []otherPod{{name: "o", node: "n-0", req: res(8, 1, 0)}} // 16 CPU bound of 16
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{})
 	require.Len(t, actions, 1)
 	// The unschedulable trainer first, then the newest: t3 on n-1.
 	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"}, Cause: CauseLoad,
-		Reason: "scale down by 2 (1 not yet scheduled): CPU load 1.125 above max_load_desired 0.97"}, actions[0])
+		Reason: "scale down by 2 (1 not yet scheduled): CPU load 1 above max_load_desired 0.97"}, actions[0])
 }
 
 func TestJobsFromSnapshot(t *testing.T) {

@@ -7,6 +7,12 @@ import corev1 "k8s.io/api/core/v1"
 // with the tracker's GPU resource names. The autoscaler prices one more
 // trainer with it, from the trainer ReplicaSet's pod template.
 func (t *Tracker) PodRequest(spec *corev1.PodSpec) Resources {
-	req, _ := t.reader.podRequestsAndLimits(spec)
-	return req.ceilResources()
+	req, _ := t.PodRequestAndLimits(spec)
+	return req
+}
+
+// PodRequestAndLimits is PodRequest and the pod's effective limits alike.
+func (t *Tracker) PodRequestAndLimits(spec *corev1.PodSpec) (req, lim Resources) {
+	r, l := t.reader.podRequestsAndLimits(spec)
+	return r.ceilResources(), l.ceilResources()
 }

@@ -33,7 +33,7 @@ type planner struct {
 
 	total     vec
 	requested vec // the load the shrinking phases test: pods bound to counted nodes that stay
-	growLoad  vec // the load growth tests: every bound pod, and what this plan expects to be bound
+	growLoad  vec // the load growth tests: bound pods that stay or that this plan removes, and what it expects to be bound
 
 	jobs     []*jobState
 	byKey    map[string]*jobState
@@ -173,7 +173,6 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
 	}
 	p.total = vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
 	p.requested = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
-	p.growLoad = p.requested
 
 	p.nodes = snap.Nodes
 	if !slices.IsSortedFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) }) {
@@ -231,6 +230,11 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
 		}
 	}
 	p.fit = newFitter(p.classes, p.free)
+	// Growth's load leaves out the pods that were going before this plan,
+	// as the shrinking phases do: counting a terminating trainer would keep
+	// the job it was given back for from growing into its room. The
+	// removals of this plan stay in: their room is not growth's yet.
+	p.growLoad = p.requested
 	return p
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"flag"
 	"fmt"
 	"math/rand"
 	"strconv"
@@ -12,6 +13,9 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
+// long runs the oracle over many more seeds: make fuzz sets it.
+var long = flag.Bool("long", false, "run the snapshot oracle over 20,000 seeds")
+
 // TestTrackerMatchesARecount is the snapshot's oracle: random sequences of
 // pod and node events — pods created, bound, moved, made unschedulable,
 // deleted gracefully or at once, finished; nodes added, cordoned, made
@@ -20,8 +24,8 @@ import (
 // and with totals that a direct count over those objects agrees with.
 func TestTrackerMatchesARecount(t *testing.T) {
 	seeds, events := 200, 300
-	if testing.Short() {
-		seeds = 50
+	if *long {
+		seeds = 20000
 	}
 	for seed := range int64(seeds) {
 		r := rand.New(rand.NewSource(seed))

@@ -38,7 +38,11 @@ func (p *planner) rebalance() {
 		}
 		byPriority[j.priority] = append(byPriority[j.priority], j)
 	}
-	var reserved []vec // per node, room promised to takers; made at the first move
+	// Per node, the room rebalancing freed and the room it promised to
+	// takers; made at the first move. A taker is promised only room givers
+	// free: idle room next to it would be growth's to hand out in the next
+	// plan, before the giver's trainer has gone.
+	var freed, reserved []vec
 	load := p.growLoad
 	for _, level := range levels {
 		// Growth serves higher priorities first: room freed where one of
@@ -81,13 +85,9 @@ func (p *planner) rebalance() {
 			}
 			v := &giver.victims[giver.next]
 			n := p.nodeOf(giver, v)
-			var promised vec
+			room := v.req
 			if reserved != nil && n >= 0 {
-				promised = reserved[n]
-			}
-			room := vec{}
-			if n >= 0 {
-				room = p.free[n].plus(v.req).minus(promised)
+				room = room.plus(freed[n]).minus(reserved[n])
 			}
 			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || takesFirst(ahead, n, room, p) {
 				// The taker's trainer would not fit where this one leaves,
@@ -112,8 +112,9 @@ func (p *planner) rebalance() {
 				heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
 			}
 			if reserved == nil {
-				reserved = make([]vec, len(p.free))
+				freed, reserved = make([]vec, len(p.free)), make([]vec, len(p.free))
 			}
+			freed[n] = freed[n].plus(v.req)
 			reserved[n] = reserved[n].plus(taker.req)
 			load = after
 			p.removeNext(giver)

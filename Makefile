@@ -73,8 +73,10 @@ test: lint controlplane ## make lint, unit tests (-race), a short fuzz of the pl
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
 
 .PHONY: fuzz
-fuzz: ## fuzz the planner for LONG_FUZZTIME (5m)
+fuzz: ## fuzz the planner for LONG_FUZZTIME (5m); the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
+	go test -count=1 -run '^TestPlanOverManyCycles$$' ./pkg/autoscaler -args -long
+	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
 bench: ## planner and snapshot benchmarks

@@ -199,7 +199,7 @@ func removeOne(ts []TrainerPod) []TrainerPod {
 	victim := -1
 	for i, t := range ts {
 		if victim < 0 || rsRank(t) < rsRank(ts[victim]) ||
-			(rsRank(t) == rsRank(ts[victim]) && t.Created.After(ts[victim].Created)) {
+			(rsRank(t) == rsRank(ts[victim]) && olderTrainer(&ts[victim], &t)) {
 			victim = i
 		}
 	}

@@ -2,7 +2,9 @@ package autoscaler
 
 import (
 	"fmt"
+	"slices"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,34 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 	if k := f.intn(4); k > 0 {
 		opts.MaxLoadDesired = 0.4 + 0.2*float64(k)
 	}
+	// Where pods may run, and time: pools and a tainted GPU pool, jobs and
+	// pods restricted to them, pods that never preempt, pods terminating
+	// (in their grace period or stuck), trainers whose priority is their
+	// job's, and a Now an hour on.
+	for i := range ns {
+		ns[i].labels = map[string]string{"pool": []string{"a", "b", "gpu"}[f.intn(3)]}
+		if ns[i].labels["pool"] == "gpu" {
+			ns[i].taints = []corev1.Taint{gpuTaint}
+		}
+	}
+	placements := []*cluster.Placement{nil, inPool("a"), inPool("b"), onGPUPool()}
+	for i := range jobs {
+		jobs[i].Placement = placements[f.intn(len(placements))]
+		for k := range jobs[i].Trainers {
+			jobs[i].Trainers[k].Priority = jobs[i].Priority
+		}
+	}
+	for i := range others {
+		others[i].placement = placements[f.intn(len(placements))]
+		others[i].never = f.intn(4) == 0
+		if others[i].node != "" && others[i].node != "gone" && f.intn(3) == 0 {
+			others[i].terminating = true
+			others[i].deadline = t0.Add(time.Duration(f.intn(3)-1) * time.Hour)
+		}
+	}
+	if f.intn(2) == 0 {
+		opts.Now = t0.Add(time.Hour)
+	}
 	return ns, jobs, others, opts
 }
 
@@ -134,7 +164,11 @@ func FuzzPlan(f *testing.F) {
 			seen[a.Job] = true
 			j := jobByKey(jobs, a.Job)
 			switch {
-			case a.To < a.From && a.Cause == CauseUnschedulable:
+			case a.To > a.From:
+				for _, n := range a.Nodes {
+					assert.True(t, mayRun(j.Placement, nodeObj(ns, n)), "%s grew onto %s, which it may not use", a.Job, n)
+				}
+			case a.To < a.From && (a.Cause == CauseUnschedulable || strings.Contains(a.Reason, "cannot be scheduled") && a.Cause == CausePriority):
 				// Giving up stuck trainers: only trainers the scheduler
 				// reported unschedulable go.
 				stuck := 0
@@ -151,8 +185,12 @@ func FuzzPlan(f *testing.F) {
 					taker = taker || (o.Key != j.Key && o.Priority == j.Priority && o.Min < o.Max && o.Current < o.Max)
 				}
 				assert.True(t, taker, "%s rebalanced with no job of its priority to give to: %s", a.Job, a.Reason)
+			case a.To < a.From && (a.Cause == CauseMinimum || a.Cause == CausePriority):
+				// For a job below its minimum: one of its waiting pods may use
+				// a node the trainers leave.
+				assert.True(t, claimMayUse(snap, ns, j, a.Nodes), "%s gave way on %v to no pod that may use those nodes: %s", a.Job, a.Nodes, a.Reason)
 			case a.To < a.From:
-				assert.True(t, shrinkJustified(snap, jobs, j, opts), "%s shrank without load or outranking pods: %s", a.Job, a.Reason)
+				assert.True(t, shrinkJustified(snap, j, opts), "%s shrank without load: %s", a.Job, a.Reason)
 			}
 		}
 	})
@@ -167,24 +205,19 @@ func jobByKey(jobs []Job, key string) Job {
 	return Job{}
 }
 
-// shrinkJustified reports whether the plan had a reason to take trainers from
-// j: a resource over the threshold (counting replicas not created yet), an
-// unschedulable pod of higher priority, or one of its own priority that
-// another job needs.
-func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) bool {
-	for _, p := range snap.Pending {
-		if p.Priority > j.Priority || (p.Priority == j.Priority && p.Job != "" && p.Job != j.Key) {
-			return true
-		}
-	}
+// shrinkJustified reports whether a resource was over the threshold, counting
+// only pods bound to counted nodes, less those going.
+func shrinkJustified(snap cluster.Snapshot, j Job, opts Options) bool {
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {
 		threshold = DefaultMaxLoadDesired
 	}
 	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
-	for _, o := range jobs {
-		if missing := int64(o.Current) - int64(len(o.Trainers)); missing > 0 {
-			load = load.plus(vec{o.Request.CPUMilli * missing, o.Request.MemoryMega * missing, o.Request.GPU * missing})
+	for _, n := range snap.Nodes {
+		for _, t := range n.Terminating {
+			if !opts.Now.After(t.Deadline.Add(settleSlack)) {
+				load = load.minus(vecOf(t.Request))
+			}
 		}
 	}
 	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
@@ -194,4 +227,32 @@ func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) boo
 		}
 	}
 	return false
+}
+
+// claimMayUse reports whether a waiting pod of another job, of j's priority
+// or higher, may run on one of the nodes j's removed trainers held.
+func claimMayUse(snap cluster.Snapshot, ns []nodeSpec, j Job, nodes []string) bool {
+	if !slices.ContainsFunc(nodes, func(n string) bool { return n != "" }) {
+		return true // only trainers not scheduled yet: nothing that runs stops
+	}
+	for _, p := range snap.Pending {
+		if p.Job == "" || p.Job == j.Key || p.Priority < j.Priority {
+			continue
+		}
+		for _, n := range nodes {
+			if n != "" && mayRun(p.Placement, nodeObj(ns, n)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nodeObj(ns []nodeSpec, name string) *corev1.Node {
+	for _, n := range ns {
+		if n.name == name {
+			return &corev1.Node{ObjectMeta: objectMeta(n.name, n.labels), Spec: corev1.NodeSpec{Taints: n.taints}}
+		}
+	}
+	return &corev1.Node{ObjectMeta: objectMeta(name, nil)}
 }

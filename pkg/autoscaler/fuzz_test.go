@@ -2,8 +2,8 @@ package autoscaler
 
 import (
 	"fmt"
-	"slices"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"

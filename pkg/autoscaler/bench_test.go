@@ -86,16 +86,65 @@ func buildBenchScenario(nodeCount int, uneven bool) (cluster.Snapshot, []Job) {
 	if uneven {
 		return clusterOf(ns, jobs, others...), jobs
 	}
+	// Pods of a higher priority are kube-scheduler's to place; the pods of
+	// new jobs below their minimum, of the jobs' priorities, are the
+	// planner's: they fit only after one, two or seven trainers leave a node.
 	for k := range max(1, nodeCount/100) {
 		others = append(others,
 			otherPod{name: fmt.Sprintf("p3-%d", k), priority: 1000, req: res(3, 4, 0)},
 			otherPod{name: fmt.Sprintf("p8-%d", k), priority: 1000, req: res(8, 16, 0)},
+			otherPod{name: fmt.Sprintf("new3-%d", k), job: fmt.Sprintf("ns/new-%d", k), notTrainer: true, priority: 2, req: res(3, 4, 0)},
+			otherPod{name: fmt.Sprintf("new8-%d", k), job: fmt.Sprintf("ns/new-%d", k), priority: 2, req: res(8, 16, 0)},
 		)
 	}
 	for k := range max(1, nodeCount/1000) {
-		others = append(others, otherPod{name: fmt.Sprintf("p20-%d", k), priority: 1000, req: res(20, 16, 0)})
+		others = append(others, otherPod{name: fmt.Sprintf("new20-%d", k), job: fmt.Sprintf("ns/big-%d", k), priority: 2, req: res(20, 16, 0)})
+	}
+	// 200 distinct pods that fit nowhere: bigger than any node. Half are
+	// pods of new jobs, which the planner must not search evictions for.
+	for k := range 200 {
+		o := otherPod{name: fmt.Sprintf("huge-%d", k), priority: int32(k % 3), req: res(65+float64(k), 4, 0)}
+		if k%2 == 0 {
+			o.job = fmt.Sprintf("ns/huge-%d", k)
+		}
+		others = append(others, o)
 	}
 	return clusterOf(ns, jobs, others...), jobs
+}
+
+// poolsScenario is benchScenario on a cluster of pools: ten CPU pools told
+// apart by a label, two of GPU nodes tainted nvidia.com/gpu=present:NoSchedule,
+// and jobs with and without selectors and tolerations.
+func poolsScenario(nodeCount int) (cluster.Snapshot, []Job) {
+	snap, jobs := benchScenario(nodeCount)
+	gpu := onGPUPool()
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		p := i % 12
+		n.Labels = map[string]string{"pool": fmt.Sprintf("pool-%d", p), "kubernetes.io/hostname": n.Name}
+		if p >= 10 {
+			n.Labels["pool"] = "gpu"
+			n.Labels["gpu-pool"] = fmt.Sprintf("g%d", p)
+			n.Taints = []corev1.Taint{gpuTaint}
+			n.Allocatable.GPU, n.Free.GPU = 8, 8+n.Free.GPU-n.Allocatable.GPU
+		}
+	}
+	for i := range jobs {
+		switch i % 4 {
+		case 1:
+			jobs[i].Placement = inPool(fmt.Sprintf("pool-%d", i%10))
+		case 2:
+			jobs[i].Placement = gpu
+		case 3:
+			jobs[i].Placement = placementOf(requiring(expr("pool", corev1.NodeSelectorOpIn, "pool-1", "pool-2", "pool-3")))
+		}
+	}
+	for i := range snap.Pending {
+		if i%3 == 0 {
+			snap.Pending[i].Placement = inPool(fmt.Sprintf("pool-%d", i%10))
+		}
+	}
+	return snap, jobs
 }
 
 // cpuTime is the user and system CPU time the process has used so far.
@@ -108,6 +157,10 @@ func cpuTime() time.Duration {
 }
 
 func BenchmarkPlan(b *testing.B) { benchmarkPlan(b, benchScenario) }
+
+// BenchmarkPlanPools measures a plan on a cluster of labelled and tainted
+// pools, where placements decide which nodes each job and pod may use.
+func BenchmarkPlanPools(b *testing.B) { benchmarkPlan(b, poolsScenario) }
 
 // BenchmarkPlanRebalance measures a plan that is all rebalancing.
 func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,34 +21,11 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1/testcorpus"
 	"github.com/paddlepaddle/edl/pkg/controller"
-	"github.com/paddlepaddle/edl/test/framework"
-)
-
-var (
-	crdOnce sync.Once
-	crdErr  error
 )
 
 // trainingJobs is the TrainingJob resource for the dynamic client, which
 // sends objects as they are written, wrong types and unknown keys included.
 var trainingJobs = schema.GroupVersionResource{Group: "paddlepaddle.org", Version: "v1", Resource: "trainingjobs"}
-
-// installCRD checks that thirdpartyresource.yaml is installed on the shared
-// control plane (TestMain installs it, once for the package).
-func installCRD(t *testing.T) {
-	t.Helper()
-	crdOnce.Do(func() { crdErr = applyCRD(cp) })
-	require.NoError(t, crdErr, "install the TrainingJob CRD")
-}
-
-// applyCRD installs thirdpartyresource.yaml on plane.
-func applyCRD(plane *framework.ControlPlane) error {
-	root, err := framework.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	return plane.ApplyCRD(context.Background(), filepath.Join(root, "thirdpartyresource.yaml"))
-}
 
 // TestCRDRejectsInvalidJobsNamingTheField sends every job of the invalid
 // corpus to the real API server, with strict field validation as kubectl

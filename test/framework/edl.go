@@ -154,7 +154,11 @@ func StartEDL(opts EDLOptions) (*EDL, error) {
 	}()
 	if opts.StartupGrace > 0 {
 		if exited, err := e.Wait(opts.StartupGrace); exited {
-			return nil, fmt.Errorf("edl exited at once (%v); its last lines:\n%s", err, e.Tail(20))
+			where := "its log"
+			if e.logPath != "" {
+				where = e.logPath
+			}
+			return nil, fmt.Errorf("edl exited at once (%v); end of %s:\n%s", err, where, e.Tail(20))
 		}
 	}
 	return e, nil
@@ -198,15 +202,18 @@ func (e *EDL) Kill() {
 // not after grace. It returns nil if edl exited 0, otherwise what went
 // wrong; an edl that had exited before Stop returns how it ended.
 func (e *EDL) Stop(grace time.Duration) error {
-	if exited, err := e.Exited(); exited {
-		return err
+	exited, err := e.Exited()
+	if !exited {
+		e.Signal(syscall.SIGTERM)
+		if exited, err = e.Wait(grace); !exited {
+			e.Kill()
+			return fmt.Errorf("edl did not stop within %s of SIGTERM; killed", grace)
+		}
 	}
-	e.Signal(syscall.SIGTERM)
-	if exited, err := e.Wait(grace); exited {
-		return err
+	if err != nil {
+		return fmt.Errorf("edl exited: %w", err)
 	}
-	e.Kill()
-	return fmt.Errorf("edl did not stop within %s of SIGTERM; killed", grace)
+	return nil
 }
 
 // Wait waits up to timeout for edl to exit and reports whether it has and

@@ -57,7 +57,7 @@ func TestStartEDLFailsOnAnEarlyExit(t *testing.T) {
 	_, err := StartEDL(EDLOptions{Binary: "/bin/sh", Args: []string{"-c", "echo bad flag; exit 2"}, StartupGrace: 5 * time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "edl exited at once")
-	assert.Contains(t, err.Error(), "bad flag", "with the end of its log")
+	assert.Contains(t, err.Error(), "end of its log:\nbad flag")
 }
 
 func TestEDLExitedUnasked(t *testing.T) {

@@ -46,22 +46,6 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// newNamespace creates a namespace on plane and deletes it when the test ends.
-func newNamespace(t *testing.T, plane *ControlPlane) string {
-	t.Helper()
-	ns, err := plane.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		err := plane.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		if err != nil {
-			t.Errorf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
-}
-
 func testVersions(t *testing.T, plane *ControlPlane, nodes NodeSpec) {
 	ctx := testContext(t)
 
@@ -78,7 +62,7 @@ func testVersions(t *testing.T, plane *ControlPlane, nodes NodeSpec) {
 
 func testReplicaSetPodsRunOnKwokNodes(t *testing.T, plane *ControlPlane) {
 	ctx := testContext(t)
-	ns := newNamespace(t, plane)
+	ns := plane.NewNamespace(t)
 
 	rs := newReplicaSet("trainer", 4)
 	_, err := plane.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
@@ -101,7 +85,7 @@ func testReplicaSetPodsRunOnKwokNodes(t *testing.T, plane *ControlPlane) {
 // other subtests share; it must run last.
 func testInformerRecoversAfterAPIServerRestart(t *testing.T, plane *ControlPlane) {
 	ctx := testContext(t)
-	ns := newNamespace(t, plane)
+	ns := plane.NewNamespace(t)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(plane.Client, 0, informers.WithNamespace(ns))
 	configMaps := factory.Core().V1().ConfigMaps()
@@ -158,7 +142,7 @@ func testKwokExitStage(t *testing.T, plane *ControlPlane) {
 		{name: "never-fails-later", restartPolicy: corev1.RestartPolicyNever, exitCode: 1, annotateLater: true, wantPhase: corev1.PodFailed},
 		{name: "onfailure-fails", restartPolicy: corev1.RestartPolicyOnFailure, exitCode: 2, wantPhase: corev1.PodRunning},
 	}
-	ns := newNamespace(t, plane)
+	ns := plane.NewNamespace(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testContext(t)

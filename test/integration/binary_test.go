@@ -17,7 +17,7 @@ import (
 // namespace, and serves HTTP on a free port.
 func TestEDLBinaryOutOfCluster(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	edl := startEDLProc(t, "-kubeconfig", cp.Kubeconfig, "-log_level", "debug", "-leader_elect_namespace", ns)
 
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns), metav1.CreateOptions{})

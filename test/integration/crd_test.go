@@ -32,7 +32,7 @@ var trainingJobs = schema.GroupVersionResource{Group: "paddlepaddle.org", Versio
 // does, and expects a rejection that names the field.
 func TestCRDRejectsInvalidJobsNamingTheField(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 
@@ -62,7 +62,7 @@ func TestCRDRejectsInvalidJobsNamingTheField(t *testing.T) {
 // and reads back the schema's defaults.
 func TestCRDAcceptsTheExampleWithDefaults(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 
@@ -98,7 +98,7 @@ spec:
 // naming the field and a Warning event, and creates nothing for any of them.
 func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 	crds, err := apiextensionsclient.NewForConfig(cp.Config)

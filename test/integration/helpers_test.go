@@ -49,42 +49,11 @@ import (
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
-// newNamespace creates a namespace named after the test and deletes it when
-// the test ends.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		err := cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		if err != nil {
-			t.Errorf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
-}
-
 // testContext returns a context that ends with the test or after waitTimeout.
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// newPod builds a pod with one container that requests 100m CPU and 64Mi of memory.
-func newPod(name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:      "main",
-				Image:     "paddlepaddle/edl-fake:latest",
-				Resources: requests("100m", "64Mi"),
-			}},
-		},
-	}
 }
 
 func requests(cpu, memory string) corev1.ResourceRequirements {

@@ -28,7 +28,7 @@ import (
 // leader whose lease someone else takes exits 1 with one line.
 func TestLeaderElectionOnTheAPIServer(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	args := []string{"-kubeconfig", cp.Kubeconfig, "-log_level", "info", "-leader_elect_namespace", ns,
 		"-leader_elect_lease_duration", "6s", "-leader_elect_renew_deadline", "4s", "-leader_elect_retry_period", "1s"}
 	holder := func() string { return leaseHolder(testContext(t), cp, ns) }

@@ -65,7 +65,7 @@ func forbiddenRequests(p *edlProc) float64 {
 func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	installCRD(t)
 	installControllerIdentity(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	ctx := testContext(t)
 	edl := startEDLProc(t, "-kubeconfig", impersonatingKubeconfig(t, controllerUser),
 		"-log_level", "debug", "-autoscale_interval", "1s")

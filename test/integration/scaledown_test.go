@@ -49,7 +49,7 @@ func waitTrainers(t *testing.T, ns, job string, running, pending int) []corev1.P
 // pending. Scaling from 4 to 2 must remove the pending one and the newest,
 // keeping the two oldest.
 func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	pool := map[string]string{"pool": ns}
 	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{

@@ -25,7 +25,7 @@ import (
 // it to Running: owned ReplicaSets and Services, pods Running on kwok nodes,
 // status counts, kubectl's columns; then deleting the job removes everything.
 func TestJobRunsOnKwokNodes(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	tj := jobClient(t)
 
@@ -101,7 +101,7 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 // the way of its trainers: the controller must neither adopt, patch nor
 // delete it, and must say so on the job.
 func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	replicas := int32(0)
 	foreign, err := cp.Client.AppsV1().ReplicaSets(ns).Create(testContext(t), &appsv1.ReplicaSet{
@@ -111,7 +111,7 @@ func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "someone-else"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "someone-else"}},
-				Spec:       newPod("x").Spec,
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "paddlepaddle/edl-fake:latest", Resources: requests("100m", "64Mi")}}},
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -153,7 +153,7 @@ func annotateExit(t *testing.T, ns, pod string, code int) {
 // TestTrainerExitZeroSucceedsTheJob: a trainer that exits 0 finishes the
 // job, which scales every ReplicaSet to 0.
 func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
 // TestPserverFailureFailsAPlainJob: in a job that is not fault tolerant, a
 // pserver exiting non-zero fails the job, naming the pod and the code.
 func TestPserverFailureFailsAPlainJob(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})
 	require.NoError(t, err)

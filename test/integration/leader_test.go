@@ -153,7 +153,10 @@ func TestLeaderFailover(t *testing.T) {
 	killed := time.Now()
 	leader.Kill()
 	failover, _ := takeover(leader, standby, killed)
-	assert.Contains(t, standby.Log(), `msg="started leading" lease=paddlecloud/edl-controller`)
+	// client-go runs OnStartedLeading, which logs this, in a goroutine of
+	// its own once the lease is written: the line may follow the lease.
+	_, err = standby.WaitForLine(ctx, regexp.MustCompile(regexp.QuoteMeta(`msg="started leading" lease=paddlecloud/edl-controller`)), 10*time.Second)
+	assert.NoError(t, err, "the new leader says it leads")
 	afterKill, err := tj.PaddlepaddleV1().TrainingJobs(jobsNS).Create(ctx, elasticJob(jobsNS, "after-kill"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	ranAfterKill := waitForReplicaSets(t, ctx, plane, tj, afterKill)

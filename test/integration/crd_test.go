@@ -2,9 +2,7 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,41 +20,18 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1/testcorpus"
-	"github.com/paddlepaddle/edl/test/framework"
-)
-
-var (
-	crdOnce sync.Once
-	crdErr  error
 )
 
 // trainingJobs is the TrainingJob resource for the dynamic client, which
 // sends objects as they are written, wrong types and unknown keys included.
 var trainingJobs = schema.GroupVersionResource{Group: "paddlepaddle.org", Version: "v1", Resource: "trainingjobs"}
 
-// installCRD checks that thirdpartyresource.yaml is installed on the shared
-// control plane (TestMain installs it, once for the package).
-func installCRD(t *testing.T) {
-	t.Helper()
-	crdOnce.Do(func() { crdErr = applyCRD(cp) })
-	require.NoError(t, crdErr, "install the TrainingJob CRD")
-}
-
-// applyCRD installs thirdpartyresource.yaml on plane.
-func applyCRD(plane *framework.ControlPlane) error {
-	root, err := framework.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	return plane.ApplyCRD(context.Background(), filepath.Join(root, "thirdpartyresource.yaml"))
-}
-
 // TestCRDRejectsInvalidJobsNamingTheField sends every job of the invalid
 // corpus to the real API server, with strict field validation as kubectl
 // does, and expects a rejection that names the field.
 func TestCRDRejectsInvalidJobsNamingTheField(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 
@@ -86,7 +61,7 @@ func TestCRDRejectsInvalidJobsNamingTheField(t *testing.T) {
 // and reads back the schema's defaults.
 func TestCRDAcceptsTheExampleWithDefaults(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 
@@ -122,7 +97,7 @@ spec:
 // naming the field and a Warning event, and creates nothing for any of them.
 func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	client, err := dynamic.NewForConfig(cp.Config)
 	require.NoError(t, err)
 	crds, err := apiextensionsclient.NewForConfig(cp.Config)

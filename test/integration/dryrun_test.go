@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1/testcorpus"
+	"github.com/paddlepaddle/edl/pkg/controller"
+)
+
+// dryRun creates nothing: the API server validates, defaults and admits the
+// object as for a real create, and answers as it would.
+var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+
+// TestDerivedObjectsOfValidJobsPassDryRun is how validation finds its holes:
+// every valid job of the corpus, and every example job, is stored through
+// the CRD; the controller's own builders derive its ReplicaSets and Services
+// from the stored (server-defaulted) job, and a pod from each ReplicaSet's
+// template as the ReplicaSet controller would make it; the API server must
+// accept each of them in a server-side dry run. A refusal here is a rule the
+// job's validation lacks, or a valid-corpus entry that is not valid.
+func TestDerivedObjectsOfValidJobsPassDryRun(t *testing.T) {
+	installCRD(t)
+	ns := newNamespace(t)
+	client, err := dynamic.NewForConfig(cp.Config)
+	require.NoError(t, err)
+
+	corpus, err := testcorpus.ValidJobs()
+	require.NoError(t, err)
+	require.NotEmpty(t, corpus)
+	var names []string
+	for _, c := range corpus {
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(c.YAML, &obj.Object))
+		_, err := client.Resource(trainingJobs).Namespace(ns).Create(testContext(t), obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		require.NoError(t, err, "the API server refused the valid job %s", c.Name)
+		names = append(names, obj.GetName())
+	}
+	for _, job := range exampleJobs(t) {
+		job = job.DeepCopy()
+		job.Namespace = ns
+		_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), job, metav1.CreateOptions{FieldValidation: "Strict"})
+		require.NoError(t, err, "the API server refused the example job %s", job.Name)
+		names = append(names, job.Name)
+	}
+
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			job, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Get(testContext(t), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			v1.SetObjectDefaults_TrainingJob(job)
+			require.Empty(t, v1.Validate(job), "the controller would fail the job Invalid")
+			if job.Spec.PriorityClassName != "" {
+				ensurePriorityClass(t, job.Spec.PriorityClassName)
+			}
+
+			roles := []controller.Role{controller.RolePserver, controller.RoleTrainer}
+			if job.Spec.FaultTolerant {
+				roles = append(roles, controller.RoleMaster)
+			}
+			for _, role := range roles {
+				rs := controller.ReplicaSet(job, role, job.Spec.Trainer.MinInstance, nil)
+				_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(testContext(t), rs, dryRun)
+				assert.NoError(t, err, "ReplicaSet %s", rs.Name)
+
+				// The pod the ReplicaSet controller would create: its
+				// template, named <ReplicaSet>-<random>.
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{GenerateName: rs.Name + "-", Namespace: ns, Labels: rs.Spec.Template.Labels},
+					Spec:       *rs.Spec.Template.Spec.DeepCopy(),
+				}
+				created, err := cp.Client.CoreV1().Pods(ns).Create(testContext(t), pod, dryRun)
+				if assert.NoError(t, err, "pod of ReplicaSet %s", rs.Name) {
+					assert.LessOrEqual(t, len(created.Name), 63, "pod name %s", created.Name)
+				}
+
+				if role != controller.RoleTrainer {
+					svc := controller.Service(job, role)
+					_, err := cp.Client.CoreV1().Services(ns).Create(testContext(t), svc, dryRun)
+					assert.NoError(t, err, "Service %s", svc.Name)
+				}
+			}
+		})
+	}
+
+	// A dry run leaves nothing behind.
+	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rss.Items)
+	services, err := cp.Client.CoreV1().Services(ns).List(testContext(t), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, services.Items)
+}
+
+// ensurePriorityClass creates the PriorityClass a job names unless it
+// exists (the Priority admission plugin refuses pods of a missing class),
+// and deletes what it created when the test ends.
+func ensurePriorityClass(t *testing.T, name string) {
+	t.Helper()
+	_, err := cp.Client.SchedulingV1().PriorityClasses().Create(testContext(t), &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Value:      1000,
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		err := cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		assert.NoError(t, err)
+	})
+}

@@ -237,8 +237,8 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 		{name: "trainer entrypoint", change: withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
 		{
 			name:   "volumes replaced",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{emptyDir("a"), emptyDir("b")} })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{emptyDir("c")} }),
+			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "a"}, {Name: "b"}} })},
+			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "c"}} }),
 		},
 		{
 			name:   "host network turned off",
@@ -253,7 +253,7 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 		{
 			name: "volumes removed",
 			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
-				s.Volumes = []corev1.Volume{emptyDir("data")}
+				s.Volumes = []corev1.Volume{{Name: "data"}}
 				s.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 			})},
 			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes, s.VolumeMounts = nil, nil }),
@@ -777,9 +777,4 @@ func TestSyncCountsTheNamedGPUResources(t *testing.T) {
 		assert.Equal(t, c.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
 		assert.Equal(t, c.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
 	}
-}
-
-// emptyDir is a volume of the one source the API server requires.
-func emptyDir(name string) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }

@@ -81,6 +81,7 @@ func TestCRDRejectsInvalidJobsNamingTheField(t *testing.T) {
 			}
 			require.Error(t, err, "the API server accepted an invalid job")
 			msg := err.Error()
+			t.Log(msg)
 			assert.Contains(t, msg, c.Field, "the rejection must name the field")
 			assert.Contains(t, msg, c.Message)
 			assert.NotContains(t, msg, "\n", "one line")
@@ -195,7 +196,7 @@ func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 	require.NoError(t, err)
 
 	// One character too long: <name>-pserver would be a 64-character Service name.
-	tooLongName := strings.Repeat("a", v1.MaxNameLength-5) + "-long"
+	tooLongName := strings.Repeat("a", v1.MaxNameLength-4) + "-long"
 	require.Len(t, tooLongName, v1.MaxNameLength+1)
 	cases := []struct{ name, spec, field string }{
 		{"min-above-max", `{image: paddlepaddle/paddlecloud-job, trainer: {min-instance: 5, max-instance: 2}, pserver: {min-instance: 1, max-instance: 1}}`,

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -29,7 +31,9 @@ var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 // from the stored (server-defaulted) job, and a pod from each ReplicaSet's
 // template as the ReplicaSet controller would make it; the API server must
 // accept each of them in a server-side dry run. A refusal here is a rule the
-// job's validation lacks, or a valid-corpus entry that is not valid.
+// job's validation lacks, or a valid-corpus entry that is not valid. The
+// invalid corpus is derived the same way, past validation, to show which of
+// its rules protect the derived objects.
 func TestDerivedObjectsOfValidJobsPassDryRun(t *testing.T) {
 	installCRD(t)
 	ns := newNamespace(t)
@@ -61,35 +65,32 @@ func TestDerivedObjectsOfValidJobsPassDryRun(t *testing.T) {
 			require.NoError(t, err)
 			v1.SetObjectDefaults_TrainingJob(job)
 			require.Empty(t, v1.Validate(job), "the controller would fail the job Invalid")
-			if job.Spec.PriorityClassName != "" {
-				ensurePriorityClass(t, job.Spec.PriorityClassName)
+			assert.Empty(t, dryRunDerived(t, job), "the API server refused objects of a valid job")
+		})
+	}
+
+	// The other side: the invalid jobs marked 'derived: refused' are those
+	// whose objects the API server refuses (the holes validation closes);
+	// the rest break rules of EDL's own. Each is decoded as the controller
+	// would read it, and its objects derived past validation.
+	invalid, err := testcorpus.InvalidJobs()
+	require.NoError(t, err)
+	for _, c := range invalid {
+		job := &v1.TrainingJob{}
+		if err := yaml.UnmarshalStrict(c.YAML, job); err != nil {
+			continue // the API server never stores it
+		}
+		t.Run("invalid/"+c.Name, func(t *testing.T) {
+			job.Namespace, job.UID = ns, types.UID("7c5ab1c4-0000-4000-8000-000000000000") // owner references need one
+			v1.SetObjectDefaults_TrainingJob(job)
+			refusals := dryRunDerived(t, job)
+			if c.DerivedRefused {
+				assert.NotEmpty(t, refusals, "the API server accepts the objects of %s: drop its '# derived: refused' line", c.Name)
+			} else {
+				assert.Empty(t, refusals, "the API server refuses objects of %s: mark it '# derived: refused'", c.Name)
 			}
-
-			roles := []controller.Role{controller.RolePserver, controller.RoleTrainer}
-			if job.Spec.FaultTolerant {
-				roles = append(roles, controller.RoleMaster)
-			}
-			for _, role := range roles {
-				rs := controller.ReplicaSet(job, role, job.Spec.Trainer.MinInstance, nil)
-				_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(testContext(t), rs, dryRun)
-				assert.NoError(t, err, "ReplicaSet %s", rs.Name)
-
-				// The pod the ReplicaSet controller would create: its
-				// template, named <ReplicaSet>-<random>.
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{GenerateName: rs.Name + "-", Namespace: ns, Labels: rs.Spec.Template.Labels},
-					Spec:       *rs.Spec.Template.Spec.DeepCopy(),
-				}
-				created, err := cp.Client.CoreV1().Pods(ns).Create(testContext(t), pod, dryRun)
-				if assert.NoError(t, err, "pod of ReplicaSet %s", rs.Name) {
-					assert.LessOrEqual(t, len(created.Name), 63, "pod name %s", created.Name)
-				}
-
-				if role != controller.RoleTrainer {
-					svc := controller.Service(job, role)
-					_, err := cp.Client.CoreV1().Services(ns).Create(testContext(t), svc, dryRun)
-					assert.NoError(t, err, "Service %s", svc.Name)
-				}
+			for _, r := range refusals {
+				t.Log(r)
 			}
 		})
 	}
@@ -101,6 +102,54 @@ func TestDerivedObjectsOfValidJobsPassDryRun(t *testing.T) {
 	services, err := cp.Client.CoreV1().Services(ns).List(testContext(t), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, services.Items)
+}
+
+// dryRunDerived builds a job's ReplicaSets and Services with the
+// controller's builders, and a pod from each ReplicaSet's template as the
+// ReplicaSet controller would make it (named <ReplicaSet>-<random>), and
+// submits each to the API server in a dry run. It returns the refusals.
+func dryRunDerived(t *testing.T, job *v1.TrainingJob) []string {
+	t.Helper()
+	if job.Spec.PriorityClassName != "" && len(validation.IsDNS1123Subdomain(job.Spec.PriorityClassName)) == 0 {
+		ensurePriorityClass(t, job.Spec.PriorityClassName)
+	}
+	var refusals []string
+	refused := func(what string, err error) {
+		if err != nil {
+			refusals = append(refusals, what+": "+err.Error())
+		}
+	}
+	ctx, ns := testContext(t), job.Namespace
+	replicas := map[controller.Role]int32{controller.RolePserver: job.Spec.Pserver.MinInstance, controller.RoleTrainer: job.Spec.Trainer.MinInstance}
+	if job.Spec.FaultTolerant {
+		replicas[controller.RoleMaster] = 1
+	}
+	for _, role := range []controller.Role{controller.RoleMaster, controller.RolePserver, controller.RoleTrainer} {
+		n, ok := replicas[role]
+		if !ok {
+			continue
+		}
+		rs := controller.ReplicaSet(job, role, n, nil)
+		_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, dryRun)
+		refused("ReplicaSet "+rs.Name, err)
+
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: rs.Name + "-", Namespace: ns, Labels: rs.Spec.Template.Labels},
+			Spec:       *rs.Spec.Template.Spec.DeepCopy(),
+		}
+		created, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, dryRun)
+		refused("pod of ReplicaSet "+rs.Name, err)
+		if err == nil {
+			assert.LessOrEqual(t, len(created.Name), 63, "pod name %s", created.Name)
+		}
+
+		if role != controller.RoleTrainer {
+			svc := controller.Service(job, role)
+			_, err := cp.Client.CoreV1().Services(ns).Create(ctx, svc, dryRun)
+			refused("Service "+svc.Name, err)
+		}
+	}
+	return refusals
 }
 
 // ensurePriorityClass creates the PriorityClass a job names unless it

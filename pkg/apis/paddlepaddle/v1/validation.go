@@ -216,8 +216,9 @@ func overcommitAllowed(name corev1.ResourceName) bool {
 	return isNative(name) && !isHugePages(name)
 }
 
-// volumes checks the pod volumes' names and that each has one source. The
-// sources' own fields are the schema's and the API server's to check.
+// volumes checks the pod volumes' names and that each has at most one
+// source. The sources' own fields are the schema's and the API server's to
+// check.
 func volumes(p *field.Path, vols []corev1.Volume) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
@@ -234,10 +235,8 @@ func volumes(p *field.Path, vols []corev1.Volume) field.ErrorList {
 			}
 		}
 		seen[v.Name] = true
-		switch n := volumeSources(&v.VolumeSource); {
-		case n == 0:
-			errs = append(errs, field.Required(vp, "must specify a volume type"))
-		case n > 1:
+		// No source at all is fine: the API server makes it an emptyDir.
+		if volumeSources(&v.VolumeSource) > 1 {
 			errs = append(errs, field.Forbidden(vp, "may not specify more than 1 volume type"))
 		}
 	}

@@ -8,11 +8,15 @@
 //	# field: spec.trainer.min-instance
 //	# message: greater than or equal to 1
 //	# schema: admits
+//	# derived: refused
 //
-// the field the rejection must name, a phrase of the rejection's message,
-// and, only for a rule the CRD's CEL cannot check within its cost budget,
+// the field the rejection must name, a phrase of the rejection's message;
+// only for a rule the CRD's CEL cannot check within its cost budget,
 // "schema: admits": the API server stores such a job, and the controller
-// fails it as Invalid, naming the field, with v1.Validate's message.
+// fails it as Invalid, naming the field, with v1.Validate's message; and
+// "derived: refused" when the API server refuses an object the controller
+// would derive from the job (a ReplicaSet, a Service or a pod), which marks
+// the rules that protect those objects from the rules that are EDL's own.
 //
 // Every valid job (valid/*.yaml) must be accepted by both, and the API
 // server must accept the objects the controller derives from it; edge cases
@@ -42,7 +46,10 @@ type Job struct {
 	// SchemaAdmits marks an invalid job that only v1.Validate rejects: its
 	// rule is beyond the CRD's CEL cost budget.
 	SchemaAdmits bool
-	YAML         []byte
+	// DerivedRefused marks an invalid job whose derived objects the API
+	// server refuses.
+	DerivedRefused bool
+	YAML           []byte
 }
 
 // InvalidJobs returns the invalid jobs, sorted by name.
@@ -66,8 +73,8 @@ func ValidJobs() ([]Job, error) {
 		return nil, err
 	}
 	for _, job := range jobs {
-		if job.Field != "" || job.Message != "" || job.SchemaAdmits {
-			return nil, fmt.Errorf("valid/%s.yaml: a valid job has no '# field:', '# message:' or '# schema:' header", job.Name)
+		if job.Field != "" || job.Message != "" || job.SchemaAdmits || job.DerivedRefused {
+			return nil, fmt.Errorf("valid/%s.yaml: a valid job has no '# field:', '# message:', '# schema:' or '# derived:' header", job.Name)
 		}
 	}
 	return jobs, nil
@@ -97,6 +104,11 @@ func read(dir string) ([]Job, error) {
 					return nil, fmt.Errorf("%s/%s: the only '# schema:' header is 'admits'", dir, e.Name())
 				}
 				job.SchemaAdmits = true
+			} else if v, ok := strings.CutPrefix(line, "# derived: "); ok {
+				if v != "refused" {
+					return nil, fmt.Errorf("%s/%s: the only '# derived:' header is 'refused'", dir, e.Name())
+				}
+				job.DerivedRefused = true
 			}
 		}
 		jobs = append(jobs, job)

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -64,27 +63,12 @@ func edlBinary(t *testing.T) string {
 	return bin
 }
 
-// exampleJobs parses every TrainingJob of example/ strictly, as kubectl's
-// strict field validation would.
+// exampleJobs returns ExampleJobs of the checkout: every TrainingJob of
+// example/, parsed strictly.
 func exampleJobs(t *testing.T) map[string]*v1.TrainingJob {
 	t.Helper()
-	examples, _, err := YAMLSources(moduleRoot(t))
+	jobs, err := ExampleJobs(moduleRoot(t))
 	require.NoError(t, err)
-	jobs := map[string]*v1.TrainingJob{}
-	for _, src := range examples {
-		objs, err := YAMLDocuments(src.Text)
-		require.NoError(t, err, "%s", src.Name)
-		for _, obj := range objs {
-			if obj["kind"] != "TrainingJob" {
-				continue
-			}
-			data, err := json.Marshal(obj)
-			require.NoError(t, err)
-			job := &v1.TrainingJob{}
-			require.NoError(t, yaml.UnmarshalStrict(data, job), "%s", src.Name)
-			jobs[src.Name+"/"+job.Name] = job
-		}
-	}
 	require.GreaterOrEqual(t, len(jobs), 3)
 	return jobs
 }

@@ -9,6 +9,7 @@ package docs
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // MarkdownFiles returns README.md and docs/*.md of the checkout at root,
@@ -156,4 +159,35 @@ func YAMLSources(root string) (examples, blocks []YAMLSource, err error) {
 		}
 	}
 	return examples, blocks, nil
+}
+
+// ExampleJobs parses every TrainingJob of example/ strictly, as kubectl's
+// strict field validation would, keyed by example/<file>/<job name>.
+func ExampleJobs(root string) (map[string]*v1.TrainingJob, error) {
+	examples, _, err := YAMLSources(root)
+	if err != nil {
+		return nil, err
+	}
+	jobs := map[string]*v1.TrainingJob{}
+	for _, src := range examples {
+		objs, err := YAMLDocuments(src.Text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.Name, err)
+		}
+		for _, obj := range objs {
+			if obj["kind"] != "TrainingJob" {
+				continue
+			}
+			data, err := json.Marshal(obj)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", src.Name, err)
+			}
+			job := &v1.TrainingJob{}
+			if err := yaml.UnmarshalStrict(data, job); err != nil {
+				return nil, fmt.Errorf("%s: %w", src.Name, err)
+			}
+			jobs[src.Name+"/"+job.Name] = job
+		}
+	}
+	return jobs, nil
 }

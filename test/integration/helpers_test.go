@@ -46,6 +46,7 @@ import (
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 	"github.com/paddlepaddle/edl/pkg/reconnect"
+	"github.com/paddlepaddle/edl/test/docs"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -110,6 +111,18 @@ func exampleJob(t *testing.T, ns string, mutators ...jobMutator) *v1.TrainingJob
 		m(job)
 	}
 	return job
+}
+
+// exampleJobs is every TrainingJob of example/, parsed strictly
+// (docs.ExampleJobs), keyed by example/<file>/<job name>.
+func exampleJobs(t *testing.T) map[string]*v1.TrainingJob {
+	t.Helper()
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	jobs, err := docs.ExampleJobs(root)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(jobs), 3)
+	return jobs
 }
 
 func plain(job *v1.TrainingJob) { job.Spec.FaultTolerant = false }

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,15 +115,9 @@ func TestSummarize(t *testing.T) {
 // built edl binary, and checks what make experiment writes: samples, CSVs
 // and a PNG; and that EDL started every job and grew them.
 func TestSmoke(t *testing.T) {
-	root, err := framework.ModuleRoot()
+	bin, err := framework.BuildEDL()
 	require.NoError(t, err)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "edl")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/edl")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build cmd/edl: %s", out)
 
 	size, err := LookupSize("smoke")
 	require.NoError(t, err)

@@ -124,17 +124,16 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	defer func() { stopRun(); rec.Shutdown() }()
 
 	logPath := filepath.Join(opts.Dir, "edl.log")
-	_ = os.Remove(logPath)
 	args := EDLArgs(cp.Kubeconfig, size.Interval, opts.Variant.Mode)
 	if opts.Variant.MaxLoadDesired > 0 {
 		args = append(args, "-max_load_desired", strconv.FormatFloat(opts.Variant.MaxLoadDesired, 'f', -1, 64))
 	}
-	edl, err := StartEDL(opts.EDL, logPath, args...)
+	edl, err := framework.StartEDL(framework.EDLOptions{Binary: opts.EDL, Args: args, LogPath: logPath, StartupGrace: EDLStartup})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if stopErr := edl.Stop(); stopErr != nil && err == nil {
+		if stopErr := edl.Stop(EDLStopGrace); stopErr != nil && err == nil {
 			err = stopErr
 		}
 		res.Scalings = countLines(logPath, `msg="scaled trainers"`)
@@ -239,7 +238,7 @@ type driver struct {
 	rec      *Recorder
 	opts     Options
 	progress io.Writer
-	edl      *EDLProcess
+	edl      *framework.EDL
 
 	mu          sync.Mutex
 	samples     []Sample

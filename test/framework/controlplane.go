@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/paddlepaddle/edl/test/kwok"
 )
 
 const (
@@ -163,7 +157,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 }
 
 // prepare writes credentials, kubeconfigs and kwok's stages into the work
-// directory and lays out the processes.
+// directory and lays out the processes on new ports.
 func (cp *ControlPlane) prepare(opts Options) error {
 	for _, sub := range []string{"logs", "etcd", "kwok/stages", "kwok/home"} {
 		if err := os.MkdirAll(filepath.Join(cp.Dir, sub), 0o755); err != nil {
@@ -182,13 +176,21 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	if err != nil {
 		return err
 	}
-	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	cp.server = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort))
-
-	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
-	kcmConfig := filepath.Join(cp.Dir, "controller-manager.kubeconfig")
-	schedConfig := filepath.Join(cp.Dir, "scheduler.kubeconfig")
-	for path, user := range map[string]string{cp.Kubeconfig: userAdmin, kcmConfig: userControllerManager, schedConfig: userScheduler} {
+	l := layout{
+		dir:             cp.Dir,
+		pki:             cp.pki,
+		etcdURL:         fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		peerURL:         fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+		apiPort:         ports[2],
+		kcmPort:         ports[3],
+		schedPort:       ports[4],
+		kubeconfig:      filepath.Join(cp.Dir, "kubeconfig"),
+		kcmKubeconfig:   filepath.Join(cp.Dir, "controller-manager.kubeconfig"),
+		schedKubeconfig: filepath.Join(cp.Dir, "scheduler.kubeconfig"),
+	}
+	cp.server = l.server()
+	cp.Kubeconfig = l.kubeconfig
+	for path, user := range map[string]string{l.kubeconfig: userAdmin, l.kcmKubeconfig: userControllerManager, l.schedKubeconfig: userScheduler} {
 		if err := cp.pki.writeKubeconfig(path, cp.server, user); err != nil {
 			return err
 		}
@@ -206,16 +208,17 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return err
 	}
-
-	stages, err := writeStages(filepath.Join(cp.Dir, "kwok", "stages"))
-	if err != nil {
+	if l.kwokStages, err = writeStages(filepath.Join(cp.Dir, "kwok", "stages")); err != nil {
 		return err
 	}
+	if opts.SchedulerScoring != "" {
+		l.schedConfig = filepath.Join(cp.Dir, "scheduler-config.yaml")
+		if err := os.WriteFile(l.schedConfig, schedulerConfig(l.schedKubeconfig, opts.SchedulerScoring), 0o644); err != nil {
+			return err
+		}
+	}
 
-	p := cp.pki
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	newProcess := func(name string, args ...string) *process {
+	newProcess := func(name string, args []string) *process {
 		return &process{
 			name:    name,
 			path:    filepath.Join(cp.binDir, name),
@@ -225,107 +228,11 @@ func (cp *ControlPlane) prepare(opts Options) error {
 			log:     opts.Log,
 		}
 	}
-	etcd := newProcess(Etcd,
-		"--name=edl",
-		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
-		"--listen-client-urls="+etcdURL,
-		"--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL,
-		"--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=edl="+peerURL,
-		// A test cluster's data is disposable; fsync would only slow it down.
-		"--unsafe-no-fsync=true",
-		"--log-level=warn",
-	)
-	cp.apiServer = newProcess(APIServer, append([]string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--tls-cert-file=" + p.servingCert,
-		"--tls-private-key-file=" + p.servingKey,
-		"--client-ca-file=" + p.caCert,
-		"--service-account-key-file=" + p.saPub,
-		"--service-account-signing-key-file=" + p.saKey,
-		"--service-account-issuer=" + issuer,
-		"--service-cluster-ip-range=" + serviceCIDR,
-		"--authorization-mode=RBAC",
-		"--requestheader-client-ca-file=" + p.caCert,
-		"--requestheader-allowed-names=" + frontProxyName,
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + p.clients[userFrontProxy].cert,
-		"--proxy-client-key-file=" + p.clients[userFrontProxy].key,
-		// Pods need no service account tokens on kwok nodes, and without this
-		// plugin a pod created right after its namespace cannot fail for
-		// want of the namespace's default service account.
-		"--disable-admission-plugins=ServiceAccount",
-		// Endpoints may not hold a loopback address; nothing dials the
-		// kubernetes service here anyway.
-		"--endpoint-reconciler-type=none",
-		"--allow-privileged=true",
-		"--profiling=false",
-	}, opts.APIServerFlags...)...)
-	kcm := newProcess(ControllerManager,
-		"--kubeconfig="+kcmConfig,
-		"--authentication-kubeconfig="+kcmConfig,
-		"--authorization-kubeconfig="+kcmConfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(kcmPort),
-		"--tls-cert-file="+p.servingCert,
-		"--tls-private-key-file="+p.servingKey,
-		"--leader-elect=false",
-		// The cloud controllers do nothing without a cloud provider; naming
-		// them keeps the log free of their warnings.
-		"--controllers=*,-service-lb-controller,-cloud-node-lifecycle-controller,-node-route-controller",
-		"--service-account-private-key-file="+p.saKey,
-		"--root-ca-file="+p.caCert,
-		// One service account per controller, as kubeadm runs it: the
-		// bootstrap RBAC role of system:kube-controller-manager alone may
-		// not, for one, lift node taints.
-		"--use-service-account-credentials=true",
-		// The node-lifecycle controller lifts the not-ready taint of a node
-		// that became Ready on its next pass; 5 s (the default) between
-		// passes would make every new node wait that long.
-		"--node-monitor-period=1s",
-		"--cluster-signing-cert-file="+p.caCert,
-		"--cluster-signing-key-file="+p.caKey,
-		"--profiling=false",
-	)
-	schedulerArgs := []string{}
-	if opts.SchedulerScoring != "" {
-		// With --config, kube-scheduler ignores --kubeconfig: the file names it.
-		path := filepath.Join(cp.Dir, "scheduler-config.yaml")
-		if err := os.WriteFile(path, schedulerConfig(schedConfig, opts.SchedulerScoring), 0o644); err != nil {
-			return err
-		}
-		schedulerArgs = append(schedulerArgs, "--config="+path)
-	}
-	scheduler := newProcess(Scheduler, append(schedulerArgs,
-		"--kubeconfig="+schedConfig,
-		"--authentication-kubeconfig="+schedConfig,
-		"--authorization-kubeconfig="+schedConfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(schedPort),
-		"--tls-cert-file="+p.servingCert,
-		"--tls-private-key-file="+p.servingKey,
-		"--leader-elect=false",
-		"--profiling=false",
-	)...)
-	kwokArgs := []string{
-		"--kubeconfig=" + cp.Kubeconfig,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + kwok.NodeAnnotation + "=" + kwok.NodeAnnotationValue,
-		// kwok renews each node's Lease, as a kubelet does; the heartbeat stage
-		// then only refreshes node conditions now and then.
-		"--node-lease-duration-seconds=40",
-		"--cidr=" + podCIDR,
-	}
-	for _, s := range stages {
-		kwokArgs = append(kwokArgs, "--config="+s)
-	}
-	kw := newProcess(Kwok, kwokArgs...)
+	etcd := newProcess(Etcd, l.etcdArgs())
+	cp.apiServer = newProcess(APIServer, l.apiServerArgs(opts.APIServerFlags))
+	kcm := newProcess(ControllerManager, l.controllerManagerArgs())
+	scheduler := newProcess(Scheduler, l.schedulerArgs())
+	kw := newProcess(Kwok, l.kwokArgs())
 	// kwok also reads ~/.kwok/kwok.yaml; a HOME of its own keeps a
 	// developer's kwok settings out of the tests.
 	kw.env = []string{"HOME=" + filepath.Join(cp.Dir, "kwok", "home")}
@@ -334,10 +241,10 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
 	cp.mu.Unlock()
 	cp.healthz = map[*process]string{
-		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
-		scheduler: fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
+		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", l.kcmPort),
+		scheduler: fmt.Sprintf("https://127.0.0.1:%d/healthz", l.schedPort),
 	}
-	cp.etcdHealth = etcdURL + "/health"
+	cp.etcdHealth = l.etcdURL + "/health"
 	return nil
 }
 
@@ -558,108 +465,4 @@ func (cp *ControlPlane) LogTails(n int) string {
 		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
 	}
 	return b.String()
-}
-
-// schedulerConfig is a KubeSchedulerConfiguration whose one profile scores
-// nodes for CPU and memory with the given NodeResourcesFit strategy. For
-// MostAllocated it also turns off the two scores that spread pods whatever
-// the strategy says: NodeResourcesBalancedAllocation and PodTopologySpread
-// (whose default constraints spread a ReplicaSet's pods over nodes).
-func schedulerConfig(kubeconfig, scoring string) []byte {
-	plugins := ""
-	if scoring == "MostAllocated" {
-		plugins = `  plugins:
-    score:
-      disabled:
-      - name: NodeResourcesBalancedAllocation
-      - name: PodTopologySpread
-`
-	}
-	return fmt.Appendf(nil, `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: default-scheduler
-%s  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: %s
-        resources:
-        - name: cpu
-          weight: 1
-        - name: memory
-          weight: 1
-`, kubeconfig, plugins, scoring)
-}
-
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free when
-// tried. Nothing reserves them until the components bind them, so they are
-// drawn at random from below the kernel's ephemeral range: a port in that
-// range is what every outgoing connection on the machine (a parallel test
-// package's, say) takes as its local port, and one did take a port this
-// function had just found free. Start tries again if a port is taken anyway.
-func freePorts(n int) ([]int, error) {
-	lo, hi := portRange()
-	ports := make([]int, 0, n)
-	seen := map[int]bool{}
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
-			return nil, fmt.Errorf("find %d free ports in [%d, %d): only %d found", n, lo, hi, len(ports))
-		}
-		port := lo + rand.IntN(hi-lo) // #nosec G404 -- a port number, not a secret
-		if seen[port] {
-			continue
-		}
-		seen[port] = true
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
-// pickPorts is freePorts; a test replaces it to hand out a taken port.
-var pickPorts = freePorts
-
-// portRange is where freePorts draws from: the 16,384 ports below the
-// ephemeral range (Linux's ip_local_port_range, 32768 by default).
-func portRange() (lo, hi int) {
-	hi = 32768
-	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(data)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
-				hi = v
-			}
-		}
-	}
-	lo = max(1024, hi-16384)
-	return lo, hi
-}
-
-// writeStages copies kwok's embedded stages into dir and returns their paths.
-func writeStages(dir string) ([]string, error) {
-	var paths []string
-	err := fs.WalkDir(kwok.Stages, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := kwok.Stages.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dir, filepath.Base(path))
-		if err := os.WriteFile(out, data, 0o644); err != nil {
-			return err
-		}
-		paths = append(paths, out)
-		return nil
-	})
-	return paths, err
 }

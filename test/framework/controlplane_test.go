@@ -2,7 +2,6 @@ package framework
 
 import (
 	"net"
-	"strconv"
 	"testing"
 	"time"
 
@@ -10,24 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
-	lo, hi := portRange()
-	require.Less(t, lo, hi)
-	ports, err := freePorts(20)
-	require.NoError(t, err)
-	seen := map[int]bool{}
-	for _, port := range ports {
-		assert.False(t, seen[port], "port %d twice", port)
-		seen[port] = true
-		assert.GreaterOrEqual(t, port, lo)
-		assert.Less(t, port, hi)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if assert.NoError(t, err, "port %d is free", port) {
-			_ = l.Close()
-		}
-	}
-}
 
 // A port found free can be taken before the component binds it (an outgoing
 // connection of a parallel test did so in CI); Start then lays the control

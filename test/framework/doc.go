@@ -8,4 +8,8 @@
 // to it through ControlPlane.Client, ControlPlane.Config or the kubeconfig
 // file at ControlPlane.Kubeconfig. Every process listens on a free port of
 // 127.0.0.1 only and dies with the process that started it.
+//
+// It is also the one way tests and tools build and run the edl binary:
+// BuildEDL builds it once per process, StartEDL runs it and returns an EDL
+// to stop, signal, kill, wait for and read the log of.
 package framework

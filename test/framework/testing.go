@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // startTimeout bounds StartForTest: a cold start takes seconds, and waiting
@@ -33,6 +36,25 @@ func StartForTest(t testing.TB, opts Options) *ControlPlane {
 		}
 	})
 	return cp
+}
+
+// NewNamespace creates a namespace with a generated name ("test-...") and
+// deletes it when t ends.
+func (cp *ControlPlane) NewNamespace(t testing.TB) string {
+	t.Helper()
+	ns, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		err := cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		if err != nil {
+			t.Errorf("delete namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
 }
 
 // SyncBuffer is a bytes.Buffer safe for a process writing and a test reading.

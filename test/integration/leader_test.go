@@ -3,11 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,151 +16,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 
 	"github.com/paddlepaddle/edl/test/framework"
 )
-
-// edlProc is one run of the built edl binary whose HTTP server listens on a
-// free port of the loopback interface.
-type edlProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stderr *framework.SyncBuffer
-	done   chan struct{}
-	err    error // how the process ended, once done is closed
-}
-
-var (
-	servingLine  = regexp.MustCompile(`msg="serving metrics and health checks" addr=(\S+)`)
-	electionLine = regexp.MustCompile(`msg="waiting for the leader lease" lease=\S+ identity=(\S+)`)
-)
-
-// startEDLProc runs edl with args and -http_addr 127.0.0.1:0; the test's end
-// kills it if it still runs.
-func startEDLProc(t *testing.T, args ...string) *edlProc {
-	t.Helper()
-	p := &edlProc{t: t, stderr: &framework.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(edlBinary(t), append(args, "-http_addr", "127.0.0.1:0")...)
-	p.cmd.Stderr = p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		if !p.exited() {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("edl (pid %d) logged:\n%s", p.cmd.Process.Pid, p.stderr.String())
-		}
-	})
-	return p
-}
-
-func (p *edlProc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// logged waits until the log matches re and returns its first group.
-func (p *edlProc) logged(re *regexp.Regexp) string {
-	p.t.Helper()
-	var m []string
-	err := wait.PollUntilContextTimeout(testContext(p.t), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		m = re.FindStringSubmatch(p.stderr.String())
-		return m != nil || p.exited(), nil
-	})
-	require.NoError(p.t, err, "edl never logged %s", re)
-	require.NotNil(p.t, m, "edl exited (%v) before it logged %s", p.err, re)
-	return m[1]
-}
-
-// identity is the replica's name in the lease.
-func (p *edlProc) identity() string { return p.logged(electionLine) }
-
-// get fetches a path of the replica's HTTP server.
-func (p *edlProc) get(path string) (int, string) {
-	p.t.Helper()
-	resp, err := http.Get("http://" + p.logged(servingLine) + path)
-	require.NoError(p.t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(p.t, err)
-	return resp.StatusCode, string(body)
-}
-
-// metric returns the value of one series of /metrics, written as it is
-// exposed (name{labels}); 0 when absent.
-func (p *edlProc) metric(series string) float64 {
-	p.t.Helper()
-	code, body := p.get("/metrics")
-	require.Equal(p.t, http.StatusOK, code)
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(p.t, err, line)
-			return f
-		}
-	}
-	return 0
-}
-
-// waitFor polls cond until it holds.
-func (p *edlProc) waitFor(what string, cond func() bool) {
-	p.t.Helper()
-	err := wait.PollUntilContextTimeout(testContext(p.t), 100*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	require.NoError(p.t, err, "never: %s", what)
-}
-
-// stop sends SIGTERM and waits for the exit.
-func (p *edlProc) stop() error {
-	p.t.Helper()
-	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
-	return p.wait()
-}
-
-// wait waits for the process to exit by itself.
-func (p *edlProc) wait() error {
-	p.t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(waitTimeout):
-		p.t.Fatalf("edl did not exit; it logged:\n%s", p.stderr.String())
-		return nil
-	}
-}
-
-// lastLine is the last line the process wrote to stderr.
-func (p *edlProc) lastLine() string {
-	lines := strings.Split(strings.TrimRight(p.stderr.String(), "\n"), "\n")
-	return lines[len(lines)-1]
-}
-
-func leaseOf(t *testing.T, ns string) *coordinationv1.Lease {
-	t.Helper()
-	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(testContext(t), "edl-controller", metav1.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	return lease
-}
-
-func holderOf(t *testing.T, ns string) string {
-	if lease := leaseOf(t, ns); lease != nil {
-		return ptr.Deref(lease.Spec.HolderIdentity, "")
-	}
-	return ""
-}
 
 // TestLeaderElectionOnTheAPIServer runs two replicas of the edl binary with
 // a Lease in the test's namespace: the standby is ready but does not lead;
@@ -170,23 +28,24 @@ func holderOf(t *testing.T, ns string) string {
 // leader whose lease someone else takes exits 1 with one line.
 func TestLeaderElectionOnTheAPIServer(t *testing.T) {
 	installCRD(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	args := []string{"-kubeconfig", cp.Kubeconfig, "-log_level", "info", "-leader_elect_namespace", ns,
 		"-leader_elect_lease_duration", "6s", "-leader_elect_renew_deadline", "4s", "-leader_elect_retry_period", "1s"}
+	holder := func() string { return leaseHolder(testContext(t), cp, ns) }
 	a, b := startEDLProc(t, args...), startEDLProc(t, args...)
-	ids := map[string]*edlProc{a.identity(): a, b.identity(): b}
+	ids := map[string]*edlProc{a.waitIdentity(): a, b.waitIdentity(): b}
 	require.Len(t, ids, 2, "every replica has its own identity")
 
 	var leader, standby *edlProc
 	a.waitFor("a replica holds the lease", func() bool {
-		leader = ids[holderOf(t, ns)]
+		leader = ids[holder()]
 		return leader != nil
 	})
 	standby = map[*edlProc]*edlProc{a: b, b: a}[leader]
 	leader.waitFor("the leader reports edl_leader 1", func() bool { return leader.metric("edl_leader") == 1 })
-	standby.logged(regexp.MustCompile(`msg="another replica leads" lease=\S+ leader=(` + regexp.QuoteMeta(leader.identity()) + `)`))
+	standby.logged(regexp.MustCompile(`msg="another replica leads" lease=\S+ leader=(` + regexp.QuoteMeta(leader.waitIdentity()) + `)`))
 	assert.Equal(t, 0.0, standby.metric("edl_leader"))
-	assert.NotContains(t, standby.stderr.String(), "starting the TrainingJob controller", "a standby does no work")
+	assert.NotContains(t, standby.Log(), "starting the TrainingJob controller", "a standby does no work")
 	for _, p := range []*edlProc{leader, standby} {
 		p.waitFor("ready once the informers synced, leader or not", func() bool {
 			code, _ := p.get("/readyz")
@@ -201,27 +60,150 @@ func TestLeaderElectionOnTheAPIServer(t *testing.T) {
 	stopped := time.Now()
 	require.NoError(t, leader.stop(), "SIGTERM exits 0")
 	exited := time.Since(stopped)
-	standby.waitFor("the standby takes the lease", func() bool { return holderOf(t, ns) == standby.identity() })
+	standby.waitFor("the standby takes the lease", func() bool { return holder() == standby.waitIdentity() })
 	handover := time.Since(stopped)
 	t.Logf("handover on SIGTERM: the leader exited after %s, the standby held the lease after %s (retry period 1s, lease 6s)",
 		exited.Round(10*time.Millisecond), handover.Round(10*time.Millisecond))
-	assert.Contains(t, leader.stderr.String(), `msg="stopped leading" lease=`+ns+`/edl-controller`)
-	assert.Regexp(t, `lvl=info msg=stopped$`, leader.lastLine(), "the last line of a clean exit")
+	assert.Contains(t, leader.Log(), `msg="stopped leading" lease=`+ns+`/edl-controller`)
+	assert.Regexp(t, `lvl=info msg=stopped$`, leader.LastLine(), "the last line of a clean exit")
 	standby.waitFor("the new leader reports edl_leader 1", func() bool { return standby.metric("edl_leader") == 1 })
-	assert.Contains(t, standby.stderr.String(), "starting the TrainingJob controller")
+	assert.Contains(t, standby.Log(), "starting the TrainingJob controller")
 
 	// Someone else takes the lease: the leader cannot renew, stops and exits 1.
-	lease := leaseOf(t, ns)
-	require.NotNil(t, lease)
+	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(testContext(t), leaderLeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
 	now := metav1.NewMicroTime(time.Now())
 	lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("usurper"), LeaseDurationSeconds: ptr.To(int32(3600)),
 		AcquireTime: &now, RenewTime: &now}
-	_, err := cp.Client.CoordinationV1().Leases(ns).Update(testContext(t), lease, metav1.UpdateOptions{})
+	_, err = cp.Client.CoordinationV1().Leases(ns).Update(testContext(t), lease, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	err = standby.wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "a lost lease ends the process")
 	assert.Equal(t, 1, exit.ExitCode())
-	assert.Equal(t, fmt.Sprintf("edl: lost the leader lease %s/edl-controller; exiting so that a restart rejoins the election", ns), standby.lastLine())
-	assert.Equal(t, "usurper", holderOf(t, ns), "a replica that lost the lease does not release someone else's")
+	assert.Equal(t, fmt.Sprintf("edl: lost the leader lease %s/edl-controller; exiting so that a restart rejoins the election", ns), standby.LastLine())
+	assert.Equal(t, "usurper", holder(), "a replica that lost the lease does not release someone else's")
+}
+
+// TestLeaderFailover runs two replicas of the edl binary. SIGKILL on the
+// leader: the standby takes the lease once it expires and does the work.
+// SIGTERM on the new leader: it stops its work, releases the lease and
+// exits 0, and a restarted replica takes over at its next retry. Both
+// handovers must stay within client-go's bounds (plus slack for a loaded
+// machine's API calls); the measured times are logged.
+func TestLeaderFailover(t *testing.T) {
+	const jobsNS = "training"
+	began := time.Now()
+	ctx, plane, tj := startFleetPlane(t, framework.NodeSpec{Name: "failover", CPU: "8", Memory: "32Gi", Count: 2}, 5*time.Minute, jobsNS)
+
+	edl := newFleet(t, plane)
+	a, b := edl.start("a"), edl.start("b")
+
+	// leaderOf waits until one of the runs holds the lease and the other has
+	// joined the election, and returns them in that order.
+	leaderOf := func(x, y *edlRun) (*edlRun, *edlRun) {
+		t.Helper()
+		var leader, standby *edlRun
+		var holder string
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			xExited, xErr := x.Exited()
+			yExited, yErr := y.Exited()
+			require.False(t, xExited || yExited, "an edl replica exited: %v %v", xErr, yErr)
+			holder = leaseHolder(ctx, plane, leaderLeaseNamespace)
+			switch {
+			case x.Identity() == "" || y.Identity() == "":
+				return false, nil
+			case holder == x.Identity():
+				leader, standby = x, y
+			case holder == y.Identity():
+				leader, standby = y, x
+			default:
+				return false, nil
+			}
+			return true, nil
+		})
+		require.NoError(t, err, "neither %q nor %q leads; the lease is held by %q", x.Identity(), y.Identity(), holder)
+		return leader, standby
+	}
+	// takeover waits until want holds the lease and returns how long that
+	// took since from, and when the lease was first not held by old.
+	takeover := func(old, want *edlRun, from time.Time) (time.Duration, time.Duration) {
+		t.Helper()
+		var released time.Duration
+		var holder string
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			holder = leaseHolder(ctx, plane, leaderLeaseNamespace)
+			if released == 0 && holder != old.Identity() {
+				released = time.Since(from)
+			}
+			return holder == want.Identity(), nil
+		})
+		require.NoError(t, err, "replica %s (%s) never took the lease; it is held by %q; its last lines:\n%s",
+			want.replica, want.Identity(), holder, want.Tail(10))
+		return time.Since(from), released
+	}
+
+	before, err := tj.PaddlepaddleV1().TrainingJobs(jobsNS).Create(ctx, elasticJob(jobsNS, "before"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitForReplicaSets(t, ctx, plane, tj, before)
+	leader, standby := leaderOf(a, b)
+	t.Logf("replica %s leads (%s), replica %s stands by", leader.replica, leader.Identity(), standby.replica)
+
+	// SIGKILL: the lease runs out, the standby takes it.
+	killed := time.Now()
+	leader.Kill()
+	failover, _ := takeover(leader, standby, killed)
+	// client-go runs OnStartedLeading, which logs this, in a goroutine of
+	// its own once the lease is written: the line may follow the lease.
+	_, err = standby.WaitForLine(ctx, regexp.MustCompile(regexp.QuoteMeta(`msg="started leading" lease=paddlecloud/edl-controller`)), 10*time.Second)
+	assert.NoError(t, err, "the new leader says it leads")
+	afterKill, err := tj.PaddlepaddleV1().TrainingJobs(jobsNS).Create(ctx, elasticJob(jobsNS, "after-kill"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	ranAfterKill := waitForReplicaSets(t, ctx, plane, tj, afterKill)
+
+	// SIGTERM: the new leader stops, releases the lease and exits 0; the
+	// restarted replica takes over.
+	restarted := edl.start(leader.replica)
+	newLeader, newStandby := leaderOf(standby, restarted)
+	require.Same(t, standby, newLeader, "the restarted replica must not have taken a held lease")
+	// The standby logs the leader once it has read the lease: from then on
+	// it only waits for the lease to be free.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(newStandby.Log(), `msg="another replica leads"`), nil
+	})
+	require.NoError(t, err, "the restarted replica never saw the leader; its last lines:\n%s", newStandby.Tail(10))
+	terminated := time.Now()
+	newLeader.Signal(syscall.SIGTERM)
+	exited, err := newLeader.Wait(30 * time.Second)
+	if !exited {
+		t.Fatalf("the leader did not exit within 30s of SIGTERM; its last lines:\n%s", newLeader.Tail(10))
+	}
+	exitedAfter := time.Since(terminated)
+	require.NoError(t, err, "edl must exit 0 on SIGTERM; its last lines:\n%s", newLeader.Tail(10))
+	assert.NotEqual(t, newLeader.Identity(), leaseHolder(ctx, plane, leaderLeaseNamespace), "the lease is still held by the replica that exited: not released")
+	out := newLeader.Log()
+	assert.Contains(t, out, `msg="stopped leading" lease=paddlecloud/edl-controller`)
+	assert.Contains(t, out, "lvl=info msg=stopped")
+	handover, released := takeover(newLeader, newStandby, terminated)
+	afterTerm, err := tj.PaddlepaddleV1().TrainingJobs(jobsNS).Create(ctx, elasticJob(jobsNS, "after-term"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	ranAfterTerm := waitForReplicaSets(t, ctx, plane, tj, afterTerm)
+
+	for _, r := range edl.all() {
+		assert.NotContains(t, r.Log(), "panic", "replica %s", r.replica)
+	}
+	// The standby counts the lease duration from when it saw the last
+	// renewal, and retries at intervals that client-go stretches by up to
+	// JitterFactor: it may see the renewal, and then the expiry, one long
+	// interval late each.
+	longRetry := time.Duration(float64(fleetRetryPeriod) * (1 + leaderelection.JitterFactor))
+	worst := fleetLeaseDuration + 2*longRetry
+	const slack = 3 * time.Second
+	assert.Less(t, failover, worst+slack, "failover after SIGKILL")
+	assert.Less(t, handover, longRetry+slack, "handover after SIGTERM")
+	t.Logf("failover after SIGKILL of the leader: %s (lease duration + retry period = %s; client-go's worst case with its retry jitter %s); a new job ran %s after that",
+		failover.Round(10*time.Millisecond), fleetLeaseDuration+fleetRetryPeriod, worst, ranAfterKill.Round(10*time.Millisecond))
+	t.Logf("handover after SIGTERM of the leader: exited 0 after %s, lease released after %s, taken by the other replica after %s; a new job ran %s after that",
+		exitedAfter.Round(10*time.Millisecond), released.Round(10*time.Millisecond), handover.Round(10*time.Millisecond), ranAfterTerm.Round(10*time.Millisecond))
+	t.Logf("test ran %s", time.Since(began).Round(time.Second))
 }

@@ -7,11 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -54,56 +49,4 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: control plane logs in %s:\n%s", cp.Dir, cp.LogTails(30))
 	}
 	return code
-}
-
-// newNamespace creates a namespace named after the test and deletes it when
-// the test ends.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		err := cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		if err != nil {
-			t.Errorf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
-}
-
-// testContext returns a context that ends with the test or after waitTimeout.
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// podMutator changes a pod that newPod builds.
-type podMutator func(*corev1.Pod)
-
-// newPod builds a pod with one container that requests 100m CPU and 64Mi of memory.
-func newPod(name string, mutators ...podMutator) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:      "main",
-				Image:     "paddlepaddle/edl-fake:latest",
-				Resources: requests("100m", "64Mi"),
-			}},
-		},
-	}
-	for _, m := range mutators {
-		m(pod)
-	}
-	return pod
-}
-
-func requests(cpu, memory string) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(cpu),
-		corev1.ResourceMemory: resource.MustParse(memory),
-	}}
 }

@@ -64,7 +64,7 @@ func forbiddenRequests(p *edlProc) float64 {
 func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	installCRD(t)
 	installControllerIdentity(t)
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	ctx := testContext(t)
 	edl := startEDLProc(t, "-kubeconfig", impersonatingKubeconfig(t, controllerUser),
 		"-log_level", "debug", "-autoscale_interval", "1s")
@@ -150,8 +150,8 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 
 	assert.Zero(t, forbiddenRequests(edl), "requests refused with 403")
 	require.NoError(t, edl.stop(), "SIGTERM exits 0")
-	assert.Empty(t, holderOf(t, "paddlecloud"), "the lease is released on shutdown")
-	assert.Empty(t, forbiddenLog.FindAllString(edl.stderr.String(), -1), "edl logged a refused request")
+	assert.Empty(t, leaseHolder(testContext(t), cp, leaderLeaseNamespace), "the lease is released on shutdown")
+	assert.Empty(t, forbiddenLog.FindAllString(edl.Log(), -1), "edl logged a refused request")
 }
 
 // TestForbiddenRequestsAreSeen is the check of the check above: with one
@@ -186,8 +186,8 @@ func TestForbiddenRequestsAreSeen(t *testing.T) {
 	// No leader election: this replica must not compete for the lease.
 	edl := startEDLProc(t, "-kubeconfig", impersonatingKubeconfig(t, sa), "-log_level", "debug", "-leader_elect=false")
 	edl.waitFor("a 403 is counted", func() bool { return forbiddenRequests(edl) > 0 })
-	edl.waitFor("a refused request is logged", func() bool { return forbiddenLog.MatchString(edl.stderr.String()) })
+	edl.waitFor("a refused request is logged", func() bool { return forbiddenLog.MatchString(edl.Log()) })
 	code, body := edl.get("/readyz")
 	assert.Equal(t, 503, code, "the Service informer cannot sync: %s", body)
-	assert.Regexp(t, `(?i)services is forbidden`, edl.stderr.String(), "the refusal names the resource")
+	assert.Regexp(t, `(?i)services is forbidden`, edl.Log(), "the refusal names the resource")
 }

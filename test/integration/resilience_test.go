@@ -29,7 +29,7 @@ func trainerReplicas(ctx context.Context, ns, job string) (int32, int64, error) 
 // [min, max]; the controller clamps it back with one write and one event,
 // and then leaves the ReplicaSet alone — no hot loop, no flood of writes.
 func TestCompetingWriterIsClampedOnce(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain, withTrainers(2, 4)), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestCompetingWriterIsClampedOnce(t *testing.T) {
 // package reconnect, instead of backing off for up to a minute).
 func TestAPIServerOutage(t *testing.T) {
 	const resumeBound, recoverTimeout = 10 * time.Second, 4 * time.Minute
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	tj := jobClient(t)
 	_, err := tj.PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -12,21 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/framework"
 )
-
-// scaleTrainers sets the trainer ReplicaSet's replicas, as the autoscaler does.
-func scaleTrainers(t *testing.T, ns, job string, replicas int32) {
-	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	_, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testContext(t), v1.ReplicaSetName(job, v1.RoleTrainer),
-		types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	require.NoError(t, err)
-}
 
 // waitTrainers waits until the job has exactly running trainers Running and
 // pending ones unscheduled, and returns the pods oldest first.
@@ -59,7 +48,7 @@ func waitTrainers(t *testing.T, ns, job string, running, pending int) []corev1.P
 // pending. Scaling from 4 to 2 must remove the pending one and the newest,
 // keeping the two oldest.
 func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	pool := map[string]string{"pool": ns}
 	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{

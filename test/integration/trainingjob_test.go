@@ -3,245 +3,28 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	log "github.com/inconshreveable/log15"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
-	"github.com/paddlepaddle/edl/pkg/cluster"
-	"github.com/paddlepaddle/edl/pkg/controller"
-	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
-	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
-	"github.com/paddlepaddle/edl/pkg/reconnect"
-	"github.com/paddlepaddle/edl/test/framework"
 )
-
-// jobClient returns the generated TrainingJob client of the shared cluster.
-func jobClient(t *testing.T) tjclient.Interface {
-	t.Helper()
-	c, err := tjclient.NewForConfig(cp.Config)
-	require.NoError(t, err)
-	return c
-}
-
-// startController runs the TrainingJob controller in-process on the shared
-// control plane, its informers limited to one namespace so that tests cannot
-// disturb each other's jobs, until the test ends.
-func startController(t *testing.T, ns string) {
-	t.Helper()
-	installCRD(t)
-	runEDL(t, cp, ns, nil)
-}
-
-// runEDL runs the controller, and the autoscaler when scaling is not nil,
-// in-process against plane until the test ends: the same wiring as cmd/edl.
-// A namespace limits the controller's informers to it; the autoscaler always
-// sees the whole cluster.
-func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *autoscaler.Config) {
-	t.Helper()
-	logger := log.New("test", t.Name())
-	logger.SetHandler(log.LvlFilterHandler(log.LvlInfo, log.StreamHandler(testWriter{t}, log.LogfmtFormat())))
-	cfg := rest.CopyConfig(plane.Config)
-	reconnect.Configure(cfg, reconnect.DefaultInterval, logger)
-	kubeClient, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	tj, err := tjclient.NewForConfig(cfg)
-	require.NoError(t, err)
-
-	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
-	jobInformers := tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(ns))
-	podInformer := kubeInformers.Core().V1().Pods()
-	require.NoError(t, podInformer.Informer().SetTransform(cluster.TransformPod))
-
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1.AddToScheme(scheme))
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "edl-controller"})
-
-	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
-	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
-	ctrl, err := controller.New(controller.Config{KubeClient: kubeClient, TJClient: tj, JobInformer: jobInformer,
-		ReplicaSetInformer: rsInformer, ServiceInformer: kubeInformers.Core().V1().Services(), PodInformer: podInformer,
-		Recorder: recorder, Logger: logger})
-	require.NoError(t, err)
-	var scaler *autoscaler.Autoscaler
-	var clusterInformers informers.SharedInformerFactory
-	if scaling != nil {
-		// The tracker needs every pod and node of the cluster.
-		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
-		clusterPods := clusterInformers.Core().V1().Pods()
-		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
-		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(), Logger: logger})
-		require.NoError(t, err)
-		cfg := *scaling
-		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker
-		cfg.JobInformer, cfg.ReplicaSetInformer = jobInformer, rsInformer
-		cfg.PriorityClassInformer = clusterInformers.Scheduling().V1().PriorityClasses()
-		cfg.Recorder, cfg.Logger, cfg.Clock = recorder, logger, clock.RealClock{}
-		scaler = autoscaler.New(cfg)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	kubeInformers.Start(ctx.Done())
-	jobInformers.Start(ctx.Done())
-	if clusterInformers != nil {
-		clusterInformers.Start(ctx.Done())
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx, 2); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	if scaler != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := scaler.Run(ctx); err != nil {
-				t.Errorf("autoscaler: %v", err)
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		kubeInformers.Shutdown()
-		jobInformers.Shutdown()
-		if clusterInformers != nil {
-			clusterInformers.Shutdown()
-		}
-		broadcaster.Shutdown()
-	})
-}
-
-// testWriter sends the controller's log lines to the test's log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// jobMutator changes a job that exampleJob builds.
-type jobMutator func(*v1.TrainingJob)
-
-// exampleJob is example/examplejob.yaml, placed in ns, changed by mutators.
-func exampleJob(t *testing.T, ns string, mutators ...jobMutator) *v1.TrainingJob {
-	t.Helper()
-	root, err := framework.ModuleRoot()
-	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "example", "examplejob.yaml"))
-	require.NoError(t, err)
-	job := &v1.TrainingJob{}
-	require.NoError(t, yaml.UnmarshalStrict(data, job))
-	job.Namespace = ns
-	for _, m := range mutators {
-		m(job)
-	}
-	return job
-}
-
-func plain(job *v1.TrainingJob) { job.Spec.FaultTolerant = false }
-
-func withTrainers(minInstance, maxInstance int32) jobMutator {
-	return func(job *v1.TrainingJob) {
-		job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance = minInstance, maxInstance
-	}
-}
-
-// waitForJob waits until the job's status satisfies cond and returns it.
-func waitForJob(t *testing.T, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {
-	t.Helper()
-	return waitForJobWithin(t, waitTimeout, ns, name, what, cond)
-}
-
-// waitForJobWithin is waitForJob with a timeout of its own.
-func waitForJobWithin(t *testing.T, timeout time.Duration, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {
-	t.Helper()
-	var last *v1.TrainingJob
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		job, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = job
-		return cond(job), nil
-	})
-	require.NoError(t, err, "job %s/%s never became %s; last status: %+v", ns, name, what, statusOf(last))
-	return last
-}
-
-func statusOf(job *v1.TrainingJob) any {
-	if job == nil {
-		return nil
-	}
-	return job.Status
-}
-
-func phaseIs(phase v1.TrainingJobPhase) func(*v1.TrainingJob) bool {
-	return func(job *v1.TrainingJob) bool { return job.Status.Phase == phase }
-}
-
-// podsOf lists the pods carrying a role label of the job.
-func podsOf(t *testing.T, ns, label, job string) []corev1.Pod {
-	t.Helper()
-	pods, err := cp.Client.CoreV1().Pods(ns).List(testContext(t), metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{label: job}).String(),
-	})
-	require.NoError(t, err)
-	return pods.Items
-}
-
-// eventReasons lists the reasons of the events recorded for an object.
-func eventReasons(t *testing.T, ns, name string) []string {
-	t.Helper()
-	events, err := cp.Client.CoreV1().Events(ns).List(testContext(t), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + name,
-	})
-	require.NoError(t, err)
-	var reasons []string
-	for _, e := range events.Items {
-		for i := int32(0); i < max(e.Count, 1); i++ {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
-}
 
 // TestJobRunsOnKwokNodes submits the original-format example job and follows
 // it to Running: owned ReplicaSets and Services, pods Running on kwok nodes,
 // status counts, kubectl's columns; then deleting the job removes everything.
 func TestJobRunsOnKwokNodes(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	tj := jobClient(t)
 
@@ -313,21 +96,11 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 	require.NoError(t, err, "the job's objects were not garbage-collected")
 }
 
-func count(list []string, s string) int {
-	n := 0
-	for _, x := range list {
-		if x == s {
-			n++
-		}
-	}
-	return n
-}
-
 // TestForeignReplicaSetIsLeftAlone puts a ReplicaSet the job does not own in
 // the way of its trainers: the controller must neither adopt, patch nor
 // delete it, and must say so on the job.
 func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	replicas := int32(0)
 	foreign, err := cp.Client.AppsV1().ReplicaSets(ns).Create(testContext(t), &appsv1.ReplicaSet{
@@ -337,7 +110,7 @@ func TestForeignReplicaSetIsLeftAlone(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "someone-else"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "someone-else"}},
-				Spec:       newPod("x").Spec,
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "paddlepaddle/edl-fake:latest", Resources: requests("100m", "64Mi")}}},
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -379,7 +152,7 @@ func annotateExit(t *testing.T, ns, pod string, code int) {
 // TestTrainerExitZeroSucceedsTheJob: a trainer that exits 0 finishes the
 // job, which scales every ReplicaSet to 0.
 func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -405,7 +178,7 @@ func TestTrainerExitZeroSucceedsTheJob(t *testing.T) {
 // TestPserverFailureFailsAPlainJob: in a job that is not fault tolerant, a
 // pserver exiting non-zero fails the job, naming the pod and the code.
 func TestPserverFailureFailsAPlainJob(t *testing.T) {
-	ns := newNamespace(t)
+	ns := cp.NewNamespace(t)
 	startController(t, ns)
 	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain), metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -583,7 +583,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJob(ref common.ReferenceCallback) c
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "TrainingJob is a distributed PaddlePaddle training job: a master (for fault-tolerant jobs), parameter servers and an elastic number of trainers. The controller creates one ReplicaSet per role; the autoscaler moves the trainer count between trainer.min-instance and trainer.max-instance.",
+				Description: "TrainingJob is a distributed PaddlePaddle training job: a master (for fault-tolerant jobs), parameter servers and an elastic number of trainers. The controller creates one ReplicaSet per role; the autoscaler moves the trainer count between trainer.min-instance and trainer.max-instance.\n\n\nThe job's name is in the names of the objects the controller derives from it, so the API server's rules for those names are the job's (see MaxNameLength). The rules run on create only (optionalOldSelf): a name never changes, and a job stored before a rule existed must still take status updates, which the controller needs to fail it as Invalid.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {

@@ -133,11 +133,11 @@ func run() error {
 		return err
 	}
 
-	pid, err := startEDL(edlBin, kubeconfig, o)
+	edl, err := startEDL(edlBin, kubeconfig, o)
 	if err != nil {
 		return err
 	}
-	step("edl runs out of cluster (pid %d, autoscale interval %s), logging to %s", pid, o.interval, filepath.Join(o.dir, "edl.log"))
+	step("edl runs out of cluster (pid %d, autoscale interval %s), logging to %s", edl.Pid(), o.interval, filepath.Join(o.dir, "edl.log"))
 
 	rec, err := experiment.NewRecorder(cfg, "default")
 	if err != nil {
@@ -181,8 +181,8 @@ func run() error {
 			if !time.Now().Add(o.interval / 2).Before(until) {
 				return nil
 			}
-			if !alive(pid) {
-				return fmt.Errorf("edl exited; end of %s:\n%s", filepath.Join(o.dir, "edl.log"), tail(filepath.Join(o.dir, "edl.log"), 20))
+			if exited, err := edl.Exited(); exited {
+				return fmt.Errorf("edl exited (%v); end of %s:\n%s", err, filepath.Join(o.dir, "edl.log"), edl.Tail(20))
 			}
 			select {
 			case <-ctx.Done():
@@ -223,45 +223,32 @@ Go on with:
   %s --kubeconfig %s describe tj resnet
 Stop everything with:
   %smake cluster-down
-`, kubeconfig, pid, filepath.Join(o.dir, "edl.log"), kubectl, kubeconfig, kubectl, kubeconfig, dirEnv(o.dir))
+`, kubeconfig, edl.Pid(), filepath.Join(o.dir, "edl.log"), kubectl, kubeconfig, kubectl, kubeconfig, dirEnv(o.dir))
 	return nil
 }
 
 // startEDL starts edl detached from this process (its own session), so it
 // outlives the demo, and writes its pid to DIR/edl.pid for hack/cluster.sh down.
-func startEDL(bin, kubeconfig string, o options) (int, error) {
+func startEDL(bin, kubeconfig string, o options) (*framework.EDL, error) {
 	pidFile := filepath.Join(o.dir, "edl.pid")
 	if data, err := os.ReadFile(pidFile); err == nil {
 		if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && alive(p) {
-			return 0, fmt.Errorf("edl already runs (pid %d, %s); stop it with make cluster-down", p, pidFile)
+			return nil, fmt.Errorf("edl already runs (pid %d, %s); stop it with make cluster-down", p, pidFile)
 		}
 	}
-	logPath := filepath.Join(o.dir, "edl.log")
-	logFile, err := os.Create(logPath)
+	edl, err := framework.StartEDL(framework.EDLOptions{Binary: bin, Args: experiment.EDLArgs(kubeconfig, o.interval, experiment.On),
+		LogPath: filepath.Join(o.dir, "edl.log"), Detach: true})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, experiment.EDLArgs(kubeconfig, o.interval, experiment.On)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start %s: %w", bin, err)
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(edl.Pid())+"\n"), 0o644); err != nil {
+		return nil, err
 	}
-	pid := cmd.Process.Pid
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return 0, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
+	if exited, err := edl.Wait(experiment.EDLStartup); exited {
 		_ = os.Remove(pidFile)
-		return 0, fmt.Errorf("edl exited at once (%v); end of %s:\n%s", err, logPath, tail(logPath, 20))
-	case <-time.After(2 * time.Second):
+		return nil, fmt.Errorf("edl exited at once (%v); end of %s:\n%s", err, filepath.Join(o.dir, "edl.log"), edl.Tail(20))
 	}
-	// edl outlives the demo; nothing waits for it here any more.
-	return pid, nil
+	return edl, nil
 }
 
 func alive(pid int) bool {
@@ -352,15 +339,6 @@ func summary(w io.Writer, samples []experiment.Sample, rec *experiment.Recorder)
 		fmt.Fprintf(tw, "  %s\t%s\t%d..%d\t%d\t\n", n, after, sp.lo, sp.hi, sp.last)
 	}
 	tw.Flush()
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func defaultDir() string {

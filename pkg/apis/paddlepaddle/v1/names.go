@@ -25,7 +25,10 @@ const (
 // on trainers; the pod informer's transform keeps it.
 const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
-// naming is how the objects of one role are named and labelled.
+// naming is how the objects of one role are named and labelled. It is no
+// part of the API, so it has no OpenAPI definition.
+//
+// +k8s:openapi-gen=false
 type naming struct {
 	role Role
 	// label selects the role's pods; its value is the job's name.

@@ -20,6 +20,15 @@ import (
 // +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.trainer.min-instance`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+//
+// The job's name is in the names of the objects the controller derives from
+// it, so the API server's rules for those names are the job's (see
+// MaxNameLength). The rules run on create only (optionalOldSelf): a name
+// never changes, and a job stored before a rule existed must still take
+// status updates, which the controller needs to fail it as Invalid.
+//
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 55",message="metadata.name must be no more than 55 characters: the job's Service <name>-pserver must be a DNS-1035 label of at most 63",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lower-case letter and consist of lower-case letters, digits and '-' (no '.'): the job's Services <name>-master and <name>-pserver must be DNS-1035 labels",optionalOldSelf=true
 type TrainingJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -99,6 +108,7 @@ type TrainingJobSpec struct {
 	// trainers from lower-priority jobs first and makes them yield to pending
 	// pods of higher priority.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
@@ -151,6 +161,10 @@ type TrainerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || has(self.limits) && 'nvidia.com/gpu' in self.limits",message="an extended resource's request needs a limit equal to it",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
@@ -176,6 +190,10 @@ type PserverSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || has(self.limits) && 'nvidia.com/gpu' in self.limits",message="an extended resource's request needs a limit equal to it",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
@@ -186,6 +204,10 @@ type MasterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || has(self.limits) && 'nvidia.com/gpu' in self.limits",message="an extended resource's request needs a limit equal to it",fieldPath=".limits['nvidia.com/gpu']"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 

@@ -34,6 +34,12 @@ import (
 // fault-tolerant jobs), parameter servers and an elastic number of trainers.
 // The controller creates one ReplicaSet per role; the autoscaler moves the
 // trainer count between trainer.min-instance and trainer.max-instance.
+//
+// The job's name is in the names of the objects the controller derives from
+// it, so the API server's rules for those names are the job's (see
+// MaxNameLength). The rules run on create only (optionalOldSelf): a name
+// never changes, and a job stored before a rule existed must still take
+// status updates, which the controller needs to fail it as Invalid.
 type TrainingJobApplyConfiguration struct {
 	metav1.TypeMetaApplyConfiguration    `json:""`
 	*metav1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -1,4 +1,4 @@
-package integration
+package framework
 
 import (
 	"context"
@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,41 +20,59 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/paddlepaddle/edl/test/framework"
 	"github.com/paddlepaddle/edl/test/kwok"
 )
 
-// These tests check the control plane itself: that what EDL's controller
-// relies on (scheduling, preemption, garbage collection, watch recovery, the
-// fake exit of a trainer) behaves as on a real cluster.
+// TestControlPlane checks a running control plane: the versions the build
+// stamps, pods of a ReplicaSet running on kwok nodes, kwok's exit stage, and
+// an informer that outlives StopAPIServer and StartAPIServer. The subtests
+// share one control plane and run in order; the restart comes last.
+func TestControlPlane(t *testing.T) {
+	nodes := NodeSpec{Name: "node", CPU: "8", Memory: "32Gi", GPU: 4, Count: 3}
+	plane := StartForTest(t, Options{Nodes: []NodeSpec{nodes}})
+	t.Run("versions", func(t *testing.T) { testVersions(t, plane, nodes) })
+	t.Run("ReplicaSet pods run on kwok nodes", func(t *testing.T) { testReplicaSetPodsRunOnKwokNodes(t, plane) })
+	t.Run("kwok exit stage", func(t *testing.T) { testKwokExitStage(t, plane) })
+	t.Run("informer recovers after an API server restart", func(t *testing.T) { testInformerRecoversAfterAPIServerRestart(t, plane) })
+}
 
-func TestControlPlaneVersions(t *testing.T) {
+// waitTimeout bounds every wait for the control plane to converge.
+const waitTimeout = 90 * time.Second
+
+// testContext returns a context that ends with the test or after waitTimeout.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func testVersions(t *testing.T, plane *ControlPlane, nodes NodeSpec) {
 	ctx := testContext(t)
 
-	info, err := cp.Client.Discovery().ServerVersion()
+	info, err := plane.Client.Discovery().ServerVersion()
 	require.NoError(t, err)
 	assert.Equal(t, "v1.36.3", info.GitVersion, "kube-apiserver version; are the -ldflags of hack/build-control-plane.sh applied?")
 
-	out, err := cp.Kubectl(ctx, "get", "nodes", "-o", "name")
+	out, err := plane.Kubectl(ctx, "get", "nodes", "-o", "name")
 	require.NoError(t, err)
-	for i := range sharedNodes.Count {
-		assert.Contains(t, out, fmt.Sprintf("node/%s-%d", sharedNodes.Name, i))
+	for i := range nodes.Count {
+		assert.Contains(t, out, fmt.Sprintf("node/%s-%d", nodes.Name, i))
 	}
 }
 
-func TestReplicaSetPodsRunOnKwokNodes(t *testing.T) {
+func testReplicaSetPodsRunOnKwokNodes(t *testing.T, plane *ControlPlane) {
 	ctx := testContext(t)
-	ns := newNamespace(t)
+	ns := plane.NewNamespace(t)
 
 	rs := newReplicaSet("trainer", 4)
-	_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+	_, err := plane.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	pods := waitForPods(ctx, t, ns, "app=trainer", "4 Running pods", func(pods []corev1.Pod) bool {
+	pods := waitForPods(ctx, t, plane, ns, "app=trainer", "4 Running pods", func(pods []corev1.Pod) bool {
 		return len(pods) == 4 && all(pods, podRunning)
 	})
 	for _, pod := range pods {
-		node, err := cp.Client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		node, err := plane.Client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 		require.NoError(t, err, "pod %s is bound to node %q", pod.Name, pod.Spec.NodeName)
 		assert.Equal(t, kwok.NodeAnnotationValue, node.Annotations[kwok.NodeAnnotation], "node %s is not a kwok node", node.Name)
 		assert.NotEmpty(t, pod.Status.PodIP, "kwok gives running pods an IP")
@@ -64,80 +81,13 @@ func TestReplicaSetPodsRunOnKwokNodes(t *testing.T) {
 	}
 }
 
-func TestPreemption(t *testing.T) {
+// testInformerRecoversAfterAPIServerRestart stops the API server that the
+// other subtests share; it must run last.
+func testInformerRecoversAfterAPIServerRestart(t *testing.T, plane *ControlPlane) {
 	ctx := testContext(t)
-	ns := newNamespace(t)
+	ns := plane.NewNamespace(t)
 
-	// A node of the test's own, with room for one of its pods.
-	node := framework.NodeSpec{
-		Name:   "preemption",
-		CPU:    "2",
-		Memory: "4Gi",
-		Labels: map[string]string{"edl-test": "preemption"},
-		Taints: []corev1.Taint{{Key: "edl-test", Value: "preemption", Effect: corev1.TaintEffectNoSchedule}},
-	}
-	require.NoError(t, cp.AddNodes(ctx, node))
-	t.Cleanup(func() { assert.NoError(t, cp.DeleteNode(context.Background(), node.Name)) })
-
-	low := createPriorityClass(ctx, t, "low", 100)
-	high := createPriorityClass(ctx, t, "high", 1000)
-	onNode := func(priorityClass string) podMutator {
-		return func(pod *corev1.Pod) {
-			pod.Spec.NodeSelector = node.Labels
-			pod.Spec.Tolerations = []corev1.Toleration{{Key: "edl-test", Operator: corev1.TolerationOpEqual, Value: "preemption", Effect: corev1.TaintEffectNoSchedule}}
-			pod.Spec.PriorityClassName = priorityClass
-			pod.Spec.Containers[0].Resources = requests("1500m", "1Gi")
-		}
-	}
-
-	victim, err := cp.Client.CoreV1().Pods(ns).Create(ctx, newPod("victim", onNode(low)), metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitForPods(ctx, t, ns, "app=victim", "the low-priority pod Running", func(pods []corev1.Pod) bool {
-		return len(pods) == 1 && podRunning(pods[0])
-	})
-
-	_, err = cp.Client.CoreV1().Pods(ns).Create(ctx, newPod("preemptor", onNode(high)), metav1.CreateOptions{})
-	require.NoError(t, err)
-	pods := waitForPods(ctx, t, ns, "app=preemptor", "the high-priority pod Running", func(pods []corev1.Pod) bool {
-		return len(pods) == 1 && podRunning(pods[0])
-	})
-	assert.Equal(t, node.Name, pods[0].Spec.NodeName)
-
-	_, err = cp.Client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "the low-priority pod should have been preempted, got err=%v", err)
-}
-
-func TestGarbageCollectorDeletesOwnedPods(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t)
-
-	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, newReplicaSet("owned", 2), metav1.CreateOptions{})
-	require.NoError(t, err)
-	pods := waitForPods(ctx, t, ns, "app=owned", "2 Running pods", func(pods []corev1.Pod) bool {
-		return len(pods) == 2 && all(pods, podRunning)
-	})
-	for _, pod := range pods {
-		owner := metav1.GetControllerOf(&pod)
-		require.NotNil(t, owner, "pod %s has no controller", pod.Name)
-		assert.Equal(t, rs.UID, owner.UID)
-	}
-
-	err = cp.Client.AppsV1().ReplicaSets(ns).Delete(ctx, rs.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-	})
-	require.NoError(t, err)
-	waitForPods(ctx, t, ns, "app=owned", "no pods left", func(pods []corev1.Pod) bool {
-		return len(pods) == 0
-	})
-}
-
-// TestInformerRecoversAfterAPIServerRestart stops the API server that every
-// test shares; it must not call t.Parallel.
-func TestInformerRecoversAfterAPIServerRestart(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t)
-
-	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(plane.Client, 0, informers.WithNamespace(ns))
 	configMaps := factory.Core().V1().ConfigMaps()
 	lister := configMaps.Lister().ConfigMaps(ns)
 	informer := configMaps.Informer()
@@ -148,7 +98,7 @@ func TestInformerRecoversAfterAPIServerRestart(t *testing.T) {
 
 	create := func(name string) {
 		t.Helper()
-		_, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		_, err := plane.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -165,10 +115,10 @@ func TestInformerRecoversAfterAPIServerRestart(t *testing.T) {
 	create("before")
 	waitListed("before")
 
-	require.NoError(t, cp.StopAPIServer())
-	_, err := cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, "before", metav1.GetOptions{})
+	require.NoError(t, plane.StopAPIServer())
+	_, err := plane.Client.CoreV1().ConfigMaps(ns).Get(ctx, "before", metav1.GetOptions{})
 	require.Error(t, err, "the API server should be down")
-	require.NoError(t, cp.StartAPIServer(ctx))
+	require.NoError(t, plane.StartAPIServer(ctx))
 
 	create("after")
 	waitListed("after")
@@ -176,7 +126,7 @@ func TestInformerRecoversAfterAPIServerRestart(t *testing.T) {
 	assert.NoError(t, err, "the informer lost an object created before the restart")
 }
 
-func TestKwokExitStage(t *testing.T) {
+func testKwokExitStage(t *testing.T, plane *ControlPlane) {
 	tests := []struct {
 		name          string
 		restartPolicy corev1.RestartPolicy
@@ -192,31 +142,30 @@ func TestKwokExitStage(t *testing.T) {
 		{name: "never-fails-later", restartPolicy: corev1.RestartPolicyNever, exitCode: 1, annotateLater: true, wantPhase: corev1.PodFailed},
 		{name: "onfailure-fails", restartPolicy: corev1.RestartPolicyOnFailure, exitCode: 2, wantPhase: corev1.PodRunning},
 	}
-	ns := newNamespace(t)
+	ns := plane.NewNamespace(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testContext(t)
 			code := fmt.Sprint(tt.exitCode)
-			pod := newPod(tt.name, func(pod *corev1.Pod) {
-				pod.Spec.RestartPolicy = tt.restartPolicy
-				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
-				if !tt.annotateLater {
-					pod.Annotations = map[string]string{kwok.ExitCodeAnnotation: code}
-				}
-			})
-			_, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+			pod := newPod(tt.name)
+			pod.Spec.RestartPolicy = tt.restartPolicy
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
+			if !tt.annotateLater {
+				pod.Annotations = map[string]string{kwok.ExitCodeAnnotation: code}
+			}
+			_, err := plane.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 			require.NoError(t, err)
 
 			if tt.annotateLater {
-				waitForPods(ctx, t, ns, "app="+tt.name, "the pod Running", func(pods []corev1.Pod) bool {
+				waitForPods(ctx, t, plane, ns, "app="+tt.name, "the pod Running", func(pods []corev1.Pod) bool {
 					return len(pods) == 1 && podRunning(pods[0])
 				})
 				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kwok.ExitCodeAnnotation, code)
-				_, err := cp.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				_, err := plane.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 				require.NoError(t, err)
 			}
 
-			pods := waitForPods(ctx, t, ns, "app="+tt.name, "every container terminated", func(pods []corev1.Pod) bool {
+			pods := waitForPods(ctx, t, plane, ns, "app="+tt.name, "every container terminated", func(pods []corev1.Pod) bool {
 				return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 2 &&
 					all(pods[0].Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Terminated != nil })
 			})
@@ -235,6 +184,23 @@ func TestKwokExitStage(t *testing.T) {
 	}
 }
 
+// newPod builds a pod with one container that requests 100m CPU and 64Mi of memory.
+func newPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:  "main",
+				Image: "paddlepaddle/edl-fake:latest",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("100m"),
+					corev1.ResourceMemory: resource.MustParse("64Mi"),
+				}},
+			}},
+		},
+	}
+}
+
 func newReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	pod := newPod(name)
 	return &appsv1.ReplicaSet{
@@ -247,32 +213,16 @@ func newReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	}
 }
 
-// createPriorityClass creates a PriorityClass named after the test and
-// deletes it when the test ends.
-func createPriorityClass(ctx context.Context, t *testing.T, name string, value int32) string {
-	t.Helper()
-	pc, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(t.Name()) + "-" + name},
-		Value:      value,
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		err := cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
-		assert.NoError(t, err)
-	})
-	return pc.Name
-}
-
 // waitForPods polls the pods matching selector until done accepts them and
 // returns them; on timeout it fails the test, describing what it waited for
 // and what it last saw.
-func waitForPods(ctx context.Context, t *testing.T, ns, selector, what string, done func([]corev1.Pod) bool) []corev1.Pod {
+func waitForPods(ctx context.Context, t *testing.T, plane *ControlPlane, ns, selector, what string, done func([]corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	sel, err := labels.Parse(selector)
 	require.NoError(t, err)
 	var last []corev1.Pod
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		list, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		list, err := plane.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 		if err != nil {
 			return false, nil // the API server may be restarting
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	log "github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -199,6 +201,22 @@ func eventReasons(t *testing.T, ns, name string) []string {
 		}
 	}
 	return reasons
+}
+
+// assertEventReasons asserts that the events of the named object come to be
+// exactly want. Events are written in the background by the recorder's
+// broadcaster, after the status that marks the edge, so a list made at once
+// may still miss the last one.
+func assertEventReasons(t *testing.T, ns, name string, want []string, msgAndArgs ...any) {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = eventReasons(t, ns, name)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	assert.Equal(t, want, got, msgAndArgs...)
 }
 
 func count(list []string, s string) int {

@@ -95,7 +95,7 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 			change: withSpec(func(s *v1.TrainingJobSpec) { s.Tolerations = nil }),
 		},
 		{
-			name: "node affinity narrowed",
+			name:   "node affinity narrowed",
 			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a", "gpu-b") })},
 			change: withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a") }),
 		},

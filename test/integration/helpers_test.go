@@ -278,7 +278,8 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
 		clusterPods := clusterInformers.Core().V1().Pods()
 		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
-		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(), Logger: logger})
+		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(),
+			QuotaInformer: clusterInformers.Core().V1().ResourceQuotas(), Logger: logger})
 		require.NoError(t, err)
 		cfg := *scaling
 		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker

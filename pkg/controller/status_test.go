@@ -28,11 +28,15 @@ func masterPod(name string, muts ...podMutator) *corev1.Pod {
 }
 
 // observation builds what the listers would hold: the job's own ReplicaSets
-// for the given roles (at their desired replicas) and the pods by role.
+// for the given roles (at their desired replicas) with their Services, and
+// the pods by role.
 func observation(job *v1.TrainingJob, rsRoles []v1.Role, pods ...*corev1.Pod) observed {
-	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, pods: map[v1.Role][]*corev1.Pod{}}
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, services: map[v1.Role]*corev1.Service{}, pods: map[v1.Role][]*corev1.Pod{}}
 	for _, role := range rsRoles {
 		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)
+		if role != v1.RoleTrainer {
+			obs.services[role] = Service(job, role)
+		}
 	}
 	for _, p := range pods {
 		for _, role := range allRoles {

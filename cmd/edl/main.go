@@ -131,9 +131,9 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
 	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
 	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
-	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 15*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
-	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
-	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", 2*time.Second, "time between two attempts to acquire or renew the lease")
+	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 12*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 8*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", time.Second, "time between two attempts to acquire or renew the lease")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
 

@@ -462,13 +462,21 @@ type fleet struct {
 
 func newFleet(t *testing.T, plane *framework.ControlPlane, flags ...string) *fleet {
 	t.Helper()
+	return newFleetElecting(t, plane, append(flags,
+		"-leader_elect_lease_duration", fleetLeaseDuration.String(),
+		"-leader_elect_renew_deadline", fleetRenewDeadline.String(),
+		"-leader_elect_retry_period", fleetRetryPeriod.String(),
+	)...)
+}
+
+// newFleetElecting starts a fleet whose replicas elect their leader with
+// the timings in flags, or edl's defaults where flags set none.
+func newFleetElecting(t *testing.T, plane *framework.ControlPlane, flags ...string) *fleet {
+	t.Helper()
 	f := &fleet{t: t, args: append(flags,
 		"-kubeconfig", plane.Kubeconfig,
 		"-http_addr", "",
 		"-autoscale_interval", "1s",
-		"-leader_elect_lease_duration", fleetLeaseDuration.String(),
-		"-leader_elect_renew_deadline", fleetRenewDeadline.String(),
-		"-leader_elect_retry_period", fleetRetryPeriod.String(),
 		"-log_level", "info",
 	)}
 	// Registered after the control plane's cleanup, so it runs before it.

@@ -11,6 +11,19 @@ const (
 	ConditionComplete = "Complete"
 	// ConditionFailed is True once the job failed.
 	ConditionFailed = "Failed"
+	// ConditionChildrenAccepted is False while the API server refuses an
+	// object the job needs: the create or patch of one of its ReplicaSets or
+	// Services, or a pod one of its ReplicaSets creates (the ReplicaSet's
+	// ReplicaFailure condition). It appears with the first refusal; its
+	// reason names the kind of refusal (ReasonInvalid, ReasonForbidden,
+	// ReasonQuotaExceeded, ReasonBadRequest, ReasonRefused), and it turns
+	// True (ReasonAccepted) once nothing is refused.
+	ConditionChildrenAccepted = "ChildrenAccepted"
+	// ConditionRoleFailing is True while a master or pserver pod of a
+	// fault-tolerant job is not ready after its container exited non-zero
+	// (ReasonMasterFailing, ReasonPserverFailing); once it was set, it turns
+	// False (ReasonNoRoleFailing) when no such pod is left.
+	ConditionRoleFailing = "RoleFailing"
 )
 
 // The reasons of a TrainingJob's phase, in status.reason and its conditions.
@@ -26,6 +39,23 @@ const (
 	ReasonTrainerFailed   = "TrainerFailed"
 	ReasonPserverFailed   = "PserverFailed"
 	ReasonTooManyRestarts = "TooManyRestarts"
+	// ReasonChildRefused: the job is Pending because the API server refuses
+	// one of its objects or their pods; see ConditionChildrenAccepted.
+	ReasonChildRefused   = "ChildRefused"
+	ReasonMasterFailing  = "MasterFailing"
+	ReasonPserverFailing = "PserverFailing"
+	ReasonNoRoleFailing  = "NoRoleFailing"
+)
+
+// The reasons of the ChildrenAccepted condition: the kinds of refusal, by
+// the API server's answer. ReasonInvalid (the object breaks a rule of the
+// API server's) is one of them too.
+const (
+	ReasonAccepted      = "Accepted"
+	ReasonForbidden     = "Forbidden"     // an admission policy, a webhook, RBAC, a terminating namespace
+	ReasonQuotaExceeded = "QuotaExceeded" // a ResourceQuota
+	ReasonBadRequest    = "BadRequest"    // e.g. a webhook's denial without a code of its own
+	ReasonRefused       = "Refused"       // any other refusal
 )
 
 // The reasons of the events recorded on a TrainingJob; each marks an edge,
@@ -38,4 +68,9 @@ const (
 	EventSucceeded = "Succeeded"
 	EventFailed    = "Failed"
 	EventBlocked   = "Blocked"
+	// EventRefused names a refused object and the server's message, once per
+	// distinct refusal.
+	EventRefused = "Refused"
+	// EventRoleFailing names a failing master or pserver pod and its last exit.
+	EventRoleFailing = "RoleFailing"
 )

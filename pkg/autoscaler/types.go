@@ -74,6 +74,19 @@ type Options struct {
 	// trainers back for it. Not positive means DefaultRebalanceGap; 1 or more
 	// turns rebalancing off.
 	RebalanceGap float64
+	// DryRun says that the actions will not be applied: a job the plan
+	// would scale is explained as held by the dry run. It changes no
+	// action.
+	DryRun bool
+}
+
+// Decision is a plan with its explanations.
+type Decision struct {
+	// Actions are Plan's.
+	Actions []ScaleAction
+	// Jobs explains every job given to the plan, sorted by key: exactly one
+	// Explanation per distinct key.
+	Jobs []Explanation
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from

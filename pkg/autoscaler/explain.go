@@ -70,47 +70,51 @@ var Limits = []Limit{LimitAtMax, LimitAtMin, LimitGrowing, LimitNoRoom, LimitNoE
 
 // Explanation says why one job has the trainers it has after a plan.
 type Explanation struct {
-	Job string
+	Job string `json:"job"`
 	// Limit is the one cause; Message a sentence with the numbers behind it.
-	Limit   Limit
-	Message string
+	Limit   Limit  `json:"limit"`
+	Message string `json:"message"`
 	// From is the job's replicas before the plan, To after it.
-	From, To, Min, Max int32
-	Priority           int32
+	From     int32 `json:"from"`
+	To       int32 `json:"to"`
+	Min      int32 `json:"min"`
+	Max      int32 `json:"max"`
+	Priority int32 `json:"priority"`
 	// Placed counts the trainers that hold a node after the plan, and
 	// Fulfillment is (Placed − Min) / (Max − Min).
-	Placed      int64
-	Fulfillment float64
+	Placed      int64   `json:"placed"`
+	Fulfillment float64 `json:"fulfillment"`
 
 	// The figures behind the limit; zero where they do not apply.
 
 	// Resource names the resource that limits: for LimitLoad and
 	// LimitAtMin the one over max_load_desired, for LimitQuota the quota's
 	// (requests.cpu, pods, …).
-	Resource string
+	Resource string `json:"resource,omitempty"`
 	// Load is that resource's requests / allocatable, and Threshold is
 	// max_load_desired (LimitLoad, LimitAtMin).
-	Load, Threshold float64
+	Load      float64 `json:"load,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"`
 	// Need is one trainer's request (LimitNoRoom, LimitNoEligibleNode,
 	// LimitLoad, LimitQuota).
-	Need Resources
+	Need Resources `json:"need,omitempty"`
 	// Room is, for LimitNoRoom, the largest room on a node the trainers may
 	// use (the node that could hold the largest part of a trainer), for
 	// LimitNoEligibleNode the largest allocatable of such a node; Node names
 	// that node ("" when there is none).
-	Room Resources
-	Node string
+	Room Resources `json:"room,omitempty"`
+	Node string    `json:"node,omitempty"`
 	// CoolDownLeft is how long the cool-down still holds (LimitCoolDown).
-	CoolDownLeft time.Duration
+	CoolDownLeft time.Duration `json:"coolDownLeft,omitempty"`
 	// Other is the job the limit is about (LimitFairShare), and
 	// OtherFulfillment its fulfillment after the plan.
-	Other            string
-	OtherFulfillment float64
+	Other            string  `json:"other,omitempty"`
+	OtherFulfillment float64 `json:"otherFulfillment,omitempty"`
 	// Pods are the pods the job yields to (LimitYieldedToPriority,
 	// LimitYieldedToMinimum), as namespace/name, and PodPriority the
 	// highest of their priorities.
-	Pods        []string
-	PodPriority int32
+	Pods        []string `json:"pods,omitempty"`
+	PodPriority int32    `json:"podPriority,omitempty"`
 }
 
 // Limited reports whether something holds the job below what it asks for:

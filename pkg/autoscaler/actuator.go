@@ -60,9 +60,23 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 	return nil
 }
 
-// recordLimit writes the job's Scaling condition from e when its status,
-// reason or message differ from what the job holds: a steady cluster writes
-// nothing. The condition is the autoscaler's alone, and the patch touches
+// FigureRefresh is how long the autoscaler leaves a job's Scaling condition
+// as it is when only the figures of its message changed: the load, the
+// largest room and the like move with every pod that comes and goes, and a
+// busy cluster would otherwise rewrite every job's status every cycle. A
+// new reason or status is written at once.
+const FigureRefresh = time.Minute
+
+// writtenKey identifies a job for FigureRefresh: a job deleted and created
+// again under its name starts afresh.
+func writtenKey(job *v1.TrainingJob) string {
+	return job.Namespace + "/" + job.Name + "/" + string(job.UID)
+}
+
+// recordLimit writes the job's Scaling condition from e when its status or
+// reason differ from what the job holds, or its message does and the
+// condition was not written in the last FigureRefresh: a steady cluster
+// writes nothing. The condition is the autoscaler's alone, and the patch touches
 // nothing else: it tests that the entry it replaces is still the Scaling
 // condition, or — when the job has none yet — that the job is the version
 // it read, so that a condition the controller added meanwhile is neither
@@ -77,8 +91,13 @@ func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Ex
 	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
 	if i >= 0 {
 		old := job.Status.Conditions[i]
-		if old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
-			return nil
+		if old.Status == cond.Status && old.Reason == cond.Reason {
+			if old.Message == cond.Message {
+				return nil
+			}
+			if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
+				return nil // only the figures moved, and recently
+			}
 		}
 		if old.Status == cond.Status {
 			cond.LastTransitionTime = old.LastTransitionTime
@@ -110,6 +129,10 @@ func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Ex
 	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
 	case err == nil:
+		if a.written == nil {
+			a.written = map[string]time.Time{}
+		}
+		a.written[writtenKey(job)] = now
 		a.log.Debug("recorded what limits the job", "job", e.Job, "limit", e.Limit, "message", e.Message)
 		return nil
 	case apierrors.IsNotFound(err):

@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -476,4 +477,68 @@ func TestApplyTestsTheReplicaSetsUID(t *testing.T) {
 		assert.Contains(t, string(p.GetPatch()), `"path":"/metadata/uid"`)
 		assert.NotEqual(t, "status", p.GetSubresource(), "no status recorded for a patch that did not apply")
 	}
+}
+
+// TestRunOnceRewritesFiguresAtMostOncePerRefresh: a message whose figures
+// moved is rewritten only FigureRefresh after the last write; a new reason
+// is written at once.
+func TestRunOnceRewritesFiguresAtMostOncePerRefresh(t *testing.T) {
+	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
+	// 1 CPU, all of it the job's one trainer: held at its minimum by load.
+	objs := objects(elasticJob("a", 1, 4, 1, withCondition(ready)), []runtime.Object{node("n1", "1", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	ctx := context.Background()
+	scaling := func(j *v1.TrainingJob) *metav1.Condition {
+		for i := range j.Status.Conditions {
+			if j.Status.Conditions[i].Type == v1.ConditionScaling {
+				return &j.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	statusWrites := func() int {
+		n := 0
+		for _, w := range f.writes() {
+			if w.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+
+	f.scaler.RunOnce(ctx)
+	require.Equal(t, 1, statusWrites())
+	f.waitForJob("a", func(j *v1.TrainingJob) bool { c := scaling(j); return c != nil && c.Reason == v1.ScalingAtMin })
+
+	// Another pod on the node: the load figure moves, the reason does not.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	_, err := f.kube.CoreV1().Pods("ns").Create(ctx, other, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.tracker.InquiryResource().CPURequestMilli == 1500 }, 5*time.Second, time.Millisecond)
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	f.clock.Step(FigureRefresh / 2)
+	f.scaler.RunOnce(ctx)
+	assert.Zero(t, statusWrites(), "only the figures moved, and the condition is fresh")
+
+	f.clock.Step(FigureRefresh / 2)
+	f.scaler.RunOnce(ctx)
+	assert.Equal(t, 1, statusWrites(), "a refresh later the figures are written")
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return strings.Contains(scaling(j).Message, "CPU load 1.5") })
+	assert.Equal(t, v1.ScalingAtMin, scaling(job).Reason)
+
+	// Room on a new node: the reason changes, and is written at once.
+	_, err = f.kube.CoreV1().Nodes().Create(ctx, node("n2", "10", "64Gi"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.tracker.InquiryResource().CPUTotalMilli == 11000 }, 5*time.Second, time.Millisecond)
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	f.clock.Step(time.Second)
+	require.Len(t, f.scaler.RunOnce(ctx), 1, "it grows")
+	assert.Equal(t, 2, statusWrites(), "the decision and the new reason")
+	job = f.waitForJob("a", func(j *v1.TrainingJob) bool { return scaling(j).Reason != v1.ScalingAtMin })
+	assert.Equal(t, v1.ScalingAtMax, scaling(job).Reason)
 }

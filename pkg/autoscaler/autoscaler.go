@@ -88,6 +88,11 @@ type Autoscaler struct {
 	log      log.Logger
 	clock    clock.Clock
 	cfg      Config
+
+	// written is when each job's Scaling condition was last written (by
+	// job key and UID), so that figures that move with every pod do not
+	// rewrite it every cycle; see recordLimit. Only RunOnce touches it.
+	written map[string]time.Time
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.
@@ -153,6 +158,15 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		}
 	}
 	if !a.cfg.DryRun {
+		written := make(map[string]time.Time, len(decision.Jobs))
+		for _, e := range decision.Jobs {
+			if job := objects[e.Job]; job != nil {
+				if t, ok := a.written[writtenKey(job)]; ok {
+					written[writtenKey(job)] = t // jobs no longer planned are forgotten
+				}
+			}
+		}
+		a.written = written
 		for _, e := range decision.Jobs {
 			if failed[e.Job] {
 				continue // the condition would describe a scaling that did not happen

@@ -156,7 +156,7 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		return out
 	}
 	before := versions()
-	time.Sleep(30 * time.Second) // #nosec -- the property is "no write for 30 s": nothing to poll for
+	time.Sleep(30 * time.Second) // the property is "no write for 30 s": there is nothing to poll for
 	assert.Equal(t, before, versions(), "a quiet cluster got status writes")
 
 	// The big job's node is cordoned: its trainer is bigger than any node

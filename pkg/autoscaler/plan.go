@@ -21,6 +21,13 @@ import (
 // Request, or a duplicate Key are never moved, but their trainers are still
 // accounted.
 func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
+	return Decide(snap, jobs, opts).Actions
+}
+
+// Decide is Plan that also says why every job has the trainers it has after
+// the plan (explain.go): one Explanation per job, sorted by key. Plan is
+// Decide without them; both do the same work.
+func Decide(snap cluster.Snapshot, jobs []Job, opts Options) Decision {
 	p := newPlanner(snap, jobs, opts)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
@@ -29,5 +36,6 @@ func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
 	p.startGrowth()
 	p.rebalance()
 	p.grow()
-	return p.actions()
+	actions := p.actions()
+	return Decision{Actions: actions, Jobs: p.explanations(actions)}
 }

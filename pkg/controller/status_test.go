@@ -397,3 +397,24 @@ func TestComputeStatusIsPure(t *testing.T) {
 		assert.Equal(t, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), c.LastTransitionTime.UTC())
 	})
 }
+
+// TestComputeStatusKeepsTheAutoscalersCondition: the Scaling condition is
+// the autoscaler's; the controller's status keeps it as it is, whatever
+// phase the job is in.
+func TestComputeStatusKeepsTheAutoscalersCondition(t *testing.T) {
+	scaling := metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionFalse, Reason: v1.ScalingLoad,
+		Message:            "one more trainer (1 CPU) would take CPU requests past max_load_desired 0.97",
+		LastTransitionTime: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+	for _, phase := range []v1.TrainingJobPhase{v1.PhaseRunning, v1.PhaseCreating} {
+		job := newJob("mnist", withPhase(phase, "", ""))
+		job.Status.Conditions = append(job.Status.Conditions, scaling)
+		pods := []*corev1.Pod{pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())}
+		if phase == v1.PhaseCreating {
+			pods = nil
+		}
+		status := computeStatus(job, observation(job, roles(job), pods...), roles(job))
+		c := condition(status, v1.ConditionScaling)
+		require.NotNil(t, c, "phase %s", phase)
+		assert.Equal(t, scaling, *c, "phase %s", phase)
+	}
+}

@@ -24,6 +24,34 @@ const (
 	// (ReasonMasterFailing, ReasonPserverFailing); once it was set, it turns
 	// False (ReasonNoRoleFailing) when no such pod is left.
 	ConditionRoleFailing = "RoleFailing"
+	// ConditionScaling is the autoscaler's: its reason is what limits the
+	// job's trainers after the last plan (one of the Scaling* reasons), its
+	// message the numbers behind it. It is True while the job gets all the
+	// trainers it may have (it grows, or it is at its max), False while
+	// something holds it below its max. Only the autoscaler writes it, and
+	// only when the reason or the message changes.
+	ConditionScaling = "Scaling"
+)
+
+// The reasons of the Scaling condition: what limits an elastic job's
+// trainers. Each is one cause of the autoscaler's closed set
+// (docs/autoscaler.md, "Why a job has the trainers it has").
+const (
+	ScalingAtMax             = "AtMax"
+	ScalingAtMin             = "AtMin"
+	ScalingGrowing           = "Growing"
+	ScalingNoRoom            = "NoRoom"
+	ScalingNoEligibleNode    = "NoEligibleNode"
+	ScalingLoad              = "Load"
+	ScalingFairShare         = "FairShare"
+	ScalingCoolDown          = "CoolDown"
+	ScalingSettling          = "Settling"
+	ScalingYieldedToPriority = "YieldedToPriority"
+	ScalingYieldedToMinimum  = "YieldedToMinimum"
+	ScalingQuota             = "Quota"
+	ScalingNotElastic        = "NotElastic"
+	ScalingNotRunning        = "NotRunning"
+	ScalingDryRun            = "DryRun"
 )
 
 // The reasons of a TrainingJob's phase, in status.reason and its conditions.

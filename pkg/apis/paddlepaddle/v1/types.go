@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Trainers",type=string,JSONPath=`.status.trainers.summary`,description="Ready/desired trainers"
 // +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.trainer.min-instance`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
+// +kubebuilder:printcolumn:name="Limited By",type=string,JSONPath=`.status.conditions[?(@.type=="Scaling")].reason`,priority=1,description="What limits the trainers after the autoscaler's last plan"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 //
 // The job's name is in the names of the objects the controller derives from

@@ -28,6 +28,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -316,15 +317,9 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, opts.resync)
 	jobInformers := tjinformers.NewSharedInformerFactory(tjClient, opts.resync)
 	podInformer := kubeInformers.Core().V1().Pods()
-	// One pod informer feeds the controller and the tracker; it keeps only
-	// the fields they read, so that a cluster of 100,000 pods stays cheap.
-	if err := podInformer.Informer().SetTransform(cluster.TransformPod); err != nil {
-		return fmt.Errorf("set the pod transform: %w", err)
-	}
-
 	nodeInformer := kubeInformers.Core().V1().Nodes()
-	if err := nodeInformer.Informer().SetTransform(cluster.TransformNode); err != nil {
-		return fmt.Errorf("set the node transform: %w", err)
+	if err := setTransforms(kubeInformers); err != nil {
+		return err
 	}
 
 	recorder, stopEvents, err := eventRecorder(kubeClient)
@@ -488,6 +483,27 @@ func checkServer(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err != nil {
 		return fmt.Errorf("discover %s on the API server at %s: %w", v1.SchemeGroupVersion, host, err)
+	}
+	return nil
+}
+
+// setTransforms installs the informer transforms before the informers
+// start: one pod informer feeds the controller and the tracker, and it keeps
+// only the fields they read, so that a cluster of 100,000 pods stays cheap.
+func setTransforms(f informers.SharedInformerFactory) error {
+	for _, t := range []struct {
+		what     string
+		informer interface {
+			SetTransform(cache.TransformFunc) error
+		}
+		transform cache.TransformFunc
+	}{
+		{"pod", f.Core().V1().Pods().Informer(), cluster.TransformPod},
+		{"node", f.Core().V1().Nodes().Informer(), cluster.TransformNode},
+	} {
+		if err := t.informer.SetTransform(t.transform); err != nil {
+			return fmt.Errorf("set the %s transform: %w", t.what, err)
+		}
 	}
 	return nil
 }

@@ -488,8 +488,9 @@ func checkServer(ctx context.Context, cfg *rest.Config) error {
 }
 
 // setTransforms installs the informer transforms before the informers
-// start: one pod informer feeds the controller and the tracker, and it keeps
-// only the fields they read, so that a cluster of 100,000 pods stays cheap.
+// start: the informers watch every pod, node, ReplicaSet and Service of the
+// cluster, and keep only the fields the controller, the tracker and the
+// autoscaler read, so that a cluster of 100,000 pods stays cheap.
 func setTransforms(f informers.SharedInformerFactory) error {
 	for _, t := range []struct {
 		what     string
@@ -500,6 +501,8 @@ func setTransforms(f informers.SharedInformerFactory) error {
 	}{
 		{"pod", f.Core().V1().Pods().Informer(), cluster.TransformPod},
 		{"node", f.Core().V1().Nodes().Informer(), cluster.TransformNode},
+		{"ReplicaSet", f.Apps().V1().ReplicaSets().Informer(), cluster.TransformReplicaSet},
+		{"Service", f.Core().V1().Services().Informer(), cluster.TransformService},
 	} {
 		if err := t.informer.SetTransform(t.transform); err != nil {
 			return fmt.Errorf("set the %s transform: %w", t.what, err)

@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// maxShared bounds the distinct values an intern table shares; a cluster
-// with more distinct ones than that keeps the rest as they come.
+// maxShared bounds the distinct values an intern table remembers. Jobs come
+// and go, and so do their labels: a full table starts over, which forgets
+// the values of jobs long gone (the pods that share a value keep it).
 const maxShared = 4096
 
 // internTable shares equal values between the cached pods. The pods of one
@@ -23,20 +24,18 @@ type internTable[T any] struct {
 	m  map[string]T
 }
 
-// share returns the value stored under key, else stores v there (while the
-// table is not full) and returns v.
+// share returns the value stored under key, else stores v there and returns
+// v.
 func (t *internTable[T]) share(key string, v T) T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.m[key]; ok {
 		return s
 	}
-	if t.m == nil {
-		t.m = map[string]T{}
+	if t.m == nil || len(t.m) >= maxShared {
+		t.m = make(map[string]T, 64)
 	}
-	if len(t.m) < maxShared {
-		t.m[key] = v
-	}
+	t.m[key] = v
 	return v
 }
 

@@ -36,8 +36,8 @@ import (
 //     restartCount and the exit code and reason of its current and last
 //     termination.
 //
-// Pods with equal labels, or containers with equal requests or limits, share
-// one map of them (see internTable): the cached pods are read-only.
+// Job pods with equal labels, and containers with equal requests or limits,
+// share one map of them (see internTable): the cached pods are read-only.
 //
 // cmd/edl must install it before the informer starts:
 //
@@ -61,7 +61,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			ResourceVersion:   pod.ResourceVersion,
 			CreationTimestamp: pod.CreationTimestamp,
 			DeletionTimestamp: pod.DeletionTimestamp,
-			Labels:            shareLabels(pod.Labels),
+			Labels:            pod.Labels,
 			OwnerReferences:   pod.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{
@@ -100,6 +100,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		}
 		return out, nil
 	}
+	out.Labels = shareLabels(pod.Labels)
 	if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
 		out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -295,4 +296,18 @@ func TestTransformPodSharesEqualMaps(t *testing.T) {
 	assert.NotEqual(t, reflect.ValueOf(pa.Spec.Containers[0].Resources.Requests).Pointer(),
 		reflect.ValueOf(pc.Spec.Containers[0].Resources.Requests).Pointer())
 	assert.Equal(t, rl("3", "1Gi"), pc.Spec.Containers[0].Resources.Requests)
+}
+
+// TestInternTableStartsOverWhenFull: a table that is full forgets what it
+// remembered, so that the labels of jobs long gone do not stop the new ones
+// from being shared.
+func TestInternTableStartsOverWhenFull(t *testing.T) {
+	var table internTable[int]
+	for i := range maxShared {
+		require.Equal(t, i, table.share(strconv.Itoa(i), i))
+	}
+	assert.Equal(t, 0, table.share("0", 100), "remembered")
+	assert.Equal(t, -1, table.share("new", -1), "the table starts over")
+	assert.Equal(t, -1, table.share("new", -2), "and shares the new value")
+	assert.Equal(t, 100, table.share("0", 100), "what it forgot is shared anew")
 }

@@ -81,8 +81,8 @@ fuzz: ## fuzz the planner for LONG_FUZZTIME (5m); the multi-cycle test over 2,00
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
-bench: ## planner and snapshot benchmarks
-	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 ./pkg/cluster/ ./pkg/autoscaler/
+bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md)
+	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/ ./cmd/edl/
 
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig

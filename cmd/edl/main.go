@@ -31,6 +31,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -423,14 +424,9 @@ func newWatch(opts options, kubeClient kubernetes.Interface, tjClient tjclient.I
 		gpus:          gpuResourceNames(opts.gpuResources),
 	}
 	w.pods = w.kubeInformers.Core().V1().Pods()
-	// One pod informer feeds the controller and the tracker; it keeps only
-	// the fields they read, so that a cluster of 100,000 pods stays cheap.
-	if err := w.pods.Informer().SetTransform(cluster.TransformPod); err != nil {
-		return nil, fmt.Errorf("set the pod transform: %w", err)
-	}
 	nodeInformer := w.kubeInformers.Core().V1().Nodes()
-	if err := nodeInformer.Informer().SetTransform(cluster.TransformNode); err != nil {
-		return nil, fmt.Errorf("set the node transform: %w", err)
+	if err := setTransforms(w.kubeInformers); err != nil {
+		return nil, err
 	}
 	w.jobs = w.jobInformers.Paddlepaddle().V1().TrainingJobs()
 	w.replicaSets = w.kubeInformers.Apps().V1().ReplicaSets()
@@ -537,6 +533,30 @@ func checkServer(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err != nil {
 		return fmt.Errorf("discover %s on the API server at %s: %w", v1.SchemeGroupVersion, host, err)
+	}
+	return nil
+}
+
+// setTransforms installs the informer transforms before the informers
+// start: the informers watch every pod, node, ReplicaSet and Service of the
+// cluster, and keep only the fields the controller, the tracker and the
+// autoscaler read, so that a cluster of 100,000 pods stays cheap.
+func setTransforms(f informers.SharedInformerFactory) error {
+	for _, t := range []struct {
+		what     string
+		informer interface {
+			SetTransform(cache.TransformFunc) error
+		}
+		transform cache.TransformFunc
+	}{
+		{"pod", f.Core().V1().Pods().Informer(), cluster.TransformPod},
+		{"node", f.Core().V1().Nodes().Informer(), cluster.TransformNode},
+		{"ReplicaSet", f.Apps().V1().ReplicaSets().Informer(), cluster.TransformReplicaSet},
+		{"Service", f.Core().V1().Services().Informer(), cluster.TransformService},
+	} {
+		if err := t.informer.SetTransform(t.transform); err != nil {
+			return fmt.Errorf("set the %s transform: %w", t.what, err)
+		}
 	}
 	return nil
 }

@@ -256,7 +256,10 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
 	jobInformers := tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(ns))
 	podInformer := kubeInformers.Core().V1().Pods()
+	// The transforms cmd/edl installs.
 	require.NoError(t, podInformer.Informer().SetTransform(cluster.TransformPod))
+	require.NoError(t, kubeInformers.Apps().V1().ReplicaSets().Informer().SetTransform(cluster.TransformReplicaSet))
+	require.NoError(t, kubeInformers.Core().V1().Services().Informer().SetTransform(cluster.TransformService))
 
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -278,6 +281,7 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
 		clusterPods := clusterInformers.Core().V1().Pods()
 		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
+		require.NoError(t, clusterInformers.Core().V1().Nodes().Informer().SetTransform(cluster.TransformNode))
 		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(),
 			QuotaInformer: clusterInformers.Core().V1().ResourceQuotas(), Logger: logger})
 		require.NoError(t, err)
@@ -524,7 +528,13 @@ func (f *fleet) all() []*edlRun {
 // what preempts them. The context it returns ends after timeout.
 func startFleetPlane(t *testing.T, nodes framework.NodeSpec, timeout time.Duration, extra ...string) (context.Context, *framework.ControlPlane, tjclient.Interface) {
 	t.Helper()
-	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{nodes}})
+	return startFleetPlaneWith(t, framework.Options{Nodes: []framework.NodeSpec{nodes}}, timeout, extra...)
+}
+
+// startFleetPlaneWith is startFleetPlane with the control plane's options.
+func startFleetPlaneWith(t *testing.T, opts framework.Options, timeout time.Duration, extra ...string) (context.Context, *framework.ControlPlane, tjclient.Interface) {
+	t.Helper()
+	plane := framework.StartForTest(t, opts)
 	require.NoError(t, applyCRD(plane))
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)

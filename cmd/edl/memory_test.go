@@ -245,13 +245,13 @@ func (l fakeLists) list(resource string) kruntime.Object {
 // managedFields is a typical managed-fields entry of an object's manager.
 func managedFields(manager string) []metav1.ManagedFieldsEntry {
 	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-		Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+		Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
 			`{"f:metadata":{"f:labels":{".":{},"f:app":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0c1e5b0e\"}":{}}},` +
 				`"f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},"f:env":{".":{}},"f:image":{},"f:imagePullPolicy":{},` +
 				`"f:name":{},"f:ports":{".":{}},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},` +
 				`"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},` +
 				`"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},` +
-				`"f:terminationGracePeriodSeconds":{}}}`)}}}
+				`"f:terminationGracePeriodSeconds":{}}}`)}}
 }
 
 // apiMeta adds what the API server keeps in every object's metadata.

@@ -167,6 +167,12 @@ func TestAutoscalerHonoursPools(t *testing.T) {
 	assert.Empty(t, givenBack(t, ctx, c, jobs, nil), "trainers EDL grew were given back as unschedulable")
 	grown := replicas["text"] + replicas["capped"]
 	t.Logf("grown: %v; free CPU (millicores): %v", replicas, free)
+	// Growth stayed within the quota: the ReplicaSet controller created every
+	// trainer pod. (Later, when kube-scheduler preempts a trainer of the
+	// capped job for the web pods, the ReplicaSet's replacement may be
+	// refused while the victim still counts in the quota; that is the
+	// ReplicaSet controller's retry, not growth, so it is not counted.)
+	assert.Zero(t, failedCreates(t, ctx, c, "capped"), "the quota refused trainer pods EDL grew for the capped job")
 
 	// 2. Yield: 3 web pods of 2 CPUs at priority 1000, pinned to the full
 	// CPU pool: trainers there yield, GPU ones never.
@@ -236,7 +242,6 @@ func TestAutoscalerHonoursPools(t *testing.T) {
 	assert.Equal(t, int32(7), replicas["vision"])
 
 	assert.Empty(t, overQuota, "the capped job was grown past its quota")
-	assert.Zero(t, failedCreates(t, ctx, c, "capped"), "the quota refused trainer pods of the capped job")
 	assert.Empty(t, givenBack(t, ctx, c, jobs, yieldMessages), "trainers EDL grew were given back as unschedulable")
 	longest := pending.longest()
 	t.Logf("longest wait of a grown trainer: %s (%s); trainers at the end: %v", longest.d.Round(100*time.Millisecond), longest.pod, replicas)

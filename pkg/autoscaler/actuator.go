@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -138,10 +139,14 @@ func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Ex
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-		return fmt.Errorf("the status of %s changed since it was read: %w", e.Job, err)
+		return fmt.Errorf("%w: %s: %w", errStale, e.Job, err)
 	}
 	return fmt.Errorf("record the Scaling condition of %s: %w", e.Job, err)
 }
+
+// errStale: a status write lost to a concurrent writer (the controller's
+// status update, most often): the next plan reads the job again and retries.
+var errStale = errors.New("the job's status changed since it was read")
 
 // ScalingCondition is the Scaling condition that says e: True while the job
 // gets what it may have (it grows, or is at its max), False while something

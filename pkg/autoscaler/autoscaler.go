@@ -171,7 +171,10 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			if failed[e.Job] {
 				continue // the condition would describe a scaling that did not happen
 			}
-			if err := a.recordLimit(ctx, objects[e.Job], &e, now); err != nil {
+			switch err := a.recordLimit(ctx, objects[e.Job], &e, now); {
+			case errors.Is(err, errStale):
+				a.log.Debug("the job changed while its limit was recorded; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+			case err != nil:
 				a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
 			}
 		}

@@ -21,13 +21,30 @@ import (
 // Request, or a duplicate Key are never moved, but their trainers are still
 // accounted.
 func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
-	p := newPlanner(snap, jobs, opts)
+	return Decide(snap, jobs, nil, opts).Actions
+}
+
+// Decide is Plan with gang admission: after the room for what waits for a
+// node is reserved and made, it admits the queued jobs whose whole minimum
+// fits, in order (admit.go), before the phases that shed load and grow.
+// With no queued jobs its actions are Plan's.
+func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) Decision {
+	placements := make([]*cluster.Placement, 0, len(queue))
+	for _, q := range queue {
+		for _, s := range q.Pods {
+			placements = append(placements, s.Placement)
+		}
+	}
+	p := newPlanner(snap, jobs, opts, placements...)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
+	var d Decision
+	d.Admitted, d.Waiting = p.admit(queue)
 	p.yieldToLoad()
 	p.trimStuck()
 	p.startGrowth()
 	p.rebalance()
 	p.grow()
-	return p.actions()
+	d.Actions = p.actions()
+	return d
 }

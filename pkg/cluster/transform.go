@@ -23,7 +23,8 @@ import (
 //     resources; init containers also keep restartPolicy, which marks the
 //     sidecars that the scheduler adds to the running sum. While the pod is
 //     not bound, also what restricts where it may run: nodeSelector, the
-//     required node affinity, tolerations, and preemptionPolicy.
+//     required node affinity, tolerations, and preemptionPolicy; and its
+//     schedulingGates, which the controller removes when it admits a job.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
 //     PodScheduled condition (to see Unschedulable).
 //
@@ -73,6 +74,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		out.Spec.NodeSelector = pod.Spec.NodeSelector
 		out.Spec.Tolerations = pod.Spec.Tolerations
 		out.Spec.PreemptionPolicy = pod.Spec.PreemptionPolicy
+		out.Spec.SchedulingGates = pod.Spec.SchedulingGates
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}

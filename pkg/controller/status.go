@@ -21,6 +21,8 @@ type observed struct {
 	pods map[v1.Role][]*corev1.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
+	// queued: the job waits for admission (admission.go).
+	queued bool
 }
 
 // verdict is the phase a job's pods put it in, with the reason and message.
@@ -46,6 +48,7 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	}
 	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message
 	setConditions(&status, job.Generation, v, obs.blocked)
+	setQueued(&status, job.Generation, obs.queued)
 	return status
 }
 
@@ -68,6 +71,9 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	}
 	if len(obs.blocked) > 0 {
 		return verdict{v1.PhasePending, v1.ReasonBlocked, blockedMessage(obs.blocked)}
+	}
+	if obs.queued {
+		return queuedVerdict(job)
 	}
 	for _, role := range roles {
 		if obs.replicaSets[role] == nil {

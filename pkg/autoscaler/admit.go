@@ -174,8 +174,8 @@ func (p *planner) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (
 		p.growLoad = p.growLoad.plus(need)
 		return fmt.Sprintf("%s and fits on %s", head, plural(distinct(placed), "node")), true
 	}
-	why := p.noRoom(pods[miss])
 	p.unplace(pods, placed)
+	why := p.noRoom(pods[miss])
 	c := claim{priority: q.Priority, share: true, own: q.Key, admit: q.Key}
 	if !p.couldHold(pods[miss].req, pods[miss].elig) || !p.anyYieldable(c) {
 		return head + "; " + why, false
@@ -196,8 +196,8 @@ func (p *planner) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (
 		return fmt.Sprintf("%s and fits on %s once %s above other jobs' minimums give way", head,
 			plural(distinct(placed), "node"), plural(int(gave), "trainer")), true
 	}
-	why = p.noRoom(pods[miss])
 	p.restore(saved)
+	why = p.noRoom(pods[miss])
 	return head + "; " + why + ", not even where trainers above other jobs' minimums could give way", false
 }
 
@@ -238,14 +238,19 @@ func (p *planner) anyYieldable(c claim) bool {
 	return slices.ContainsFunc(p.movable, func(j *jobState) bool { return p.yieldable(j, c) })
 }
 
-// noRoom explains why a pod found no room: the most free node it may use
-// (GPUs count first, then CPU, then memory), or that there is none.
+// noRoom explains why a pod of the gang found no room, in the state before
+// the gang took any: the most a node it may use has free in each resource,
+// and the free room of those nodes in all.
 func (p *planner) noRoom(g gangPod) string {
-	best, found := vec{}, false
+	var most, all vec
+	found := false
 	visit := func(n int32) {
-		if f := p.free[n]; !found || best.less(f) {
-			best, found = f, true
+		f := p.free[n].max0()
+		for r := range numRes {
+			most[r] = max(most[r], f[r])
 		}
+		all = all.plus(f)
+		found = true
 	}
 	if g.elig.perNode {
 		for _, n := range g.elig.nodes {
@@ -258,14 +263,14 @@ func (p *planner) noRoom(g gangPod) string {
 			}
 		}
 	}
-	if !found {
+	switch {
+	case !found:
 		return fmt.Sprintf("a %s may run on no node", g.role)
-	}
-	if !p.couldHold(g.req, g.elig) {
+	case !p.couldHold(g.req, g.elig):
 		return fmt.Sprintf("a %s (%s) is bigger than any node it may use", g.role, g.req.resources())
 	}
-	return fmt.Sprintf("a %s (%s) finds no node with room among those it may use, the most free has %s",
-		g.role, g.req.resources(), best.max0().resources())
+	return fmt.Sprintf("the nodes a %s (%s) may use have at most %s free on one node, %s in all",
+		g.role, g.req.resources(), most.resources(), all.resources())
 }
 
 // max0 clamps negative amounts (a node overcommitted by pods bound before a

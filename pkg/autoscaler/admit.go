@@ -109,6 +109,39 @@ func (p *planner) admit(queue []QueuedJob) (admitted []Admission, waiting []Wait
 	return admitted, waiting
 }
 
+// reserveUnplaced keeps room for the pods of TrainingJobs that the
+// scheduler has not tried yet — most of all those of a job admitted by an
+// earlier plan, whose gates were just removed — where they fit, so that the
+// room is neither admitted to another job nor grown into before they are
+// placed. The gated pods of the jobs still queued hold nothing, and the
+// trainers of the planned jobs are accounted as the jobs' own.
+func (p *planner) reserveUnplaced(unplaced []cluster.PendingPod, queue []QueuedJob) {
+	if len(unplaced) == 0 {
+		return
+	}
+	queued := make(map[string]bool, len(queue))
+	for _, q := range queue {
+		queued[q.Key] = true
+	}
+	for i := range unplaced {
+		pod := &unplaced[i]
+		if queued[pod.Job] {
+			continue
+		}
+		if _, planned := p.byKey[pod.Job]; planned && pod.Trainer {
+			continue
+		}
+		req := vecOf(pod.Request)
+		if req.negative() {
+			continue
+		}
+		if n := p.fit.firstFit(req, p.classes.set(pod.Placement)); n >= 0 {
+			p.fit.take(n, req)
+			p.growLoad = p.growLoad.plus(req)
+		}
+	}
+}
+
 // queueOrder returns the indexes of the queued jobs in admission order,
 // without duplicate keys (a caller's mistake: the first in that order
 // counts).

@@ -29,7 +29,10 @@ func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
 // fits, in order (admit.go), before the phases that shed load and grow.
 // With no queued jobs its actions are Plan's.
 func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) Decision {
-	placements := make([]*cluster.Placement, 0, len(queue))
+	placements := make([]*cluster.Placement, 0, len(queue)+len(snap.Unplaced))
+	for i := range snap.Unplaced {
+		placements = append(placements, snap.Unplaced[i].Placement)
+	}
 	for _, q := range queue {
 		for _, s := range q.Pods {
 			placements = append(placements, s.Placement)
@@ -38,6 +41,7 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) 
 	p := newPlanner(snap, jobs, opts, placements...)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
+	p.reserveUnplaced(snap.Unplaced, queue)
 	var d Decision
 	d.Admitted, d.Waiting = p.admit(queue)
 	p.yieldToLoad()

@@ -47,6 +47,7 @@ type Tracker struct {
 	nodes     map[string]*nodeState
 	pods      map[string]*podRecord
 	pending   map[string]*podRecord
+	unplaced  map[string]*podRecord   // job pods not bound and not (yet) unschedulable
 	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
 	quotas    map[string]map[string]Quota
 	nodeCount int
@@ -95,6 +96,7 @@ type podRecord struct {
 	live          bool // neither Succeeded nor Failed
 	terminating   bool
 	unschedulable bool
+	unplaced      bool // a job's pod, live, not bound, not unschedulable, not being deleted
 	nominated     string
 	deletion      time.Time // metadata.deletionTimestamp: when the grace period ends
 	priority      int32
@@ -102,7 +104,8 @@ type podRecord struct {
 	req, lim      amounts
 	request       Resources // req in report units, memory rounded up
 	limit         Resources // lim in report units, memory rounded up
-	// placement and preemptNever are kept for unschedulable pods only.
+	// placement and preemptNever are kept for unschedulable and unplaced
+	// pods only.
 	placement    *Placement
 	preemptNever bool
 }
@@ -168,6 +171,7 @@ func newTracker(cfg Config) *Tracker {
 		nodes:    map[string]*nodeState{},
 		pods:     map[string]*podRecord{},
 		pending:  map[string]*podRecord{},
+		unplaced: map[string]*podRecord{},
 		trainers: map[string][]*podRecord{},
 		quotas:   map[string]map[string]Quota{},
 	}
@@ -257,7 +261,8 @@ func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 		rec.priority = *pod.Spec.Priority
 	}
 	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && unschedulable(pod)
-	if rec.unschedulable {
+	rec.unplaced = rec.member != "" && rec.live && rec.node == "" && !rec.unschedulable && !rec.terminating
+	if rec.unschedulable || rec.unplaced {
 		rec.placement = PlacementOf(&pod.Spec)
 		rec.preemptNever = pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever
 	}
@@ -310,6 +315,9 @@ func (t *Tracker) applyLocked(r *podRecord) {
 	if r.unschedulable {
 		t.pending[r.key] = r
 	}
+	if r.unplaced {
+		t.unplaced[r.key] = r
+	}
 }
 
 func (t *Tracker) unapplyLocked(r *podRecord) {
@@ -334,6 +342,32 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 	if r.unschedulable {
 		delete(t.pending, r.key)
 	}
+	if r.unplaced {
+		delete(t.unplaced, r.key)
+	}
+}
+
+func (p *podRecord) pendingPod() PendingPod {
+	return PendingPod{
+		Namespace: p.namespace, Name: p.name, Priority: p.priority,
+		Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
+		Placement: p.placement, PreemptNever: p.preemptNever,
+	}
+}
+
+// queueOrder is the scheduling queue's: the highest priority first, then the
+// oldest, then by namespace and name.
+func queueOrder(a, b PendingPod) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // trainer reports whether the pod belongs in its job's trainer list.
@@ -474,11 +508,10 @@ func (t *Tracker) InquiryResource() Snapshot {
 		r.Nodes = append(r.Nodes, node)
 	}
 	for _, p := range t.pending {
-		r.Pending = append(r.Pending, PendingPod{
-			Namespace: p.namespace, Name: p.name, Priority: p.priority,
-			Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
-			Placement: p.placement, PreemptNever: p.preemptNever,
-		})
+		r.Pending = append(r.Pending, p.pendingPod())
+	}
+	for _, p := range t.unplaced {
+		r.Unplaced = append(r.Unplaced, p.pendingPod())
 	}
 	for job, pods := range t.trainers {
 		list := make([]TrainerPod, 0, len(pods))
@@ -515,18 +548,8 @@ func (t *Tracker) InquiryResource() Snapshot {
 		}
 	}
 
-	slices.SortFunc(r.Pending, func(a, b PendingPod) int {
-		if a.Priority != b.Priority {
-			return cmp.Compare(b.Priority, a.Priority)
-		}
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	slices.SortFunc(r.Pending, queueOrder)
+	slices.SortFunc(r.Unplaced, queueOrder)
 	// Formatting per-node maps of thousands of nodes is costly, so it is
 	// deferred: log15's stream handlers evaluate a Lazy value only when the
 	// record passes the level filter, and then print exactly

@@ -137,3 +137,11 @@ func TestTransformNode(t *testing.T) {
 	assert.Equal(t, map[string]string{"zone": "a"}, node.Labels)
 	assert.Equal(t, rl("4", "8Gi"), node.Status.Allocatable)
 }
+
+func TestTransformPodKeepsSchedulingGatesWhileUnbound(t *testing.T) {
+	p := newPod("q", memberOf("q", v1.RoleTrainer), withPhase(corev1.PodPending))
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
+	obj, err := TransformPod(p)
+	require.NoError(t, err)
+	assert.Equal(t, p.Spec.SchedulingGates, obj.(*corev1.Pod).Spec.SchedulingGates, "the controller removes them")
+}

@@ -76,7 +76,7 @@ func gangOnNodes(q QueuedJob, ns []nodeSpec, others []otherPod) []otherPod {
 	for _, o := range others {
 		if o.node != "" {
 			f := free[o.node]
-			free[o.node] = Resources{f.CPUMilli - o.req.CPUMilli, f.MemoryMega - o.req.MemoryMega, f.GPU - o.req.GPU}
+			free[o.node] = (vecOf(f).minus(vecOf(o.req))).resources()
 		}
 	}
 	var out []otherPod
@@ -85,7 +85,7 @@ func gangOnNodes(q QueuedJob, ns []nodeSpec, others []otherPod) []otherPod {
 			for _, n := range ns {
 				f := free[n.name]
 				if s.Request.CPUMilli <= f.CPUMilli && s.Request.MemoryMega <= f.MemoryMega && s.Request.GPU <= f.GPU {
-					free[n.name] = Resources{f.CPUMilli - s.Request.CPUMilli, f.MemoryMega - s.Request.MemoryMega, f.GPU - s.Request.GPU}
+					free[n.name] = (vecOf(f).minus(vecOf(s.Request))).resources()
 					out = append(out, otherPod{name: fmt.Sprintf("%s-%s-%d", q.Key, s.Role, i), node: n.name, req: s.Request,
 						priority: q.Priority, job: q.Key, notTrainer: true})
 					break

@@ -52,6 +52,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 		"Min=.spec.trainer.min-instance",
 		"Max=.spec.trainer.max-instance",
 		"Age=.metadata.creationTimestamp",
+		`Queued=.status.conditions[?(@.type=="Queued")].message`,
 	}, columns)
 }
 

@@ -2,21 +2,28 @@ package integration
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/test/docs"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -197,4 +204,55 @@ func TestGangAdmissionRunsOneJobAndQueuesTheOther(t *testing.T) {
 	t.Logf("the second job was admitted %v after the first job's pods were deleted, and Running %v after (interval %v)",
 		admittedAt.Sub(freed).Round(time.Millisecond), time.Since(freed).Round(time.Millisecond), interval)
 	assert.Equal(t, 4, second.count(), "every pod of the second job was bound once admitted")
+}
+
+// TestDocumentedCommandRemovesTheGates runs the command of
+// docs/operations.md that removes the admission gates once EDL is
+// uninstalled: on a pod and a ReplicaSet template that carry it, and only
+// that gate.
+func TestDocumentedCommandRemovesTheGates(t *testing.T) {
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(data), "## Gang admission\n")
+	require.True(t, ok, "operations.md has the section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var command string
+	blocks, _ := docs.ParseMarkdown(section)
+	for _, b := range blocks {
+		if b.Lang() == "sh" {
+			command = b.Text
+		}
+	}
+	require.NotEmpty(t, command, "the section shows the command")
+
+	ctx := testContext(t)
+	ns := cp.NewNamespace(t)
+	gates := []corev1.PodSchedulingGate{{Name: "example.com/other"}, {Name: v1.SchedulingGateAdmission}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: ns},
+		Spec: corev1.PodSpec{SchedulingGates: gates, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	_, err = cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	labels := map[string]string{"app": "gated"}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: ns}, Spec: appsv1.ReplicaSetSpec{
+		Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			SchedulingGates: gates[1:], Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+	_, err = cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", command)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "PATH="+cp.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "pod/gated patched")
+	assert.Contains(t, string(out), "replicaset.apps/gated patched")
+
+	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "gated", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, gates[:1], got.Spec.SchedulingGates, "only the admission gate goes")
+	gotRS, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, "gated", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, gotRS.Spec.Template.Spec.SchedulingGates)
 }

@@ -317,3 +317,30 @@ func TestDecideIsPureAndDeterministic(t *testing.T) {
 	assert.Equal(t, []string{"ns/a", "ns/b"}, admittedKeys(first))
 	assert.Equal(t, []string{"ns/c"}, waitingKeys(first))
 }
+
+// BenchmarkDecide is BenchmarkPlan's cluster with 200 queued jobs of 1 to
+// 40 trainers of 2 CPU and two 1-CPU pservers each: the first fit in the
+// idle room, later ones only by taking trainers above other jobs'
+// minimums, the rest wait (every one that waits is tried with evictions).
+func BenchmarkDecide(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			snap, jobs := benchScenario(n)
+			queue := make([]QueuedJob, 200)
+			for k := range queue {
+				queue[k] = queued(fmt.Sprintf("ns/q-%03d", k), time.Duration(k)*time.Second, queuedPriority(int32(k%3)),
+					gang(false, 2, res(1, 2, 0), int32(1+k%40), res(2, 4, 0)))
+			}
+			d := Decide(snap, jobs, queue, Options{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := cpuTime()
+			for range b.N {
+				Decide(snap, jobs, queue, Options{})
+			}
+			b.ReportMetric(float64((cpuTime()-before).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(d.Admitted)), "admitted")
+			b.ReportMetric(float64(len(d.Actions)), "actions")
+		})
+	}
+}

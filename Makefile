@@ -67,10 +67,12 @@ FUZZTIME ?= 10s
 LONG_FUZZTIME ?= 5m
 
 .PHONY: test
-test: lint controlplane ## make lint, unit tests (-race), a short fuzz of the planner, and the integration tests on a real control plane
+test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race), a short fuzz of the planner, the integration tests on a real control plane, and make demo-check
+	hack/verify-codegen.sh
 	go test -race -count=1 ./cmd/... ./pkg/...
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
+	$(MAKE) --no-print-directory demo-check
 
 .PHONY: fuzz
 fuzz: ## fuzz the planner for LONG_FUZZTIME (5m); the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
@@ -79,8 +81,8 @@ fuzz: ## fuzz the planner for LONG_FUZZTIME (5m); the multi-cycle test over 2,00
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
-bench: ## planner and snapshot benchmarks
-	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 ./pkg/cluster/ ./pkg/autoscaler/
+bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md)
+	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/ ./cmd/edl/
 
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig
@@ -113,6 +115,18 @@ demo: build controlplane ## a fresh local cluster with edl, three elastic jobs a
 	hack/cluster.sh down
 	EDL_NODES=$(DEMO_NODES) EDL_NODE_CPU=$(DEMO_NODE_CPU) EDL_NODE_MEMORY=$(DEMO_NODE_MEMORY) EDL_NODE_GPU=0 hack/cluster.sh up
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" bin/edl-demo -edl bin/edl
+
+# make demo-check: the demo in a short, asserted mode, on a cluster of its own
+# in a temporary directory (so a standing cluster is left alone), stopped at
+# the end whatever happens.
+.PHONY: demo-check
+demo-check: build controlplane ## the demo, short and asserted (its summary's figures within the bounds of a working EDL), on a temporary cluster
+	go build -o bin/edl-demo ./test/cmd/demo
+	dir="$$(mktemp -d)"; \
+	trap 'EDL_CLUSTER_DIR="$$dir" hack/cluster.sh down >/dev/null; rm -rf "$$dir"' EXIT; \
+	export EDL_CLUSTER_DIR="$$dir" EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)"; \
+	EDL_NODES=$(DEMO_NODES) EDL_NODE_CPU=$(DEMO_NODE_CPU) EDL_NODE_MEMORY=$(DEMO_NODE_MEMORY) EDL_NODE_GPU=0 hack/cluster.sh up >/dev/null; \
+	bin/edl-demo -dir "$$dir" -edl bin/edl -check -growth 14s -step 10s -settle 20s
 
 .PHONY: clean
 clean: ## remove build output (the control-plane cache stays)

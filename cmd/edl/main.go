@@ -1,7 +1,8 @@
 // Command edl is the Elastic Deep Learning controller: it runs PaddlePaddle
 // TrainingJobs as ReplicaSets and scales their trainers with the load of the
 // cluster. Run it in-cluster (no -kubeconfig) or from a workstation with
-// -kubeconfig.
+// -kubeconfig. `edl explain` plans once on the live cluster, writes nothing,
+// and prints why every job has the trainers it has.
 package main
 
 import (
@@ -24,10 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -41,6 +45,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	tjv1informers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/metrics"
 	"github.com/paddlepaddle/edl/pkg/reconnect"
 )
@@ -83,6 +88,9 @@ func main() {
 
 // run is main without os.Exit, so that tests can drive it.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "explain" {
+		return runExplain(args[1:], stdout, stderr)
+	}
 	opts, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -116,6 +124,26 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("edl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	addFlags(fs, &o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: edl [flags]\n       edl explain [flags] [-n NAMESPACE] [-o table|json] [JOB]")
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, fmt.Errorf("%v (run 'edl -help' for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
+	}
+	return o, validate(o)
+}
+
+// addFlags defines the controller's flags on fs, into o. edl explain
+// defines the same, so that it plans with the options of the controller it
+// explains.
+func addFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
 	fs.StringVar(&o.logLevel, "log_level", "info", "log level: debug, info, warn, error or crit")
 	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
@@ -133,63 +161,52 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
 	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
 	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
-	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 15*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
-	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
-	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", 2*time.Second, "time between two attempts to acquire or renew the lease")
+	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 12*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 8*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", time.Second, "time between two attempts to acquire or renew the lease")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
+}
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintln(stdout, "Usage: edl [flags]")
-			fs.PrintDefaults()
-			return o, err
-		}
-		return o, fmt.Errorf("%v (run 'edl -help' for the flags)", err)
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
-	}
+// validate checks the flags' values; every problem is one line naming the
+// flag.
+func validate(o options) error {
 	if o.workers < 1 {
-		return o, fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers)
+		return fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers)
 	}
 	if o.resync < 0 {
-		return o, fmt.Errorf("invalid value %v for flag -resync: must not be negative", o.resync)
+		return fmt.Errorf("invalid value %v for flag -resync: must not be negative", o.resync)
 	}
 	if o.autoscaleInterval <= 0 {
-		return o, fmt.Errorf("invalid value %v for flag -autoscale_interval: must be positive", o.autoscaleInterval)
+		return fmt.Errorf("invalid value %v for flag -autoscale_interval: must be positive", o.autoscaleInterval)
 	}
 	if o.cooldownCycles < 0 {
-		return o, fmt.Errorf("invalid value %d for flag -cooldown_cycles: must not be negative", o.cooldownCycles)
+		return fmt.Errorf("invalid value %d for flag -cooldown_cycles: must not be negative", o.cooldownCycles)
 	}
 	if o.maxGrowPerCycle < 0 || o.maxGrowPerCycle > math.MaxInt32 {
-		return o, fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
+		return fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
 	}
 	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
-		return o, fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
+		return fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
 	}
 	if len(gpuResourceNames(o.gpuResources)) == 0 {
-		return o, fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)
+		return fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)
 	}
 	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
-		return o, fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
+		return fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
 	}
 	if !(o.kubeAPIQPS > 0) || math.IsInf(o.kubeAPIQPS, 0) {
-		return o, fmt.Errorf("invalid value %v for flag -kube_api_qps: must be positive", o.kubeAPIQPS)
+		return fmt.Errorf("invalid value %v for flag -kube_api_qps: must be positive", o.kubeAPIQPS)
 	}
 	if o.kubeAPIBurst < 1 {
-		return o, fmt.Errorf("invalid value %d for flag -kube_api_burst: must be at least 1", o.kubeAPIBurst)
+		return fmt.Errorf("invalid value %d for flag -kube_api_burst: must be at least 1", o.kubeAPIBurst)
 	}
 	if o.httpAddr != "" {
 		if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
-			return o, fmt.Errorf("invalid value %q for flag -http_addr: must be host:port or :port", o.httpAddr)
+			return fmt.Errorf("invalid value %q for flag -http_addr: must be host:port or :port", o.httpAddr)
 		}
 	}
-	if err := validateElection(o); err != nil {
-		return o, err
-	}
-	return o, nil
+	return validateElection(o)
 }
 
 // validateElection checks the -leader_elect_* flags the way the elector
@@ -315,19 +332,11 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		defer stopServer()
 	}
 
-	kubeInformers := informers.NewSharedInformerFactory(kubeClient, opts.resync)
-	jobInformers := tjinformers.NewSharedInformerFactory(tjClient, opts.resync)
-	podInformer := kubeInformers.Core().V1().Pods()
-	// One pod informer feeds the controller and the tracker; it keeps only
-	// the fields they read, so that a cluster of 100,000 pods stays cheap.
-	if err := podInformer.Informer().SetTransform(cluster.TransformPod); err != nil {
-		return fmt.Errorf("set the pod transform: %w", err)
+	w, err := newWatch(opts, kubeClient, tjClient, logger)
+	if err != nil {
+		return err
 	}
-
-	nodeInformer := kubeInformers.Core().V1().Nodes()
-	if err := nodeInformer.Informer().SetTransform(cluster.TransformNode); err != nil {
-		return fmt.Errorf("set the node transform: %w", err)
-	}
+	kubeInformers, jobInformers := w.kubeInformers, w.jobInformers
 
 	recorder, stopEvents, err := eventRecorder(kubeClient)
 	if err != nil {
@@ -335,54 +344,23 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	}
 	defer stopEvents()
 
-	jobInformer := jobInformers.Paddlepaddle().V1().TrainingJobs()
-	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
-	gpus := gpuResourceNames(opts.gpuResources)
 	ctrl, err := controller.New(controller.Config{
 		KubeClient:         kubeClient,
 		TJClient:           tjClient,
-		JobInformer:        jobInformer,
-		ReplicaSetInformer: rsInformer,
+		JobInformer:        w.jobs,
+		ReplicaSetInformer: w.replicaSets,
 		ServiceInformer:    kubeInformers.Core().V1().Services(),
-		PodInformer:        podInformer,
+		PodInformer:        w.pods,
 		Recorder:           recorder,
 		Logger:             logger,
 		Metrics:            m,
-		GPUResources:       gpus,
+		GPUResources:       w.gpus,
 		GangAdmission:      opts.gangAdmission && !opts.dryRun,
 	})
 	if err != nil {
 		return err
 	}
-	tracker, err := cluster.New(cluster.Config{
-		PodInformer:      podInformer,
-		NodeInformer:     nodeInformer,
-		QuotaInformer:    kubeInformers.Core().V1().ResourceQuotas(),
-		Logger:           logger,
-		GPUResourceNames: gpus,
-	})
-	if err != nil {
-		return err
-	}
-	scaler := autoscaler.New(autoscaler.Config{
-		KubeClient:            kubeClient,
-		TJClient:              tjClient,
-		Tracker:               tracker,
-		JobInformer:           jobInformer,
-		ReplicaSetInformer:    rsInformer,
-		PriorityClassInformer: kubeInformers.Scheduling().V1().PriorityClasses(),
-		Recorder:              recorder,
-		Logger:                logger,
-		Clock:                 clock.RealClock{},
-		Interval:              opts.autoscaleInterval,
-		MaxLoadDesired:        opts.maxLoadDesired,
-		CoolDown:              time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
-		MaxGrowPerCycle:       int32(opts.maxGrowPerCycle), // #nosec G115 -- parseFlags keeps it within [0, MaxInt32]
-		RebalanceGap:          opts.rebalanceGap,
-		DryRun:                opts.dryRun,
-		GangAdmission:         opts.gangAdmission && !opts.dryRun,
-		Metrics:               m,
-	})
+	scaler := newScaler(opts, w, kubeClient, tjClient, recorder, logger, m)
 
 	// The informers run whether or not this replica leads, so that a standby
 	// takes over with warm caches. They stop after the work, on every path.
@@ -425,6 +403,73 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		retryPeriod:   opts.retryPeriod,
 		lostGrace:     lostLeaseGrace,
 	}, work)
+}
+
+// watch is what the controller and the autoscaler read the cluster through:
+// the informers, with the transforms that keep only the fields EDL reads,
+// and the snapshot tracker fed by them.
+type watch struct {
+	kubeInformers informers.SharedInformerFactory
+	jobInformers  tjinformers.SharedInformerFactory
+	pods          coreinformers.PodInformer
+	jobs          tjv1informers.TrainingJobInformer
+	replicaSets   appsinformers.ReplicaSetInformer
+	tracker       *cluster.Tracker
+	gpus          []corev1.ResourceName
+}
+
+// newWatch builds the informers and the tracker; nothing runs until the
+// factories are started.
+func newWatch(opts options, kubeClient kubernetes.Interface, tjClient tjclient.Interface, logger log.Logger) (*watch, error) {
+	w := &watch{
+		kubeInformers: informers.NewSharedInformerFactory(kubeClient, opts.resync),
+		jobInformers:  tjinformers.NewSharedInformerFactory(tjClient, opts.resync),
+		gpus:          gpuResourceNames(opts.gpuResources),
+	}
+	w.pods = w.kubeInformers.Core().V1().Pods()
+	nodeInformer := w.kubeInformers.Core().V1().Nodes()
+	if err := setTransforms(w.kubeInformers); err != nil {
+		return nil, err
+	}
+	w.jobs = w.jobInformers.Paddlepaddle().V1().TrainingJobs()
+	w.replicaSets = w.kubeInformers.Apps().V1().ReplicaSets()
+	var err error
+	w.tracker, err = cluster.New(cluster.Config{
+		PodInformer:      w.pods,
+		NodeInformer:     nodeInformer,
+		QuotaInformer:    w.kubeInformers.Core().V1().ResourceQuotas(),
+		Logger:           logger,
+		GPUResourceNames: w.gpus,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// newScaler is the autoscaler with the options of the flags: the one the
+// controller runs and the one edl explain plans with.
+func newScaler(opts options, w *watch, kubeClient kubernetes.Interface, tjClient tjclient.Interface,
+	recorder record.EventRecorder, logger log.Logger, m autoscaler.Metrics) *autoscaler.Autoscaler {
+	return autoscaler.New(autoscaler.Config{
+		KubeClient:            kubeClient,
+		TJClient:              tjClient,
+		Tracker:               w.tracker,
+		JobInformer:           w.jobs,
+		ReplicaSetInformer:    w.replicaSets,
+		PriorityClassInformer: w.kubeInformers.Scheduling().V1().PriorityClasses(),
+		Recorder:              recorder,
+		Logger:                logger,
+		Clock:                 clock.RealClock{},
+		Interval:              opts.autoscaleInterval,
+		MaxLoadDesired:        opts.maxLoadDesired,
+		CoolDown:              time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
+		MaxGrowPerCycle:       int32(opts.maxGrowPerCycle), // #nosec G115 -- validate keeps it within [0, MaxInt32]
+		RebalanceGap:          opts.rebalanceGap,
+		DryRun:                opts.dryRun,
+		GangAdmission:         opts.gangAdmission && !opts.dryRun,
+		Metrics:               m,
+	})
 }
 
 // oneLine keeps an error to the one line the user sees: errors.Join puts
@@ -492,6 +537,30 @@ func checkServer(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err != nil {
 		return fmt.Errorf("discover %s on the API server at %s: %w", v1.SchemeGroupVersion, host, err)
+	}
+	return nil
+}
+
+// setTransforms installs the informer transforms before the informers
+// start: the informers watch every pod, node, ReplicaSet and Service of the
+// cluster, and keep only the fields the controller, the tracker and the
+// autoscaler read, so that a cluster of 100,000 pods stays cheap.
+func setTransforms(f informers.SharedInformerFactory) error {
+	for _, t := range []struct {
+		what     string
+		informer interface {
+			SetTransform(cache.TransformFunc) error
+		}
+		transform cache.TransformFunc
+	}{
+		{"pod", f.Core().V1().Pods().Informer(), cluster.TransformPod},
+		{"node", f.Core().V1().Nodes().Informer(), cluster.TransformNode},
+		{"ReplicaSet", f.Apps().V1().ReplicaSets().Informer(), cluster.TransformReplicaSet},
+		{"Service", f.Core().V1().Services().Informer(), cluster.TransformService},
+	} {
+		if err := t.informer.SetTransform(t.transform); err != nil {
+			return fmt.Errorf("set the %s transform: %w", t.what, err)
+		}
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func TestElectionFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, o.leaderElect, "on by default")
 	assert.Equal(t, "paddlecloud", o.leaderElectNS)
-	assert.Equal(t, []time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second}, []time.Duration{o.leaseDuration, o.renewDeadline, o.retryPeriod})
+	assert.Equal(t, []time.Duration{12 * time.Second, 8 * time.Second, time.Second}, []time.Duration{o.leaseDuration, o.renewDeadline, o.retryPeriod})
 	assert.Equal(t, ":8080", o.httpAddr)
 
 	// Without election its timings are not checked; an empty -http_addr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,4 +58,99 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 		return fmt.Errorf("record the scaling in the status of %s: %w", act.Job, err)
 	}
 	return nil
+}
+
+// FigureRefresh is how long the autoscaler leaves a job's Scaling condition
+// as it is when only the figures of its message changed: the load, the
+// largest room and the like move with every pod that comes and goes, and a
+// busy cluster would otherwise rewrite every job's status every cycle. A
+// new reason or status is written at once.
+const FigureRefresh = time.Minute
+
+// writtenKey identifies a job for FigureRefresh: a job deleted and created
+// again under its name starts afresh.
+func writtenKey(job *v1.TrainingJob) string {
+	return job.Namespace + "/" + job.Name + "/" + string(job.UID)
+}
+
+// recordLimit writes the job's Scaling condition from e when its status or
+// reason differ from what the job holds, or its message does and the
+// condition was not written in the last FigureRefresh: a steady cluster
+// writes nothing. The condition is the autoscaler's alone, and the patch touches
+// nothing else: it tests that the entry it replaces is still the Scaling
+// condition, or — when the job has none yet — that the job is the version
+// it read, so that a condition the controller added meanwhile is neither
+// overwritten nor duplicated. The controller writes status with the
+// resourceVersion it read and keeps the conditions it does not own, so it
+// never drops this one either. A lost race is retried by the next plan.
+func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Explanation, now time.Time) error {
+	if job == nil {
+		return nil
+	}
+	cond := ScalingCondition(e, job.Generation, now)
+	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
+	if i >= 0 {
+		old := job.Status.Conditions[i]
+		if old.Status == cond.Status && old.Reason == cond.Reason {
+			if old.Message == cond.Message {
+				return nil
+			}
+			if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
+				return nil // only the figures moved, and recently
+			}
+		}
+		if old.Status == cond.Status {
+			cond.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	var ops []map[string]any
+	switch {
+	case i >= 0:
+		path := fmt.Sprintf("/status/conditions/%d", i)
+		ops = []map[string]any{
+			{"op": "test", "path": path + "/type", "value": v1.ConditionScaling},
+			{"op": "replace", "path": path, "value": cond},
+		}
+	case len(job.Status.Conditions) > 0:
+		ops = []map[string]any{
+			{"op": "test", "path": "/metadata/resourceVersion", "value": job.ResourceVersion},
+			{"op": "add", "path": "/status/conditions/-", "value": cond},
+		}
+	default:
+		ops = []map[string]any{
+			{"op": "test", "path": "/metadata/resourceVersion", "value": job.ResourceVersion},
+			{"op": "add", "path": "/status/conditions", "value": []metav1.Condition{cond}},
+		}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		if a.written == nil {
+			a.written = map[string]time.Time{}
+		}
+		a.written[writtenKey(job)] = now
+		a.log.Debug("recorded what limits the job", "job", e.Job, "limit", e.Limit, "message", e.Message)
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+		return fmt.Errorf("the status of %s changed since it was read: %w", e.Job, err)
+	}
+	return fmt.Errorf("record the Scaling condition of %s: %w", e.Job, err)
+}
+
+// ScalingCondition is the Scaling condition that says e: True while the job
+// gets what it may have (it grows, or is at its max), False while something
+// holds it below; the reason is the limit, the message its sentence.
+func ScalingCondition(e *Explanation, generation int64, now time.Time) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionTrue, Reason: string(e.Limit),
+		Message: e.Message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)}
+	if e.Limited() {
+		c.Status = metav1.ConditionFalse
+	}
+	return c
 }

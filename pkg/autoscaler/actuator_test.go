@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func node(name, cpu, memory string) *corev1.Node {
 // ReplicaSet at replicas, with running trainer pods on node n1.
 func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators ...func(*v1.TrainingJob)) []runtime.Object {
 	job := &v1.TrainingJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid")},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), ResourceVersion: "1"},
 		Spec: v1.TrainingJobSpec{
 			Image: "paddle",
 			Trainer: v1.TrainerSpec{MinInstance: minInstance, MaxInstance: maxInstance, Resources: corev1.ResourceRequirements{
@@ -163,7 +164,7 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 	assert.Equal(t, int32(4), actions[0].To)
 
 	writes := f.writes()
-	require.Len(t, writes, 2, "one ReplicaSet patch and one status patch")
+	require.Len(t, writes, 3, "one ReplicaSet patch, one status patch for the decision and one for the Scaling condition")
 	rsPatch := writes[0].(clienttesting.PatchAction)
 	assert.Equal(t, "a-trainer", rsPatch.GetName())
 	assert.Equal(t, types.JSONPatchType, rsPatch.GetPatchType())
@@ -183,15 +184,111 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 	body.Status.LastScale.Time = metav1.Time{}
 	assert.Equal(t, v1.ScaleRecord{From: 1, To: 4, Reason: actions[0].Reason}, *body.Status.LastScale)
 	assert.Equal(t, []string{"Normal Scaled Scaled trainers from 1 to 4: " + actions[0].Reason}, drain(f.recorder))
+
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return len(j.Status.Conditions) == 1 })
+	assert.Equal(t, v1.ScalingAtMax, job.Status.Conditions[0].Reason)
+	assert.Equal(t, "grows by 3 to its maximum, 4 of 1..4 trainers", job.Status.Conditions[0].Message)
 }
 
 func TestRunOnceWritesNothingWhenNothingChanges(t *testing.T) {
-	// The job is at its max; nothing to do.
-	objs := objects(elasticJob("a", 1, 2, 2), []runtime.Object{node("n1", "10", "64Gi")})
+	// The job is at its max and its Scaling condition already says so.
+	objs := objects(elasticJob("a", 1, 2, 2, withCondition(metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionTrue,
+		Reason: v1.ScalingAtMax, Message: "at its maximum, 2 of 1..2 trainers"})), []runtime.Object{node("n1", "10", "64Gi")})
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
 	assert.Empty(t, f.scaler.RunOnce(context.Background()))
 	assert.Empty(t, f.writes())
 	assert.Empty(t, drain(f.recorder))
+}
+
+func withCondition(c metav1.Condition) func(*v1.TrainingJob) {
+	return func(j *v1.TrainingJob) { j.Status.Conditions = append(j.Status.Conditions, c) }
+}
+
+// TestRunOnceRecordsTheLimitOnce: the first cycle writes the Scaling
+// condition, beside the controller's conditions; the next cycles of a
+// steady cluster write nothing.
+func TestRunOnceRecordsTheLimitOnce(t *testing.T) {
+	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
+	objs := objects(elasticJob("a", 1, 2, 2, withCondition(ready)), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	assert.Empty(t, f.scaler.RunOnce(context.Background()))
+
+	writes := f.writes()
+	require.Len(t, writes, 1, "one status patch")
+	patch := writes[0].(clienttesting.PatchAction)
+	assert.Equal(t, "status", patch.GetSubresource())
+	assert.Equal(t, types.JSONPatchType, patch.GetPatchType())
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return len(j.Status.Conditions) == 2 })
+	assert.Equal(t, v1.ConditionReady, job.Status.Conditions[0].Type, "the controller's condition stays")
+	scaling := job.Status.Conditions[1]
+	assert.Equal(t, v1.ConditionScaling, scaling.Type)
+	assert.Equal(t, metav1.ConditionTrue, scaling.Status)
+	assert.Equal(t, v1.ScalingAtMax, scaling.Reason)
+	assert.Equal(t, "at its maximum, 2 of 1..2 trainers", scaling.Message)
+	assert.True(t, scaling.LastTransitionTime.Time.Equal(f.clock.Now()))
+
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	for range 3 {
+		f.clock.Step(time.Second)
+		f.scaler.RunOnce(context.Background())
+	}
+	assert.Empty(t, f.writes(), "a steady cluster writes nothing")
+}
+
+// TestRunOnceUpdatesTheLimitInPlace: a new cause replaces the job's Scaling
+// condition where it is, after testing that it is still there; the
+// transition time moves only with the status.
+func TestRunOnceUpdatesTheLimitInPlace(t *testing.T) {
+	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
+	stale := metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionFalse, Reason: v1.ScalingLoad, Message: "old",
+		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	// 1 CPU of 1 used by another pod: held at its minimum by load.
+	objs := objects(elasticJob("a", 1, 4, 1, withCondition(stale), withCondition(ready)), []runtime.Object{node("n1", "1", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	assert.Empty(t, f.scaler.RunOnce(context.Background()))
+
+	writes := f.writes()
+	require.Len(t, writes, 1)
+	var ops []map[string]any
+	require.NoError(t, json.Unmarshal(writes[0].(clienttesting.PatchAction).GetPatch(), &ops))
+	require.Len(t, ops, 2)
+	assert.Equal(t, map[string]any{"op": "test", "path": "/status/conditions/0/type", "value": "Scaling"}, ops[0])
+	assert.Equal(t, "replace", ops[1]["op"])
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return j.Status.Conditions[0].Reason != v1.ScalingLoad })
+	require.Len(t, job.Status.Conditions, 2)
+	assert.Equal(t, v1.ScalingAtMin, job.Status.Conditions[0].Reason)
+	assert.Contains(t, job.Status.Conditions[0].Message, "held at its minimum of 1 trainers: CPU load 1 is above max_load_desired 0.97")
+	assert.True(t, job.Status.Conditions[0].LastTransitionTime.Time.Equal(stale.LastTransitionTime.Time), "still False: no transition")
+	assert.Equal(t, ready, job.Status.Conditions[1])
+}
+
+// TestRecordLimitLosesToAConcurrentWriter: a job whose conditions changed
+// since they were read is not written; the next plan retries.
+func TestRecordLimitLosesToAConcurrentWriter(t *testing.T) {
+	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
+	objs := objects(elasticJob("a", 1, 2, 2, withCondition(ready)), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	job, err := f.tj.PaddlepaddleV1().TrainingJobs("ns").Get(context.Background(), "a", metav1.GetOptions{})
+	require.NoError(t, err)
+	stale := job.DeepCopy()
+	stale.ResourceVersion = "stale"
+	err = f.scaler.recordLimit(context.Background(), stale, &Explanation{Job: "ns/a", Limit: LimitAtMax, Message: "at its maximum"}, f.clock.Now())
+	require.Error(t, err)
+	job, err = f.tj.PaddlepaddleV1().TrainingJobs("ns").Get(context.Background(), "a", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []metav1.Condition{ready}, job.Status.Conditions, "nothing written")
+}
+
+// waitForJob waits until the informer's copy of job name satisfies ok.
+func (f *actuatorFixture) waitForJob(name string, ok func(*v1.TrainingJob) bool) *v1.TrainingJob {
+	var job *v1.TrainingJob
+	require.Eventually(f.t, func() bool {
+		j, err := f.scaler.jobs.TrainingJobs("ns").Get(name)
+		job = j
+		return err == nil && ok(j)
+	}, 5*time.Second, time.Millisecond)
+	return job
 }
 
 func TestRunOnceDryRunPatchesNothing(t *testing.T) {
@@ -266,10 +363,13 @@ func drain(r *record.FakeRecorder) []string {
 
 // fakeMetrics keeps what the autoscaler reports.
 type fakeMetrics struct {
-	planned [][]Job
-	snaps   []cluster.Snapshot
-	scaled  []ScaleAction
+	planned   [][]Job
+	snaps     []cluster.Snapshot
+	scaled    []ScaleAction
+	explained [][]Explanation
 }
+
+func (r *fakeMetrics) Explained(jobs []Explanation) { r.explained = append(r.explained, jobs) }
 
 func (r *fakeMetrics) Planned(_ time.Duration, snap cluster.Snapshot, jobs []Job) {
 	r.planned = append(r.planned, jobs)
@@ -314,6 +414,14 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			assert.Equal(t, int32(1), job.Current)
 			assert.Len(t, job.Trainers, 1, "the trainers come from the snapshot")
 			assert.Equal(t, int64(10000), rec.snaps[0].CPUTotalMilli)
+
+			require.Len(t, rec.explained, 1, "one cycle, one count by cause")
+			require.Len(t, rec.explained[0], 1)
+			wantLimit := LimitAtMax // grown to its max
+			if c.dryRun {
+				wantLimit = LimitDryRun
+			}
+			assert.Equal(t, wantLimit, rec.explained[0][0].Limit, "a dry run holds the job where it is")
 
 			require.Len(t, rec.scaled, c.wantScaled)
 			if c.wantScaled > 0 {
@@ -369,4 +477,68 @@ func TestApplyTestsTheReplicaSetsUID(t *testing.T) {
 		assert.Contains(t, string(p.GetPatch()), `"path":"/metadata/uid"`)
 		assert.NotEqual(t, "status", p.GetSubresource(), "no status recorded for a patch that did not apply")
 	}
+}
+
+// TestRunOnceRewritesFiguresAtMostOncePerRefresh: a message whose figures
+// moved is rewritten only FigureRefresh after the last write; a new reason
+// is written at once.
+func TestRunOnceRewritesFiguresAtMostOncePerRefresh(t *testing.T) {
+	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
+	// 1 CPU, all of it the job's one trainer: held at its minimum by load.
+	objs := objects(elasticJob("a", 1, 4, 1, withCondition(ready)), []runtime.Object{node("n1", "1", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	ctx := context.Background()
+	scaling := func(j *v1.TrainingJob) *metav1.Condition {
+		for i := range j.Status.Conditions {
+			if j.Status.Conditions[i].Type == v1.ConditionScaling {
+				return &j.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	statusWrites := func() int {
+		n := 0
+		for _, w := range f.writes() {
+			if w.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+
+	f.scaler.RunOnce(ctx)
+	require.Equal(t, 1, statusWrites())
+	f.waitForJob("a", func(j *v1.TrainingJob) bool { c := scaling(j); return c != nil && c.Reason == v1.ScalingAtMin })
+
+	// Another pod on the node: the load figure moves, the reason does not.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	_, err := f.kube.CoreV1().Pods("ns").Create(ctx, other, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.tracker.InquiryResource().CPURequestMilli == 1500 }, 5*time.Second, time.Millisecond)
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	f.clock.Step(FigureRefresh / 2)
+	f.scaler.RunOnce(ctx)
+	assert.Zero(t, statusWrites(), "only the figures moved, and the condition is fresh")
+
+	f.clock.Step(FigureRefresh / 2)
+	f.scaler.RunOnce(ctx)
+	assert.Equal(t, 1, statusWrites(), "a refresh later the figures are written")
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return strings.Contains(scaling(j).Message, "CPU load 1.5") })
+	assert.Equal(t, v1.ScalingAtMin, scaling(job).Reason)
+
+	// Room on a new node: the reason changes, and is written at once.
+	_, err = f.kube.CoreV1().Nodes().Create(ctx, node("n2", "10", "64Gi"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.tracker.InquiryResource().CPUTotalMilli == 11000 }, 5*time.Second, time.Millisecond)
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	f.clock.Step(time.Second)
+	require.Len(t, f.scaler.RunOnce(ctx), 1, "it grows")
+	assert.Equal(t, 2, statusWrites(), "the decision and the new reason")
+	job = f.waitForJob("a", func(j *v1.TrainingJob) bool { return scaling(j).Reason != v1.ScalingAtMin })
+	assert.Equal(t, v1.ScalingAtMax, scaling(job).Reason)
 }

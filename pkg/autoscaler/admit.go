@@ -52,14 +52,6 @@ type Waiting struct {
 	Reason       string
 }
 
-// Decision is a plan with admission: the scale actions, the queued jobs
-// admitted, and those that still wait, in queue order.
-type Decision struct {
-	Actions  []ScaleAction
-	Admitted []Admission
-	Waiting  []Waiting
-}
-
 // gangPod is one pod of a queued job's minimum as the planner places it.
 type gangPod struct {
 	role string

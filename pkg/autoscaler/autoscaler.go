@@ -70,6 +70,8 @@ type Metrics interface {
 	Planned(took time.Duration, snap cluster.Snapshot, jobs []Job)
 	// Scaled reports an action whose ReplicaSet patch was applied.
 	Scaled(act ScaleAction)
+	// Explained reports what limits each job planned for after the cycle.
+	Explained(jobs []Explanation)
 }
 
 // Autoscaler runs Plan every interval on a snapshot of the cluster and the
@@ -90,6 +92,11 @@ type Autoscaler struct {
 	log      log.Logger
 	clock    clock.Clock
 	cfg      Config
+
+	// written is when each job's Scaling condition was last written (by
+	// job key and UID), so that figures that move with every pod do not
+	// rewrite it every cycle; see recordLimit. Only RunOnce touches it.
+	written map[string]time.Time
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.
@@ -140,30 +147,58 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	if a.cfg.GangAdmission {
 		queue, queued = a.queuedJobs()
 	}
-	d := Decide(snap, jobs, queue, Options{
-		MaxLoadDesired:  a.cfg.MaxLoadDesired,
-		Now:             now,
-		CoolDown:        a.cfg.CoolDown,
-		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
-		RebalanceGap:    a.cfg.RebalanceGap,
-	})
-	actions := d.Actions
+	decision := Decide(snap, jobs, queue, a.options(now))
+	actions := decision.Actions
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, jobs)
+		a.cfg.Metrics.Explained(decision.Jobs)
 	}
 	a.log.Debug("planned", "jobs", len(jobs), "actions", len(actions), "pending", len(snap.Pending),
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
+	failed := map[string]bool{}
 	for _, act := range actions {
 		if a.cfg.DryRun {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 			continue
 		}
 		if err := a.apply(ctx, objects[act.Job], act, now); err != nil {
+			failed[act.Job] = true
 			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
 		}
 	}
-	a.admit(ctx, d, queued)
+	if !a.cfg.DryRun {
+		written := make(map[string]time.Time, len(decision.Jobs))
+		for _, e := range decision.Jobs {
+			if job := objects[e.Job]; job != nil {
+				if t, ok := a.written[writtenKey(job)]; ok {
+					written[writtenKey(job)] = t // jobs no longer planned are forgotten
+				}
+			}
+		}
+		a.written = written
+		for _, e := range decision.Jobs {
+			if failed[e.Job] {
+				continue // the condition would describe a scaling that did not happen
+			}
+			if err := a.recordLimit(ctx, objects[e.Job], &e, now); err != nil {
+				a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+			}
+		}
+	}
+	a.admit(ctx, decision, queued)
 	return actions
+}
+
+// options are the Plan options of the cycle at now.
+func (a *Autoscaler) options(now time.Time) Options {
+	return Options{
+		MaxLoadDesired:  a.cfg.MaxLoadDesired,
+		Now:             now,
+		CoolDown:        a.cfg.CoolDown,
+		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
+		RebalanceGap:    a.cfg.RebalanceGap,
+		DryRun:          a.cfg.DryRun,
+	}
 }
 
 // elasticJobs are the Running jobs with min-instance < max-instance whose

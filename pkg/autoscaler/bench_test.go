@@ -166,10 +166,15 @@ func BenchmarkPlanPools(b *testing.B) { benchmarkPlan(b, poolsScenario) }
 func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }
 
 func benchmarkPlan(b *testing.B, scenario func(int) (cluster.Snapshot, []Job)) {
+	benchmarkPlanner(b, scenario, Plan)
+}
+
+func benchmarkPlanner(b *testing.B, scenario func(int) (cluster.Snapshot, []Job),
+	plan func(cluster.Snapshot, []Job, Options) []ScaleAction) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			snap, jobs := scenario(n)
-			actions := Plan(snap, jobs, Options{})
+			actions := plan(snap, jobs, Options{})
 			up, down := 0, 0
 			for _, a := range actions {
 				if a.To > a.From {
@@ -182,7 +187,7 @@ func benchmarkPlan(b *testing.B, scenario func(int) (cluster.Snapshot, []Job)) {
 			b.ResetTimer()
 			before := cpuTime()
 			for range b.N {
-				Plan(snap, jobs, Options{})
+				plan(snap, jobs, Options{})
 			}
 			// Wall time is noisy on a shared machine; the process's CPU time
 			// (GC included) per plan is what the goal is about.

@@ -151,7 +151,14 @@ func FuzzPlan(f *testing.F) {
 		snap := clusterOf(ns, jobs, others...)
 		wantSnap, wantJobs := snap.DeepCopy(), applyPlan(jobs, nil)
 
-		actions := Plan(snap, jobs, opts) // returning at all is the termination check
+		d := Decide(snap, jobs, nil, opts) // returning at all is the termination check
+		actions := d.Actions
+		assertExplained(t, jobs, opts, d)
+		dry := opts
+		dry.DryRun = true
+		dd := Decide(snap, jobs, nil, dry)
+		require.Equal(t, actions, dd.Actions, "a dry run changed the plan")
+		assertExplained(t, jobs, dry, dd)
 
 		require.Equal(t, wantSnap, snap, "Plan mutated the snapshot")
 		require.Equal(t, wantJobs, jobs, "Plan mutated the jobs")

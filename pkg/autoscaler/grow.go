@@ -102,8 +102,12 @@ func (p *planner) grow() {
 			h.items = append(h.items, j)
 		}
 	}
+	for _, j := range h.items {
+		j.fitAtStart = p.grower.firstFit(j.req, j.elig) >= 0
+	}
 	heap.Init(h)
 	limit := int64(p.opts.MaxGrowPerCycle)
+	var lastGrown *jobState
 	// When a job cooling down comes first, giving the next trainer to a job
 	// of its priority or lower would leave it behind once the cool-down ends
 	// (rebalancing would give it back only a gap later, stopping trainers to
@@ -118,17 +122,23 @@ func (p *planner) grow() {
 			heap.Pop(h)
 			continue
 		}
-		if j.desired >= j.max || (limit > 0 && j.grown >= limit) || !p.loadAdmits(j.req) {
-			heap.Pop(h)
-			continue
+		switch {
+		case j.desired >= j.max:
+			j.stop = stopMax
+		case limit > 0 && j.grown >= limit:
+			j.stop = stopCap
+		case !p.loadAdmits(j.req):
+			j.stop = stopLoad
+		case !p.quotaAllows(j, 1):
+			j.quotaHeld, j.stop = true, stopQuota
 		}
-		if !p.quotaAllows(j, 1) {
-			j.quotaHeld = true
+		if j.stop != stopNone {
 			heap.Pop(h)
 			continue
 		}
 		n := p.grower.firstFit(j.req, p.unblocked(j, blockers))
 		if n < 0 {
+			j.stop, j.lostTo = stopNoFit, lastGrown
 			heap.Pop(h)
 			continue
 		}
@@ -142,9 +152,23 @@ func (p *planner) grow() {
 		j.placed++
 		j.grown++
 		j.nodes = append(j.nodes, p.nodes[n].Name)
+		lastGrown = j
 		heap.Fix(h, 0)
 	}
+	p.blockers = blockers
 }
+
+// growStop is why growth let a job go.
+type growStop uint8
+
+const (
+	stopNone  growStop = iota
+	stopMax            // at its max
+	stopCap            // grown by MaxGrowPerCycle
+	stopLoad           // one more trainer would pass the threshold
+	stopQuota          // its namespace's quota has no room for one more
+	stopNoFit          // no node it may use has room for one more
+)
 
 // unblocked is the part of j's nodes that no job cooling down ahead of it,
 // of its priority or higher, could use.

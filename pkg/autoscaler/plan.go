@@ -24,10 +24,12 @@ func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
 	return Decide(snap, jobs, nil, opts).Actions
 }
 
-// Decide is Plan with gang admission: after the room for what waits for a
-// node is reserved and made, it admits the queued jobs whose whole minimum
-// fits, in order (admit.go), before the phases that shed load and grow.
-// With no queued jobs its actions are Plan's.
+// Decide is Plan with gang admission and explanations: after the room for
+// what waits for a node is reserved and made, it admits the queued jobs whose
+// whole minimum fits, in order (admit.go), before the phases that shed load
+// and grow; and it says why every job has the trainers it has after the plan
+// (explain.go): one Explanation per job, sorted by key. With no queued jobs
+// its actions are Plan's.
 func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) Decision {
 	placements := make([]*cluster.Placement, 0, len(queue)+len(snap.Unplaced))
 	for i := range snap.Unplaced {
@@ -49,6 +51,7 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) 
 	p.startGrowth()
 	p.rebalance()
 	p.grow()
-	d.Actions = p.actions()
+	actions := p.actions()
+	d.Actions, d.Jobs = actions, p.explanations(actions)
 	return d
 }

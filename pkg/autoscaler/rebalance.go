@@ -119,6 +119,9 @@ func (p *planner) rebalance() {
 			load = after
 			p.removeNext(giver)
 			giver.rebalanced++
+			if taker.promisedBy == nil {
+				taker.promisedBy = giver
+			}
 			taker.promised++
 			heap.Fix(givers, 0)
 			heap.Fix(takers, taker.takerAt)

@@ -49,6 +49,13 @@ type planner struct {
 	idle      vec // capacity growth could use, for the reasons
 	idleNodes int
 	idleText  string
+
+	// For the explanations (explain.go): the jobs that cannot even be
+	// accounted, the jobs cooling down that growth held room for, and the
+	// largest room per placement and trainer shape.
+	dropped  []*Job
+	blockers []*jobState
+	rooms    map[roomKey]nodeRoom
 }
 
 // jobState is the planner's private working copy of one job.
@@ -71,6 +78,12 @@ type jobState struct {
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
 	coolingDown   bool
 	quotaHeld     bool // growth stopped at its namespace's quota
+
+	// Why growth let the job go, for its explanation.
+	stop       growStop
+	fitAtStart bool      // growth could place one of its trainers before any job grew
+	lostTo     *jobState // the job that took the last trainer before it left the line
+	promisedBy *jobState // the first job rebalance freed room for it from
 
 	grown, shrunk int64
 	nodes         []string
@@ -203,6 +216,9 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 	for _, i := range canonicalOrder(jobs) {
 		j := p.newJobState(&jobs[i])
 		if j == nil {
+			if _, dup := p.byKey[jobs[i].Key]; !dup && !slices.ContainsFunc(p.dropped, func(d *Job) bool { return d.Key == jobs[i].Key }) {
+				p.dropped = append(p.dropped, &jobs[i])
+			}
 			continue
 		}
 		p.jobs = append(p.jobs, j)

@@ -74,23 +74,41 @@ type Options struct {
 	// trainers back for it. Not positive means DefaultRebalanceGap; 1 or more
 	// turns rebalancing off.
 	RebalanceGap float64
+	// DryRun says that the actions will not be applied: a job the plan
+	// would scale is explained as held by the dry run. It changes no
+	// action.
+	DryRun bool
+}
+
+// Decision is a plan with its explanations.
+type Decision struct {
+	// Actions are Plan's.
+	Actions []ScaleAction
+	// Jobs explains every job given to the plan, sorted by key: exactly one
+	// Explanation per distinct key.
+	Jobs []Explanation
+	// Admitted are the queued jobs admitted (admit.go), Waiting those that
+	// still wait, in queue order.
+	Admitted []Admission
+	Waiting  []Waiting
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from
 // From to To, for Reason.
 type ScaleAction struct {
-	Job      string
-	From, To int32
+	Job  string `json:"job"`
+	From int32  `json:"from"`
+	To   int32  `json:"to"`
 	// Reason explains the decision with the numbers behind it.
-	Reason string
+	Reason string `json:"reason"`
 	// Cause is the kind of reason, for counting decisions.
-	Cause Cause
+	Cause Cause `json:"cause"`
 	// Nodes lists, for a scale-up, the node the planner found room on for each
 	// added trainer and, for a scale-down, the node each trainer the
 	// ReplicaSet controller is expected to delete runs on ("" for one not yet
 	// scheduled). The scheduler and the ReplicaSet controller make the real
 	// choices; this is for logs, dry runs and tests.
-	Nodes []string
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so

@@ -22,6 +22,9 @@ var long = flag.Bool("long", false, "run the snapshot oracle over 20,000 seeds")
 // NotReady, resized, deleted, in any order with their pods — leave the
 // tracker with exactly what a tracker fed only the final objects reports,
 // and with totals that a direct count over those objects agrees with.
+// Snapshots are taken at random points along the way, as the autoscaler's
+// cycles would, so the final one is built from what changed since the
+// previous; no event may alter a snapshot already taken.
 func TestTrackerMatchesARecount(t *testing.T) {
 	seeds, events := 200, 300
 	if *long {
@@ -33,8 +36,13 @@ func TestTrackerMatchesARecount(t *testing.T) {
 		pods := map[string]*corev1.Pod{}
 		nodes := map[string]*corev1.Node{}
 		rv := 0
+		var taken, copies []Snapshot
 		for e := 0; e < events; e++ {
 			rv++
+			if r.Intn(20) == 0 {
+				snap := live.InquiryResource()
+				taken, copies = append(taken, snap), append(copies, snap.DeepCopy())
+			}
 			switch k := r.Intn(10); {
 			case k < 6:
 				p := randomPod(r, rv)
@@ -69,6 +77,9 @@ func TestTrackerMatchesARecount(t *testing.T) {
 		require.Equal(t, want, got, "seed %d: the incremental tracker differs from a recount", seed)
 		require.Equal(t, directCount(nodes, pods), [3]int64{got.CPUTotalMilli, got.CPURequestMilli, int64(got.NodeCount)},
 			"seed %d: totals differ from a direct count", seed)
+		for i := range taken {
+			require.Equal(t, copies[i], taken[i], "seed %d: snapshot %d changed after it was taken", seed, i)
+		}
 	}
 }
 

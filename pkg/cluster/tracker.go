@@ -36,14 +36,33 @@ type Config struct {
 // Tracker aggregates pod and node informer events into the cluster's
 // capacity and load, the live totals that InquiryResource copies into a
 // Snapshot. Its event handlers are O(1) per event (a few map
-// operations under a mutex), and InquiryResource is O(nodes + pending pods +
-// trainer pods); nothing ever lists the cluster.
+// operations under a mutex), and InquiryResource is proportional to what
+// changed since the previous one: it builds anew only the nodes, jobs and
+// lists events touched and shares the rest with the previous Snapshot.
+// Nothing ever lists the cluster.
 type Tracker struct {
 	log    log15.Logger
 	reader resourceReader
 	synced []cache.InformerSynced
 
-	mu        sync.Mutex
+	// snapMu serialises InquiryResource: it guards last and nodeIndex,
+	// which only InquiryResource reads and writes.
+	snapMu sync.Mutex
+	// last is the Snapshot InquiryResource returned last time, nil before
+	// the first; the next one shares with it whatever did not change.
+	last *Snapshot
+	// nodeIndex is each node's index in last.Nodes.
+	nodeIndex map[string]int
+
+	mu sync.Mutex
+	// What changed since last, for InquiryResource to rebuild: the nodes
+	// and jobs events touched, and whether the pending pods or the quotas
+	// changed. Nothing is ever written into a Snapshot handed out.
+	dirtyNodes   map[string]struct{}
+	dirtyJobs    map[string]struct{}
+	dirtyPending bool
+	dirtyQuotas  bool
+
 	nodes     map[string]*nodeState
 	pods      map[string]*podRecord
 	pending   map[string]*podRecord
@@ -174,6 +193,9 @@ func newTracker(cfg Config) *Tracker {
 		unplaced: map[string]*podRecord{},
 		trainers: map[string][]*podRecord{},
 		quotas:   map[string]map[string]Quota{},
+
+		dirtyNodes: map[string]struct{}{},
+		dirtyJobs:  map[string]struct{}{},
 	}
 }
 
@@ -210,7 +232,9 @@ func (t *Tracker) onPod(obj interface{}) {
 	// it, so an update that leaves the pod where it was in that order (nearly
 	// all of them: phase, node, conditions) needs no search.
 	stays := old.trainer() && rec.trainer() && old.job == rec.job && old.created.Equal(rec.created)
-	if !stays {
+	if stays {
+		t.dirtyJobs[old.job] = struct{}{}
+	} else {
 		t.removeTrainerLocked(old)
 	}
 	t.unapplyLocked(old)
@@ -298,6 +322,7 @@ func (t *Tracker) applyLocked(r *podRecord) {
 			n = &nodeState{}
 			t.nodes[r.node] = n
 		}
+		t.dirtyNodes[r.node] = struct{}{}
 		n.requested.add(r.req)
 		n.limits.add(r.lim)
 		n.pods++
@@ -314,9 +339,11 @@ func (t *Tracker) applyLocked(r *podRecord) {
 	}
 	if r.unschedulable {
 		t.pending[r.key] = r
+		t.dirtyPending = true
 	}
 	if r.unplaced {
 		t.unplaced[r.key] = r
+		t.dirtyPending = true
 	}
 }
 
@@ -326,6 +353,7 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 	}
 	if r.node != "" {
 		if n := t.nodes[r.node]; n != nil {
+			t.dirtyNodes[r.node] = struct{}{}
 			n.requested.sub(r.req)
 			n.limits.sub(r.lim)
 			n.pods--
@@ -341,9 +369,11 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 	}
 	if r.unschedulable {
 		delete(t.pending, r.key)
+		t.dirtyPending = true
 	}
 	if r.unplaced {
 		delete(t.unplaced, r.key)
+		t.dirtyPending = true
 	}
 }
 
@@ -380,6 +410,7 @@ func (t *Tracker) addTrainerLocked(r *podRecord) {
 	pods := t.trainers[r.job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); !found {
 		t.trainers[r.job] = slices.Insert(pods, i, r)
+		t.dirtyJobs[r.job] = struct{}{}
 	}
 }
 
@@ -389,6 +420,7 @@ func (t *Tracker) removeTrainerLocked(r *podRecord) {
 	}
 	pods := t.trainers[r.job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
+		t.dirtyJobs[r.job] = struct{}{}
 		pods = slices.Delete(pods, i, i+1)
 		if len(pods) == 0 {
 			delete(t.trainers, r.job)
@@ -424,6 +456,7 @@ func (t *Tracker) onNode(obj interface{}) {
 	} else if n.present && n.rv == node.ResourceVersion && node.ResourceVersion != "" {
 		return
 	}
+	t.dirtyNodes[node.Name] = struct{}{}
 	t.uncountLocked(n)
 	n.present, n.rv, n.alloc, n.labels, n.taints = true, node.ResourceVersion, alloc, node.Labels, taints
 	if counted {
@@ -446,6 +479,7 @@ func (t *Tracker) onNodeDelete(obj interface{}) {
 	if n == nil {
 		return
 	}
+	t.dirtyNodes[key] = struct{}{}
 	t.uncountLocked(n)
 	n.present, n.rv, n.alloc, n.labels, n.taints = false, "", amounts{}, nil, nil
 	if n.pods == 0 {
@@ -472,13 +506,63 @@ func nodeReady(node *corev1.Node) bool {
 	return false
 }
 
-// InquiryResource returns a deep copy of the current aggregates: the caller
-// owns every map and slice in it. It logs the result at debug level in the
-// original EDL's format (see Snapshot.String). The lock is held only
-// while copying; sorting the pending pods and formatting the log line happen
-// after it is released so that event handlers are not stalled.
+// InquiryResource returns the current aggregates as a Snapshot. The
+// Snapshot is read-only: it shares the nodes, jobs and lists that did not
+// change with the previous and the next Snapshots, and the Tracker never
+// writes into one it handed out, so a caller may read it without a lock for
+// as long as it likes; a caller that wants to modify it takes DeepCopy.
+// Only the nodes, jobs, pending pods and quotas that events touched since
+// the previous call are built anew: when nothing changed, the call copies
+// nothing but the totals.
+//
+// It logs the result at debug level in the original EDL's format (see
+// Snapshot.String). The tracker's lock is held only while reading the
+// changed parts; sorting and formatting the log line happen after it is
+// released so that event handlers are not stalled.
 func (t *Tracker) InquiryResource() Snapshot {
+	t.snapMu.Lock()
+	defer t.snapMu.Unlock()
+	r, b := t.collect()
+	// Only what collect built anew is sorted: the rest belongs to
+	// Snapshots already handed out.
+	for _, i := range b.nodes {
+		sortTerminating(r.Nodes[i].Terminating)
+	}
+	if b.allNodes {
+		slices.SortFunc(r.Nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+		t.nodeIndex = make(map[string]int, len(r.Nodes))
+		for i := range r.Nodes {
+			t.nodeIndex[r.Nodes[i].Name] = i
+		}
+	}
+	if b.pending {
+		sortPending(r.Pending)
+		sortPending(r.Unplaced)
+	}
+	t.last = &r
+	// Formatting per-node maps of thousands of nodes is costly, so it is
+	// deferred: log15's stream handlers evaluate a Lazy value only when the
+	// record passes the level filter, and then print exactly
+	// fmt.Sprintf("%+v", r).
+	t.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
+	return r
+}
+
+// built is what collect built anew rather than shared with the last
+// Snapshot.
+type built struct {
+	// nodes are the indexes in Nodes of the nodes built anew; allNodes is
+	// set when the set of counted nodes changed and all were, unsorted.
+	nodes    []int
+	allNodes bool
+	pending  bool // Pending, unsorted
+}
+
+// collect builds the next Snapshot under the tracker's lock from the last
+// one and what changed since, and forgets the changes.
+func (t *Tracker) collect() (Snapshot, built) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	r := Snapshot{
 		NodeCount:         t.nodeCount,
 		GPURequest:        t.requested.gpu,
@@ -490,72 +574,146 @@ func (t *Tracker) InquiryResource() Snapshot {
 		MemoryRequestMega: floorDiv(t.requested.memBytes, mebi),
 		MemoryLimitMega:   floorDiv(t.limits.memBytes, mebi),
 		MemoryTotalMega:   floorDiv(t.total.memBytes, mebi),
-		Nodes:             make([]Node, 0, t.nodeCount),
-		Pending:           make([]PendingPod, 0, len(t.pending)),
-		Trainers:          make(map[string][]TrainerPod, len(t.trainers)),
 	}
-	for name, n := range t.nodes {
-		if !n.counted {
-			continue
+	last := t.last
+	if last == nil {
+		last = &Snapshot{}
+		for _, m := range []map[string]struct{}{t.dirtyNodes, t.dirtyJobs} {
+			clear(m)
 		}
-		free := n.alloc
-		free.sub(n.requested)
-		node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
-			Free: free.floorResources()}
-		for _, p := range n.terminating {
-			node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion})
+		for job := range t.trainers {
+			t.dirtyJobs[job] = struct{}{}
 		}
-		r.Nodes = append(r.Nodes, node)
+		t.dirtyPending, t.dirtyQuotas = true, true
 	}
-	for _, p := range t.pending {
-		r.Pending = append(r.Pending, p.pendingPod())
-	}
-	for _, p := range t.unplaced {
-		r.Unplaced = append(r.Unplaced, p.pendingPod())
-	}
-	for job, pods := range t.trainers {
-		list := make([]TrainerPod, 0, len(pods))
-		for _, p := range pods {
-			list = append(list, TrainerPod{
-				Name: p.name, Node: p.node, Phase: p.phase, Unschedulable: p.unschedulable,
-				Created: p.created, Request: p.request, Limits: p.limit, Priority: p.priority,
-			})
+	var b built
+	r.Nodes, b.nodes, b.allNodes = t.nodesLocked(last)
+	r.Pending = last.Pending
+	if t.dirtyPending {
+		b.pending = true
+		r.Pending = make([]PendingPod, 0, len(t.pending))
+		for _, p := range t.pending {
+			r.Pending = append(r.Pending, p.pendingPod())
 		}
-		r.Trainers[job] = list
+		r.Unplaced = nil // stays nil when empty, as a DeepCopy makes it
+		for _, p := range t.unplaced {
+			r.Unplaced = append(r.Unplaced, p.pendingPod())
+		}
+	} else {
+		r.Unplaced = last.Unplaced
 	}
-	if len(t.quotas) > 0 {
-		r.Quotas = make(map[string]Quota, len(t.quotas))
-		for ns, qs := range t.quotas {
-			left := NoQuota
-			for _, q := range qs {
-				left = left.tighter(q)
+	r.Trainers = last.Trainers
+	if len(t.dirtyJobs) > 0 || r.Trainers == nil {
+		r.Trainers = make(map[string][]TrainerPod, len(t.trainers))
+		for job, list := range last.Trainers {
+			if _, dirty := t.dirtyJobs[job]; !dirty {
+				r.Trainers[job] = list
 			}
-			r.Quotas[ns] = left
+		}
+		for job := range t.dirtyJobs {
+			if pods := t.trainers[job]; len(pods) > 0 {
+				r.Trainers[job] = trainerPods(pods)
+			}
 		}
 	}
-	t.mu.Unlock()
-
-	slices.SortFunc(r.Nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
-	for i := range r.Nodes {
-		if len(r.Nodes[i].Terminating) > 1 {
-			slices.SortFunc(r.Nodes[i].Terminating, func(a, b TerminatingPod) int {
-				if c := a.Deadline.Compare(b.Deadline); c != 0 {
-					return c
+	r.Quotas = last.Quotas
+	if t.dirtyQuotas {
+		r.Quotas = nil
+		if len(t.quotas) > 0 {
+			r.Quotas = make(map[string]Quota, len(t.quotas))
+			for ns, qs := range t.quotas {
+				left := NoQuota
+				for _, q := range qs {
+					left = left.tighter(q)
 				}
-				return cmp.Or(cmp.Compare(a.Request.CPUMilli, b.Request.CPUMilli),
-					cmp.Compare(a.Request.MemoryMega, b.Request.MemoryMega), cmp.Compare(a.Request.GPU, b.Request.GPU))
-			})
+				r.Quotas[ns] = left
+			}
 		}
 	}
+	clear(t.dirtyNodes)
+	clear(t.dirtyJobs)
+	t.dirtyPending, t.dirtyQuotas = false, false
+	return r, b
+}
 
-	slices.SortFunc(r.Pending, queueOrder)
-	slices.SortFunc(r.Unplaced, queueOrder)
-	// Formatting per-node maps of thousands of nodes is costly, so it is
-	// deferred: log15's stream handlers evaluate a Lazy value only when the
-	// record passes the level filter, and then print exactly
-	// fmt.Sprintf("%+v", r).
-	t.log.Debug("Cluster.InquiryResource done", "resource", log15.Lazy{Fn: func() string { return fmt.Sprintf("%+v", r) }})
-	return r
+// nodesLocked returns the counted nodes: last's slice when no node changed,
+// a copy of it with the changed nodes built anew when the set of counted
+// nodes is the same, else every node built anew (unsorted, and all is
+// set). built are the indexes of the nodes built anew.
+func (t *Tracker) nodesLocked(last *Snapshot) (nodes []Node, built []int, all bool) {
+	if last.Nodes != nil && len(t.dirtyNodes) == 0 {
+		return last.Nodes, nil, false
+	}
+	sameSet := last.Nodes != nil
+	for name := range t.dirtyNodes {
+		n := t.nodes[name]
+		_, was := t.nodeIndex[name]
+		if sameSet && (n != nil && n.counted) != was {
+			sameSet = false
+		}
+	}
+	if sameSet {
+		nodes = slices.Clone(last.Nodes)
+		built = make([]int, 0, len(t.dirtyNodes))
+		for name := range t.dirtyNodes {
+			if i, ok := t.nodeIndex[name]; ok {
+				nodes[i] = t.nodes[name].snapshot(name)
+				built = append(built, i)
+			}
+		}
+		return nodes, built, false
+	}
+	nodes = make([]Node, 0, t.nodeCount)
+	for name, n := range t.nodes {
+		if n.counted {
+			nodes = append(nodes, n.snapshot(name))
+		}
+	}
+	built = make([]int, len(nodes))
+	for i := range built {
+		built[i] = i
+	}
+	return nodes, built, true
+}
+
+// snapshot is the node as a Snapshot reports it, Terminating unsorted.
+func (n *nodeState) snapshot(name string) Node {
+	free := n.alloc
+	free.sub(n.requested)
+	node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
+		Free: free.floorResources()}
+	for _, p := range n.terminating {
+		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion})
+	}
+	return node
+}
+
+func trainerPods(pods []*podRecord) []TrainerPod {
+	list := make([]TrainerPod, 0, len(pods))
+	for _, p := range pods {
+		list = append(list, TrainerPod{
+			Name: p.name, Node: p.node, Phase: p.phase, Unschedulable: p.unschedulable,
+			Created: p.created, Request: p.request, Limits: p.limit, Priority: p.priority,
+		})
+	}
+	return list
+}
+
+func sortTerminating(ts []TerminatingPod) {
+	if len(ts) < 2 {
+		return
+	}
+	slices.SortFunc(ts, func(a, b TerminatingPod) int {
+		if c := a.Deadline.Compare(b.Deadline); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Request.CPUMilli, b.Request.CPUMilli),
+			cmp.Compare(a.Request.MemoryMega, b.Request.MemoryMega), cmp.Compare(a.Request.GPU, b.Request.GPU))
+	})
+}
+
+func sortPending(ps []PendingPod) {
+	slices.SortFunc(ps, queueOrder)
 }
 
 func (t *Tracker) onQuota(obj interface{}) {
@@ -566,6 +724,7 @@ func (t *Tracker) onQuota(obj interface{}) {
 	left, modelled := t.reader.quotaLeft(q)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.dirtyQuotas = true
 	qs := t.quotas[q.Namespace]
 	if !modelled {
 		delete(qs, q.Name)
@@ -588,6 +747,7 @@ func (t *Tracker) onQuotaDelete(obj interface{}) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.dirtyQuotas = true
 	if qs := t.quotas[ns]; qs != nil {
 		delete(qs, name)
 		if len(qs) == 0 {

@@ -61,22 +61,50 @@ func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
 	assert.True(t, strings.HasSuffix(got, "Pending:[1 pods] Trainers:[1 jobs, 2 pods]}"), got)
 }
 
-func TestInquiryResourceReturnsAnUnsharedCopy(t *testing.T) {
+// TestASnapshotNeverChangesOnceHandedOut: the next Snapshot shares what did
+// not change with the previous one, so the tracker must never write into a
+// Snapshot it handed out: every kind of event leaves the earlier one as it
+// was, and the new one reports the change.
+func TestASnapshotNeverChangesOnceHandedOut(t *testing.T) {
 	s := newTracker(Config{})
 	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onNode(newNode("n2", "4", "8Gi"))
 	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(newPod("b-0", trainerOf("b"), onNode("n2"), withRequests("1", "1Gi")))
 	s.onPod(newPod("p", unschedulablePod(), withRequests("8", "1Gi")))
+	s.onPod(newPod("q", onNode("n2"), withRequests("1", "1Gi"), terminating()))
+	s.onQuota(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")}}})
 
 	first := s.InquiryResource()
 	want := first.DeepCopy()
-	first.Nodes[0].Free = Resources{CPUMilli: 999999, MemoryMega: 1, GPU: 7}
-	first.Nodes = append(first.Nodes, Node{Name: "ghost"})
-	first.Pending[0].Request.CPUMilli = 1
-	first.Trainers["ns/a"][0].Node = "elsewhere"
-	first.Trainers["ns/b"] = nil
+	unchanged := s.InquiryResource()
+	assert.Equal(t, want, unchanged)
+	assert.Same(t, &first.Nodes[0], &unchanged.Nodes[0], "nothing changed: the nodes are shared")
+	assert.Same(t, &first.Trainers["ns/a"][0], &unchanged.Trainers["ns/a"][0], "nothing changed: the trainers are shared")
 
-	assert.Equal(t, want, s.InquiryResource())
-	assert.Equal(t, int64(3000), want.NodeResources().NodesCPUIdleMilli["n1"])
+	s.onPod(newPod("a-0", trainerOf("a"), onNode("n2"), withRequests("2", "1Gi"), withRV("2")))
+	s.onPod(newPod("a-1", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi"), createdAt(time.Second)))
+	s.onPodDelete(newPod("p"))
+	s.onPod(newPod("r", unschedulablePod(), withRequests("9", "1Gi")))
+	s.onPodDelete(newPod("q"))
+	s.onNode(newNode("n1", "8", "8Gi", nodeRV("2")))
+	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "ns/q"})
+	next := s.InquiryResource()
+	assert.Equal(t, want, first, "the first snapshot changed under its reader")
+	assert.Equal(t, want, unchanged, "the second snapshot changed under its reader")
+	assert.Len(t, next.Trainers["ns/a"], 2)
+	assert.Equal(t, "r", next.Pending[0].Name)
+	assert.Empty(t, next.Quotas)
+	assert.Equal(t, map[string]int64{"n1": 8000 - 1000, "n2": 4000 - 2000 - 1000}, next.NodeResources().NodesCPUIdleMilli)
+	assert.Same(t, &first.Trainers["ns/b"][0], &next.Trainers["ns/b"][0], "job b did not change")
+
+	s.onNode(newNode("n3", "4", "8Gi"))
+	s.onNode(newNode("n2", "4", "8Gi", cordoned(), nodeRV("3")))
+	before := next.DeepCopy()
+	last := s.InquiryResource()
+	assert.Equal(t, before, next, "a change of the node set rewrote an earlier snapshot")
+	assert.Equal(t, []string{"n1", "n3"}, []string{last.Nodes[0].Name, last.Nodes[1].Name})
 }
 
 // snapState is the part of Snapshot the lifecycle tables compare.

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,14 +13,16 @@ import (
 // TransformPod is a cache.TransformFunc for the shared pod informer. At 150,000
 // pods the informer cache dominates the controller's memory, and most of a pod
 // (env, volumes, probes, managed fields, annotations such as
-// last-applied-configuration) is never read by EDL, so the cache keeps only:
+// last-applied-configuration, most of the status) is never read by EDL, so
+// the cache keeps only:
 //
 //   - metadata: name, namespace, uid, resourceVersion, creationTimestamp,
-//     deletionTimestamp, all labels, ownerReferences, and on job pods the
-//     pod-deletion-cost annotation the controller maintains. All labels, not just
-//     paddle-job: they are small, and listers with label selectors (the
-//     controller's pod lister shares this cache) must keep working.
-//     OwnerReferences let the controller resolve a pod's ReplicaSet by UID.
+//     deletionTimestamp; and of the pods of EDL jobs (labelled paddle-job,
+//     paddle-job-pserver or paddle-job-master) all labels, ownerReferences
+//     (the controller resolves a pod's ReplicaSet by UID, the tracker checks
+//     that a labelled pod is the job's) and the pod-deletion-cost
+//     annotation the controller maintains. Other pods keep no labels: EDL
+//     selects pods by its job index, never by a label selector.
 //   - spec: nodeName, priority, priorityClassName, overhead, pod-level
 //     resources, and of each container and init container its name and
 //     resources; init containers also keep restartPolicy, which marks the
@@ -26,12 +31,14 @@ import (
 //     required node affinity, tolerations, and preemptionPolicy; and its
 //     schedulingGates, which the controller removes when it admits a job.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
-//     PodScheduled condition (to see Unschedulable).
+//     PodScheduled condition (to see Unschedulable). Of a job's pods also
+//     what the controller judges the job by: the Ready condition, the
+//     PodScheduled condition's message, and each container's name,
+//     restartCount and the exit code and reason of its current and last
+//     termination.
 //
-// Pods of EDL jobs (labelled paddle-job, paddle-job-pserver or
-// paddle-job-master) keep their whole status: the controller reads their
-// container statuses (terminated exit codes, restartCount) to judge job
-// success and failure. Other pods' container statuses are dropped.
+// Job pods with equal labels, and containers with equal requests or limits,
+// share one map of them (see internTable): the cached pods are read-only.
 //
 // cmd/edl must install it before the informer starts:
 //
@@ -80,22 +87,49 @@ func TransformPod(obj interface{}) (interface{}, error) {
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
 	}
-	if _, _, ok := v1.JobOf(pod.Labels); ok {
-		out.Status = pod.Status
-		if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
-			out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
+	out.Status.Phase = pod.Status.Phase
+	out.Status.NominatedNodeName = pod.Status.NominatedNodeName
+	if _, _, ok := v1.JobOf(pod.Labels); !ok {
+		// Only a job's pods are the controller's: the others need no
+		// labels (the tracker reads just EDL's, to see they are absent),
+		// owners or annotations.
+		out.Labels, out.OwnerReferences = nil, nil
+		for i := range pod.Status.Conditions {
+			if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled {
+				out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+				break
+			}
 		}
 		return out, nil
 	}
-	out.Status.Phase = pod.Status.Phase
-	out.Status.NominatedNodeName = pod.Status.NominatedNodeName
+	out.Labels = shareLabels(pod.Labels)
+	if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
+		out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
+	}
 	for i := range pod.Status.Conditions {
-		if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled {
-			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
-			break
+		if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
+			out.Status.Conditions = append(out.Status.Conditions,
+				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	if n := len(pod.Status.ContainerStatuses); n > 0 {
+		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, n)
+		for i := range pod.Status.ContainerStatuses {
+			cs := &pod.Status.ContainerStatuses[i]
+			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount,
+				State:                corev1.ContainerState{Terminated: exitOnly(cs.State.Terminated)},
+				LastTerminationState: corev1.ContainerState{Terminated: exitOnly(cs.LastTerminationState.Terminated)}}
 		}
 	}
 	return out, nil
+}
+
+// exitOnly keeps a termination's exit code and reason.
+func exitOnly(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTerminated {
+	if t == nil {
+		return nil
+	}
+	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
 }
 
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {
@@ -105,7 +139,7 @@ func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Con
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
 		out[i].Name = cs[i].Name
-		out[i].Resources = corev1.ResourceRequirements{Requests: cs[i].Resources.Requests, Limits: cs[i].Resources.Limits}
+		out[i].Resources = corev1.ResourceRequirements{Requests: shareResources(cs[i].Resources.Requests), Limits: shareResources(cs[i].Resources.Limits)}
 		if keepRestartPolicy {
 			out[i].RestartPolicy = cs[i].RestartPolicy
 		}
@@ -113,16 +147,132 @@ func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Con
 	return out
 }
 
-// TransformNode is an optional cache.TransformFunc for the shared node
-// informer. It drops only what no EDL component reads and what is big on real
-// nodes: managedFields and status.images (the list of every image on the
-// node). Install it with nodeInformer.Informer().SetTransform before start.
+// TransformNode is a cache.TransformFunc for the shared node informer. It
+// keeps what the tracker reads: name, uid, resourceVersion, labels (for
+// node selectors and affinity), spec.unschedulable, the taints,
+// status.allocatable and the Ready condition's status; the rest of a node —
+// managed fields, status.images (every image on it), addresses, system
+// info, the other conditions and their messages — no EDL component reads.
+// Labels are shared between nodes that have equal ones. Install it with
+// nodeInformer.Informer().SetTransform before start.
 func TransformNode(obj interface{}) (interface{}, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	node.ManagedFields = nil
-	node.Status.Images = nil
-	return node, nil
+	out := &corev1.Node{
+		TypeMeta: node.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              node.Name,
+			UID:               node.UID,
+			ResourceVersion:   node.ResourceVersion,
+			CreationTimestamp: node.CreationTimestamp,
+			DeletionTimestamp: node.DeletionTimestamp,
+			Labels:            node.Labels,
+		},
+		Spec:   corev1.NodeSpec{Unschedulable: node.Spec.Unschedulable, Taints: node.Spec.Taints},
+		Status: corev1.NodeStatus{Allocatable: shareResources(node.Status.Allocatable)},
+	}
+	for i := range node.Status.Conditions {
+		if c := node.Status.Conditions[i]; c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
+	return out, nil
+}
+
+// TransformReplicaSet is a cache.TransformFunc for the shared ReplicaSet
+// informer, which watches every ReplicaSet of the cluster (each Deployment
+// keeps ten old ones) while EDL reads only a TrainingJob's own. It keeps:
+//
+//   - of every ReplicaSet: name, namespace, uid, resourceVersion,
+//     generation, creation and deletion timestamps, labels, ownerReferences
+//     (the controller maps a ReplicaSet to its job, and tells a foreign one
+//     in a job's way, by them) and spec.replicas;
+//   - of a ReplicaSet a TrainingJob controls, also its annotations (the
+//     controller detects a drifted template by the hash it keeps there)
+//     and of its pod template what the autoscaler reads to plan new
+//     trainers: the containers' and init containers' names and resources,
+//     the init containers' restartPolicy, overhead, pod-level resources,
+//     priorityClassName, and where the pods may run (nodeSelector, the
+//     required node affinity, tolerations); and its status conditions (the
+//     controller reports pods the API server refuses by ReplicaFailure).
+//
+// Neither the controller nor the autoscaler ever writes a cached ReplicaSet
+// back: they patch replicas and the template by JSON patch.
+func TransformReplicaSet(obj interface{}) (interface{}, error) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return obj, nil
+	}
+	out := &appsv1.ReplicaSet{
+		TypeMeta: rs.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              rs.Name,
+			Namespace:         rs.Namespace,
+			UID:               rs.UID,
+			ResourceVersion:   rs.ResourceVersion,
+			Generation:        rs.Generation,
+			CreationTimestamp: rs.CreationTimestamp,
+			DeletionTimestamp: rs.DeletionTimestamp,
+			Labels:            rs.Labels,
+			OwnerReferences:   rs.OwnerReferences,
+		},
+		Spec: appsv1.ReplicaSetSpec{Replicas: rs.Spec.Replicas},
+	}
+	if controlledByAJob(&rs.ObjectMeta) {
+		out.Annotations = rs.Annotations
+		// The controller reports the pods the API server refuses the
+		// ReplicaSet controller from its ReplicaFailure condition.
+		out.Status.Conditions = rs.Status.Conditions
+		t := &rs.Spec.Template.Spec
+		spec := &out.Spec.Template.Spec
+		spec.Containers = stripContainers(t.Containers, false)
+		spec.InitContainers = stripContainers(t.InitContainers, true)
+		spec.Overhead, spec.Resources, spec.PriorityClassName = t.Overhead, t.Resources, t.PriorityClassName
+		spec.NodeSelector, spec.Tolerations, spec.SchedulingGates = t.NodeSelector, t.Tolerations, t.SchedulingGates
+		if a := t.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+		}
+	}
+	return out, nil
+}
+
+// TransformService is a cache.TransformFunc for the shared Service informer,
+// which watches every Service of the cluster while EDL reads only a
+// TrainingJob's own. A Service a TrainingJob controls is kept whole but for
+// managedFields, as the controller updates it from the cached copy (the API
+// server keeps the managed fields of an update that omits them); of any
+// other only what tells it apart: name, namespace, uid, resourceVersion,
+// timestamps, labels and ownerReferences.
+func TransformService(obj interface{}) (interface{}, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	if controlledByAJob(&svc.ObjectMeta) {
+		svc.ManagedFields = nil
+		return svc, nil
+	}
+	return &corev1.Service{
+		TypeMeta: svc.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              svc.Name,
+			Namespace:         svc.Namespace,
+			UID:               svc.UID,
+			ResourceVersion:   svc.ResourceVersion,
+			CreationTimestamp: svc.CreationTimestamp,
+			DeletionTimestamp: svc.DeletionTimestamp,
+			Labels:            svc.Labels,
+			OwnerReferences:   svc.OwnerReferences,
+		},
+	}, nil
+}
+
+// controlledByAJob reports whether the object's controller is a TrainingJob.
+func controlledByAJob(m *metav1.ObjectMeta) bool {
+	ref := metav1.GetControllerOfNoCopy(m)
+	return ref != nil && ref.Kind == "TrainingJob" && strings.HasPrefix(ref.APIVersion, v1.SchemeGroupVersion.Group+"/")
 }

@@ -1,13 +1,18 @@
 package cluster
 
 import (
+	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
@@ -44,11 +49,10 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 
 func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	in := fatPod()
+	in := fatPod(withLabel("app", "web"))
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "fat", Namespace: "ns", UID: "uid-fat", ResourceVersion: "1", CreationTimestamp: in.CreationTimestamp,
-			OwnerReferences: in.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1", Priority: in.Spec.Priority, PriorityClassName: "high", Overhead: in.Spec.Overhead,
@@ -73,19 +77,37 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 	assert.Equal(t, want, again, "the transform must be idempotent")
 }
 
-func TestTransformPodKeepsStatusOfJobPods(t *testing.T) {
+// TestTransformPodKeepsWhatTheControllerReadsOfJobPods: of a job's pods'
+// status the controller reads the phase, the Ready and PodScheduled
+// conditions (the reason and message of an unschedulable pod), and each
+// container's restarts and exit codes; nothing else is kept.
+func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 	for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 		t.Run(label, func(t *testing.T) {
 			in := fatPod(withLabel(label, "job"))
-			status := *in.Status.DeepCopy()
+			in.Status.Conditions = append(in.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
+			in.Status.Conditions[1].Reason = "Unschedulable"
+			in.Status.ContainerStatuses[0].Image = "paddle:latest"
+			in.Status.ContainerStatuses[0].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "long"}
 			got, err := TransformPod(in)
 			require.NoError(t, err)
 			pod := got.(*corev1.Pod)
-			assert.Equal(t, status, pod.Status)
-			assert.Equal(t, int32(137), pod.Status.ContainerStatuses[0].LastTerminationState.Terminated.ExitCode)
+			assert.Equal(t, corev1.PodStatus{
+				Phase: corev1.PodRunning, NominatedNodeName: "n2",
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Unschedulable", Message: "long message"}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", RestartCount: 3,
+					State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}},
+			}, pod.Status)
 			assert.Equal(t, map[string]string{label: "job"}, pod.Labels)
+			assert.Equal(t, in.OwnerReferences, pod.OwnerReferences)
 			assert.Nil(t, pod.Annotations)
 			assert.Empty(t, pod.Spec.Containers[0].Env)
+
+			again, err := TransformPod(pod)
+			require.NoError(t, err)
+			assert.Equal(t, pod, again, "the transform must be idempotent")
 		})
 	}
 }
@@ -136,6 +158,163 @@ func TestTransformNode(t *testing.T) {
 	assert.Nil(t, node.Status.Images)
 	assert.Equal(t, map[string]string{"zone": "a"}, node.Labels)
 	assert.Equal(t, rl("4", "8Gi"), node.Status.Allocatable)
+	assert.Equal(t, []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}, node.Status.Conditions)
+
+	full := func() *corev1.Node {
+		n := newNode("n1", "4", "8Gi", nodeGPU(2))
+		n.Labels = map[string]string{"pool": "gpu"}
+		n.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		return n
+	}
+	tracked, again := newTracker(Config{}), newTracker(Config{})
+	tracked.onNode(full())
+	out, err := TransformNode(full())
+	require.NoError(t, err)
+	again.onNode(out.(*corev1.Node))
+	require.Len(t, again.InquiryResource().Nodes, 1)
+	assert.Equal(t, tracked.InquiryResource(), again.InquiryResource(), "the tracker reads the same from the transformed node")
+}
+
+func jobOwned(m *metav1.ObjectMeta) {
+	m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "paddlepaddle.org/v1", Kind: "TrainingJob", Name: "job", UID: "uid-job", Controller: ptr.To(true)}}
+}
+
+func fatReplicaSet(owned bool) *appsv1.ReplicaSet {
+	pod := fatPod(withGPU(1), withContainer("500m", "1Gi"))
+	pod.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	pod.Spec.Affinity = &corev1.Affinity{
+		NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}},
+		PodAntiAffinity: &corev1.PodAntiAffinity{},
+	}
+	replicas := int32(4)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-trainer", Namespace: "ns", UID: "uid-rs", ResourceVersion: "7",
+			Labels:        map[string]string{v1.LabelTrainer: "job"},
+			Annotations:   map[string]string{"edl.paddlepaddle.org/template-hash": "abc"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "edl"}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{Spec: pod.Spec}},
+	}
+	if owned {
+		jobOwned(&rs.ObjectMeta)
+	} else {
+		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: ptr.To(true)}}
+	}
+	return rs
+}
+
+// TestTransformReplicaSetKeepsWhatIsRead: of a job's ReplicaSet the
+// controller reads the owner, the replicas and the template hash; the
+// autoscaler plans new trainers from the template's requests and where its
+// pods may run. Any other ReplicaSet keeps only what tells it apart.
+func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
+	in := fatReplicaSet(true)
+	in.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: "FailedCreate", Message: `pods "t-1" is forbidden: exceeded quota`}}
+	in.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "paddlepaddle.org/admission"}}
+	want := in.DeepCopy()
+	got, err := TransformReplicaSet(in)
+	require.NoError(t, err)
+	rs := got.(*appsv1.ReplicaSet)
+	assert.Equal(t, want.ObjectMeta.OwnerReferences, rs.OwnerReferences)
+	assert.Equal(t, want.Annotations, rs.Annotations)
+	assert.Equal(t, want.Labels, rs.Labels)
+	assert.Equal(t, int32(4), *rs.Spec.Replicas)
+	assert.Equal(t, types.UID("uid-rs"), rs.UID)
+	assert.Equal(t, "7", rs.ResourceVersion)
+	assert.Equal(t, want.Status.Conditions, rs.Status.Conditions, "the controller reports refused pods from ReplicaFailure")
+	assert.Equal(t, want.Spec.Template.Spec.SchedulingGates, rs.Spec.Template.Spec.SchedulingGates, "a gated template marks a queued job")
+	assert.Nil(t, rs.ManagedFields)
+	assert.Empty(t, rs.Spec.Template.Spec.Containers[0].Env)
+	assert.Nil(t, rs.Spec.Template.Spec.Affinity.PodAntiAffinity)
+	s := newTracker(Config{})
+	wantReq, wantLim := s.PodRequestAndLimits(&want.Spec.Template.Spec)
+	req, lim := s.PodRequestAndLimits(&rs.Spec.Template.Spec)
+	assert.Equal(t, wantReq, req)
+	assert.Equal(t, wantLim, lim)
+	require.NotNil(t, PlacementOf(&rs.Spec.Template.Spec))
+	assert.Equal(t, PlacementOf(&want.Spec.Template.Spec).Key(), PlacementOf(&rs.Spec.Template.Spec).Key())
+
+	again, err := TransformReplicaSet(rs)
+	require.NoError(t, err)
+	assert.Equal(t, rs, again, "the transform must be idempotent")
+
+	foreign, err := TransformReplicaSet(fatReplicaSet(false))
+	require.NoError(t, err)
+	other := foreign.(*appsv1.ReplicaSet)
+	assert.Equal(t, fatReplicaSet(false).OwnerReferences, other.OwnerReferences, "the controller tells it is foreign by its owner")
+	assert.Equal(t, int32(4), *other.Spec.Replicas)
+	assert.Nil(t, other.Annotations)
+	assert.Equal(t, corev1.PodTemplateSpec{}, other.Spec.Template)
+
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/rs"}
+	passed, err := TransformReplicaSet(tomb)
+	require.NoError(t, err)
+	assert.Equal(t, tomb, passed)
+}
+
+// TestTransformServiceKeepsJobServicesWhole: the controller updates a job's
+// Service from the cached copy, so it must keep all of it but the managed
+// fields; of any other Service only what tells it apart is kept.
+func TestTransformServiceKeepsJobServicesWhole(t *testing.T) {
+	svc := func(owned bool) *corev1.Service {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "job-pserver", Namespace: "ns", UID: "uid-svc", ResourceVersion: "3",
+				Labels: map[string]string{v1.LabelPserver: "job"}, Annotations: map[string]string{"a": "b"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "edl"}}},
+			Spec: corev1.ServiceSpec{ClusterIP: "None", ClusterIPs: []string{"None"}, Selector: map[string]string{v1.LabelPserver: "job"},
+				Ports: []corev1.ServicePort{{Name: "jobport-0", Port: 7164}}},
+		}
+		if owned {
+			jobOwned(&s.ObjectMeta)
+		}
+		return s
+	}
+	want := svc(true)
+	want.ManagedFields = nil
+	got, err := TransformService(svc(true))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	got, err = TransformService(svc(false))
+	require.NoError(t, err)
+	assert.Equal(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "job-pserver", Namespace: "ns", UID: "uid-svc",
+		ResourceVersion: "3", Labels: map[string]string{v1.LabelPserver: "job"}}}, got)
+}
+
+// TestTransformPodSharesEqualMaps: pods of one template share their labels'
+// and resource lists' maps; different ones do not.
+func TestTransformPodSharesEqualMaps(t *testing.T) {
+	a, err := TransformPod(fatPod(trainerOf("shared-job")))
+	require.NoError(t, err)
+	b, err := TransformPod(fatPod(trainerOf("shared-job")))
+	require.NoError(t, err)
+	c, err := TransformPod(fatPod(trainerOf("other-job"), withRequests("3", "1Gi")))
+	require.NoError(t, err)
+	pa, pb, pc := a.(*corev1.Pod), b.(*corev1.Pod), c.(*corev1.Pod)
+	assert.Equal(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pb.Labels).Pointer())
+	assert.Equal(t, reflect.ValueOf(pa.Spec.Containers[0].Resources.Requests).Pointer(),
+		reflect.ValueOf(pb.Spec.Containers[0].Resources.Requests).Pointer())
+	assert.NotEqual(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pc.Labels).Pointer())
+	assert.NotEqual(t, reflect.ValueOf(pa.Spec.Containers[0].Resources.Requests).Pointer(),
+		reflect.ValueOf(pc.Spec.Containers[0].Resources.Requests).Pointer())
+	assert.Equal(t, rl("3", "1Gi"), pc.Spec.Containers[0].Resources.Requests)
+}
+
+// TestInternTableStartsOverWhenFull: a table that is full forgets what it
+// remembered, so that the labels of jobs long gone do not stop the new ones
+// from being shared.
+func TestInternTableStartsOverWhenFull(t *testing.T) {
+	var table internTable[int]
+	for i := range maxShared {
+		require.Equal(t, i, table.share(strconv.Itoa(i), i))
+	}
+	assert.Equal(t, 0, table.share("0", 100), "remembered")
+	assert.Equal(t, -1, table.share("new", -1), "the table starts over")
+	assert.Equal(t, -1, table.share("new", -2), "and shares the new value")
+	assert.Equal(t, 100, table.share("0", 100), "what it forgot is shared anew")
 }
 
 func TestTransformPodKeepsSchedulingGatesWhileUnbound(t *testing.T) {

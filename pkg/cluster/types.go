@@ -102,7 +102,8 @@ type TrainerPod struct {
 func (p TrainerPod) Running() bool { return p.Phase == corev1.PodRunning }
 
 // Snapshot is a point-in-time copy of the cluster's capacity and load, as
-// Tracker.InquiryResource returns it.
+// Tracker.InquiryResource returns it. It is read-only: its maps and slices
+// may be shared with other Snapshots (use DeepCopy to modify one).
 //
 // Only counted nodes, Ready and not cordoned (spec.unschedulable), take part:
 // the totals are their allocatable, and the requests and limits those of the
@@ -216,7 +217,7 @@ func (r Snapshot) DeepCopy() Snapshot {
 		}
 	}
 	if r.Pending != nil {
-		out.Pending = append([]PendingPod(nil), r.Pending...)
+		out.Pending = slices.Clone(r.Pending)
 	}
 	if r.Unplaced != nil {
 		out.Unplaced = append([]PendingPod(nil), r.Unplaced...)
@@ -227,7 +228,7 @@ func (r Snapshot) DeepCopy() Snapshot {
 	if r.Trainers != nil {
 		out.Trainers = make(map[string][]TrainerPod, len(r.Trainers))
 		for k, v := range r.Trainers {
-			out.Trainers[k] = append([]TrainerPod(nil), v...)
+			out.Trainers[k] = slices.Clone(v)
 		}
 	}
 	return out

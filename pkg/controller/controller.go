@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -204,6 +206,13 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 
 	if err := c.sync(ctx, key); err != nil {
+		if onlyRefusals(err) {
+			// The job's ChildrenAccepted condition and a Warning event say
+			// it; the retry finds out whether the quota or policy changed.
+			c.log.Debug("the API server refused an object of the job; retrying", "job", key, "err", err)
+			c.queue.AddRateLimited(key)
+			return true
+		}
 		if apierrors.IsConflict(err) {
 			// Someone (the autoscaler, a user) wrote the object since the
 			// informer saw it: not a failure; the next sync reads the newer
@@ -261,21 +270,31 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := computeStatus(job, obs, jobRoles)
 	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
 
-	var errs []error
+	var errs, refused []error
+	var refusals []refusal
+	// report keeps a write's error; a refusal is also reported on the job.
+	report := func(err error) {
+		if r, ok := refusalOf(err); ok {
+			refusals = append(refusals, r)
+			refused = append(refused, &refusedError{err})
+			return
+		}
+		errs = append(errs, err)
+	}
 	if len(obs.blocked) == 0 {
 		for _, role := range jobRoles {
 			if role != v1.RoleTrainer {
 				if err := c.ensureService(ctx, job, role); err != nil {
-					errs = append(errs, err)
+					report(err)
 				}
 			}
 			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], final, obs.queued); err != nil {
-				errs = append(errs, err)
+				report(err)
 			}
 		}
 		if !obs.queued {
 			if err := c.ensureUngated(ctx, job, obs, jobRoles); err != nil {
-				errs = append(errs, err)
+				report(err)
 			}
 		}
 		if !final {
@@ -283,14 +302,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				errs = append(errs, err)
 			}
 		}
+		obs.tried = !final
 	}
+	// The status reports what this sync's writes met, before the pods'
+	// refusals that the ReplicaSets report.
+	obs.refused = append(refusals, obs.refused...)
+	status = computeStatus(job, obs, jobRoles)
+	errs = append(errs, refused...)
 	// Edges are recorded only once the status that marks them is stored: a
 	// sync from a stale cache computes the same edge again, and its write
 	// fails on the old resourceVersion instead of repeating the event.
 	if written, err := c.writeStatus(ctx, shared, status); err != nil {
 		errs = append(errs, err)
 	} else if written {
-		c.recordEdges(shared, status)
+		c.recordEdges(shared, status, obs.refused)
 	}
 	return errors.Join(errs...)
 }
@@ -299,7 +324,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // An object with one of the job's names that the job does not control is
 // "in the way": it is reported, never adopted, patched or deleted.
 func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed, error) {
-	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, pods: map[v1.Role][]*corev1.Pod{}}
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, services: map[v1.Role]*corev1.Service{}, pods: map[v1.Role][]*corev1.Pod{}}
 	for _, role := range jobRoles {
 		rs, err := c.replicaSets.ReplicaSets(job.Namespace).Get(v1.ReplicaSetName(job.Name, role))
 		switch {
@@ -310,6 +335,9 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed,
 			obs.blocked = append(obs.blocked, "ReplicaSet "+rs.Name)
 		default:
 			obs.replicaSets[role] = rs
+			if r, ok := podRefusal(rs); ok {
+				obs.refused = append(obs.refused, r)
+			}
 		}
 		if role == v1.RoleTrainer {
 			continue
@@ -321,6 +349,8 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed,
 			return obs, err
 		case !controlledBy(svc, job):
 			obs.blocked = append(obs.blocked, "Service "+svc.Name)
+		default:
+			obs.services[role] = svc
 		}
 	}
 	objs, err := c.pods.ByIndex(jobIndex, job.Namespace+"/"+job.Name)
@@ -363,10 +393,12 @@ func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bo
 	}
 }
 
-// recordEdges records an event when the job enters a phase, or becomes blocked.
-func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatus) {
+// recordEdges records an event when the job enters a phase, becomes
+// blocked, meets a refusal its last status did not report, or a master or
+// pserver starts failing.
+func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatus, refused []refusal) {
+	key := job.Namespace + "/" + job.Name
 	if status.Phase != job.Status.Phase {
-		key := job.Namespace + "/" + job.Name
 		switch status.Phase {
 		case v1.PhaseRunning:
 			c.recorder.Event(job, corev1.EventTypeNormal, v1.EventRunning, status.Message)
@@ -379,8 +411,25 @@ func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatu
 		}
 	}
 	if isTrue(status.Conditions, v1.ConditionBlocked) && !isTrue(job.Status.Conditions, v1.ConditionBlocked) {
-		c.log.Warn("job blocked by a foreign object", "job", job.Namespace+"/"+job.Name, "message", status.Message)
+		c.log.Warn("job blocked by a foreign object", "job", key, "message", status.Message)
 		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventBlocked, status.Message)
+	}
+	// A refusal is new when the job's last condition did not report it: a
+	// retry that meets the same refusal writes nothing and records nothing.
+	var reported string
+	if last := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionChildrenAccepted); last != nil && last.Status == metav1.ConditionFalse {
+		reported = last.Message
+	}
+	for _, r := range refused {
+		if !strings.Contains(reported, r.line) {
+			c.log.Warn("the API server refused an object of the job", "job", key, "reason", r.reason, "message", r.line)
+			c.recorder.Event(job, corev1.EventTypeWarning, v1.EventRefused, r.line)
+		}
+	}
+	if failing := meta.FindStatusCondition(status.Conditions, v1.ConditionRoleFailing); failing != nil && failing.Status == metav1.ConditionTrue &&
+		!isTrue(job.Status.Conditions, v1.ConditionRoleFailing) {
+		c.log.Warn("a master or pserver of the job is failing", "job", key, "reason", failing.Reason, "message", failing.Message)
+		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventRoleFailing, failing.Message)
 	}
 }
 
@@ -402,7 +451,7 @@ func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, messa
 	status := *job.Status.DeepCopy()
 	status.Phase, status.Reason, status.Message = v1.PhaseFailed, v1.ReasonInvalid, message
 	status.ObservedGeneration = job.Generation
-	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, v1.ReasonInvalid, message}, nil)
+	setConditions(&status, job.Generation, verdict{v1.PhaseFailed, v1.ReasonInvalid, message}, observed{})
 	written, err := c.writeStatus(ctx, job, status)
 	if written {
 		c.log.Warn("invalid job", "job", job.Namespace+"/"+job.Name, "err", message)

@@ -88,6 +88,22 @@ func TestSyncPatchesAChangedTemplate(t *testing.T) {
 			change: withSpec(func(s *v1.TrainingJobSpec) { s.NodeSelector = map[string]string{"disk": "ssd"} }),
 		},
 		{
+			name: "tolerations removed",
+			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
+				s.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+			})},
+			change: withSpec(func(s *v1.TrainingJobSpec) { s.Tolerations = nil }),
+		},
+		{
+			name:   "node affinity narrowed",
+			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a", "gpu-b") })},
+			change: withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a") }),
+		},
+		{
+			name:   "scheduler name set",
+			change: withSpec(func(s *v1.TrainingJobSpec) { s.SchedulerName = "bin-packing" }),
+		},
+		{
 			name: "volumes removed",
 			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
 				s.Volumes = []corev1.Volume{{Name: "data"}}
@@ -166,8 +182,20 @@ type podTemplateFields struct {
 	Command                  []string
 	HostNetwork              bool
 	NodeSelector             map[string]string
+	Tolerations              []corev1.Toleration
+	Affinity                 *corev1.Affinity
+	SchedulerName            string
 	Volumes                  []string
 	VolumeMounts             []string
+}
+
+// poolAffinity requires nodes whose label pool is one of pools.
+func poolAffinity(pools ...string) *corev1.Affinity {
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: pools},
+		}}},
+	}}}
 }
 
 func templateFields(t corev1.PodTemplateSpec) podTemplateFields {
@@ -175,6 +203,7 @@ func templateFields(t corev1.PodTemplateSpec) podTemplateFields {
 	out := podTemplateFields{
 		Image: c.Image, PriorityClassName: t.Spec.PriorityClassName, DNSPolicy: t.Spec.DNSPolicy,
 		Command: c.Command, HostNetwork: t.Spec.HostNetwork, NodeSelector: t.Spec.NodeSelector,
+		Tolerations: t.Spec.Tolerations, Affinity: t.Spec.Affinity, SchedulerName: t.Spec.SchedulerName,
 	}
 	for _, v := range t.Spec.Volumes {
 		out.Volumes = append(out.Volumes, v.Name)

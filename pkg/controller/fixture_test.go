@@ -23,13 +23,17 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 	"github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 )
 
 // ---------------------------------------------------------------------------
 // Controller fixture: fake clientsets, informers that are never started and
-// whose indexers the tests fill, a fake recorder.
+// whose indexers the tests fill, a fake recorder. What goes into an indexer
+// passes through the transform cmd/edl installs on that informer first, as
+// it would in a running informer, so that every test also checks that the
+// controller needs nothing the transforms drop.
 
 var (
 	gvrJobs        = v1.SchemeGroupVersion.WithResource("trainingjobs")
@@ -142,7 +146,7 @@ func (f *fixture) addReplicaSet(rs *appsv1.ReplicaSet) {
 	require.NoError(f.t, f.kube.Tracker().Add(rs))
 	stored, err := f.kube.Tracker().Get(gvrReplicaSets, rs.Namespace, rs.Name)
 	require.NoError(f.t, err)
-	require.NoError(f.t, f.rsIndexer().Add(stored))
+	require.NoError(f.t, f.rsIndexer().Add(cached(f.t, stored)))
 }
 
 func (f *fixture) updateReplicaSet(rs *appsv1.ReplicaSet) {
@@ -150,7 +154,7 @@ func (f *fixture) updateReplicaSet(rs *appsv1.ReplicaSet) {
 	require.NoError(f.t, f.kube.Tracker().Update(gvrReplicaSets, rs, rs.Namespace))
 	stored, err := f.kube.Tracker().Get(gvrReplicaSets, rs.Namespace, rs.Name)
 	require.NoError(f.t, err)
-	require.NoError(f.t, f.rsIndexer().Update(stored))
+	require.NoError(f.t, f.rsIndexer().Update(cached(f.t, stored)))
 }
 
 func (f *fixture) getReplicaSet(name string) *appsv1.ReplicaSet {
@@ -165,14 +169,14 @@ func (f *fixture) addService(svc *corev1.Service) {
 	require.NoError(f.t, f.kube.Tracker().Add(svc))
 	stored, err := f.kube.Tracker().Get(gvrServices, svc.Namespace, svc.Name)
 	require.NoError(f.t, err)
-	require.NoError(f.t, f.svcIndexer().Add(stored))
+	require.NoError(f.t, f.svcIndexer().Add(cached(f.t, stored)))
 }
 
 // addPods puts pods in the pod indexer only: the controller never writes pods.
 func (f *fixture) addPods(pods ...*corev1.Pod) {
 	f.t.Helper()
 	for _, p := range pods {
-		require.NoError(f.t, f.podIndexer().Add(p))
+		require.NoError(f.t, f.podIndexer().Add(cached(f.t, p.DeepCopy())))
 	}
 }
 
@@ -199,7 +203,7 @@ func (f *fixture) feedBack() {
 		items, err := meta.ExtractList(list)
 		require.NoError(f.t, err)
 		for _, obj := range items {
-			require.NoError(f.t, indexer.Update(obj))
+			require.NoError(f.t, indexer.Update(cached(f.t, obj)))
 		}
 	}
 	copyAll(f.tj.Tracker(), gvrJobs, gvkJobs, f.jobIndexer())
@@ -359,4 +363,21 @@ func condition(status v1.TrainingJobStatus, kind string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// cached is obj as the informer of its kind keeps it: through the transform
+// cmd/edl installs (the job informer has none).
+func cached(t *testing.T, obj runtime.Object) any {
+	t.Helper()
+	transform := map[string]cache.TransformFunc{
+		"*v1.ReplicaSet": cluster.TransformReplicaSet,
+		"*v1.Service":    cluster.TransformService,
+		"*v1.Pod":        cluster.TransformPod,
+	}[fmt.Sprintf("%T", obj)]
+	if transform == nil {
+		return obj
+	}
+	out, err := transform(obj)
+	require.NoError(t, err)
+	return out
 }

@@ -191,7 +191,23 @@ func resourcesOf(job *v1.TrainingJob, role v1.Role) corev1.ResourceRequirements 
 	}
 }
 
-// PodTemplate builds the pod template of a role; gpus as for Env.
+// tolerations copies the job's tolerations; deep, since a toleration holds a
+// pointer (tolerationSeconds).
+func tolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if ts == nil {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(ts))
+	for i := range ts {
+		ts[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// PodTemplate builds the pod template of a role; gpus as for Env. Where the
+// job's pods may run (node selector, tolerations, affinity) and which
+// scheduler places them are job-wide: every role gets them.
+
 func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) corev1.PodTemplateSpec {
 	spec := &job.Spec
 	container := corev1.Container{
@@ -219,6 +235,9 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 		ImagePullSecrets: append([]corev1.LocalObjectReference(nil), spec.ImagePullSecrets...),
 		HostNetwork:      spec.HostNetwork,
 		NodeSelector:     maps.Clone(spec.NodeSelector),
+		Tolerations:      tolerations(spec.Tolerations),
+		Affinity:         spec.Affinity.DeepCopy(),
+		SchedulerName:    spec.SchedulerName,
 	}
 	if spec.HostNetwork {
 		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet

@@ -180,8 +180,27 @@ func TestPodSpecOptions(t *testing.T) {
 	mounts := []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	secrets := []corev1.LocalObjectReference{{Name: "registry"}}
 	selector := map[string]string{"disk": "ssd"}
+	tolerations := []corev1.Toleration{
+		{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+	}
+	affinity := &corev1.Affinity{
+		NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu-a", "gpu-b"}},
+			}}},
+		}},
+		PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 10,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				TopologyKey:   "kubernetes.io/hostname",
+			},
+		}}},
+	}
 	job := newJob("a", faultTolerant(), withImage("registry.example/paddle:1.0"), withSpec(func(s *v1.TrainingJobSpec) {
 		s.Volumes, s.VolumeMounts, s.ImagePullSecrets, s.NodeSelector = volumes, mounts, secrets, selector
+		s.Tolerations, s.Affinity, s.SchedulerName = tolerations, affinity, "bin-packing"
 		s.HostNetwork = true
 		s.PriorityClassName = "batch-low"
 	}))
@@ -195,6 +214,12 @@ func TestPodSpecOptions(t *testing.T) {
 			assert.Equal(t, volumes, pod.Volumes)
 			assert.Equal(t, secrets, pod.ImagePullSecrets)
 			assert.Equal(t, selector, pod.NodeSelector)
+			// Where the job may run and who places it are every role's: a
+			// master or pserver without the tolerations could not follow
+			// its trainers onto a tainted pool.
+			assert.Equal(t, tolerations, pod.Tolerations)
+			assert.Equal(t, affinity, pod.Affinity)
+			assert.Equal(t, "bin-packing", pod.SchedulerName)
 			assert.True(t, pod.HostNetwork)
 			assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy, "host-network pods must still resolve cluster names")
 			assert.Equal(t, corev1.RestartPolicyAlways, pod.RestartPolicy)
@@ -208,13 +233,22 @@ func TestPodSpecOptions(t *testing.T) {
 		pod := PodTemplate(newJob("a"), v1.RoleTrainer, nil).Spec
 		assert.False(t, pod.HostNetwork)
 		assert.Empty(t, pod.DNSPolicy)
+		assert.Nil(t, pod.Tolerations)
+		assert.Nil(t, pod.Affinity)
+		assert.Empty(t, pod.SchedulerName, "empty: the API server defaults it to default-scheduler")
 	})
 	t.Run("the template does not alias the job's slices and maps", func(t *testing.T) {
 		pod := PodTemplate(job, v1.RoleTrainer, nil).Spec
 		pod.NodeSelector["disk"] = "hdd"
 		pod.Volumes[0].Name = "changed"
+		pod.Tolerations[0].Key = "changed"
+		*pod.Tolerations[1].TolerationSeconds = 0
+		pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] = "cpu"
 		assert.Equal(t, "ssd", job.Spec.NodeSelector["disk"])
 		assert.Equal(t, "data", job.Spec.Volumes[0].Name)
+		assert.Equal(t, "nvidia.com/gpu", job.Spec.Tolerations[0].Key)
+		assert.Equal(t, int64(30), *job.Spec.Tolerations[1].TolerationSeconds)
+		assert.Equal(t, "gpu-a", job.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0])
 	})
 }
 

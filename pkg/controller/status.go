@@ -17,12 +17,21 @@ import (
 type observed struct {
 	// replicaSets are the job's own ReplicaSets by role; a missing role has none yet.
 	replicaSets map[v1.Role]*appsv1.ReplicaSet
+	// services are the job's own Services by role; a missing role has none yet.
+	services map[v1.Role]*corev1.Service
 	// pods are the job's pods by role.
 	pods map[v1.Role][]*corev1.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
 	// queued: the job waits for admission (admission.go).
 	queued bool
+	// refused are the API server's refusals of the job's objects: the
+	// creates and patches of this sync, and the pods its ReplicaSets could
+	// not create.
+	refused []refusal
+	// tried: this sync created and patched what the job needs (it was not
+	// blocked and had not finished), so no refusal means none is left.
+	tried bool
 }
 
 // verdict is the phase a job's pods put it in, with the reason and message.
@@ -47,8 +56,11 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 		v = verdict{status.Phase, status.Reason, status.Message}
 	}
 	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message
-	setConditions(&status, job.Generation, v, obs.blocked)
+	setConditions(&status, job.Generation, v, obs)
 	setQueued(&status, job.Generation, obs.queued)
+	if job.Spec.FaultTolerant {
+		setRoleFailing(&status, job, obs)
+	}
 	return status
 }
 
@@ -66,8 +78,14 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 		if e := findExit(obs.pods[v1.RolePserver], nonZero); e != nil {
 			return verdict{v1.PhaseFailed, v1.ReasonPserverFailed, e.failure("pserver")}
 		}
-	} else if msg := tooManyRestarts(obs.pods[v1.RoleTrainer], job.Spec.TrainerMaxRestarts()); msg != "" {
-		return verdict{v1.PhaseFailed, v1.ReasonTooManyRestarts, msg}
+	} else {
+		// The bound of trainer.max-restarts holds for every role: a master
+		// or pserver that keeps crashing fails the job as a trainer does.
+		for _, role := range roles {
+			if msg := tooManyRestarts(role, obs.pods[role], job.Spec.TrainerMaxRestarts()); msg != "" {
+				return verdict{v1.PhaseFailed, v1.ReasonTooManyRestarts, msg}
+			}
+		}
 	}
 	if len(obs.blocked) > 0 {
 		return verdict{v1.PhasePending, v1.ReasonBlocked, blockedMessage(obs.blocked)}
@@ -75,8 +93,12 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	if obs.queued {
 		return queuedVerdict(job)
 	}
+	// A job runs only with all of its ReplicaSets and Services.
 	for _, role := range roles {
-		if obs.replicaSets[role] == nil {
+		if obs.replicaSets[role] == nil || (role != v1.RoleTrainer && obs.services[role] == nil) {
+			if refused := objectRefusals(obs.refused); len(refused) > 0 {
+				return verdict{v1.PhasePending, v1.ReasonChildRefused, refusalMessage(refused)}
+			}
 			return verdict{v1.PhaseCreating, v1.ReasonCreating, "creating the job's ReplicaSets and Services"}
 		}
 	}
@@ -88,6 +110,16 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	if masterOK && pserversReady >= job.Spec.Pserver.MinInstance && trainersRunning >= job.Spec.Trainer.MinInstance {
 		return verdict{v1.PhaseRunning, v1.ReasonRunning, fmt.Sprintf("%d trainers running (min %d, max %d), %d pservers ready",
 			trainersRunning, job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance, pserversReady)}
+	}
+	if len(obs.refused) > 0 {
+		// The objects exist, but the API server refuses their pods (a
+		// ResourceQuota, an admission policy).
+		return verdict{v1.PhasePending, v1.ReasonChildRefused, refusalMessage(obs.refused)}
+	}
+	if job.Spec.FaultTolerant {
+		if f := failingRole(obs); f != nil {
+			return verdict{v1.PhaseCreating, f.reason(), f.message(job) + "; the autoscaler leaves the job alone until it is Running again"}
+		}
 	}
 	var unschedulable []*corev1.Pod
 	for _, role := range roles {
@@ -105,19 +137,31 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 		trainersRunning, job.Spec.Trainer.MinInstance, pserversReady, job.Spec.Pserver.MinInstance)}
 }
 
-func setConditions(status *v1.TrainingJobStatus, generation int64, v verdict, blocked []string) {
+// setCondition sets one condition of the status, True when ok.
+func setCondition(status *v1.TrainingJobStatus, generation int64, kind string, ok bool, reason, message string) {
+	c := metav1.Condition{Type: kind, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: generation}
+	if ok {
+		c.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+func setConditions(status *v1.TrainingJobStatus, generation int64, v verdict, obs observed) {
 	set := func(kind string, ok bool, reason, message string) {
-		c := metav1.Condition{Type: kind, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: generation}
-		if ok {
-			c.Status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&status.Conditions, c)
+		setCondition(status, generation, kind, ok, reason, message)
 	}
 	set(v1.ConditionReady, v.phase == v1.PhaseRunning, v.reason, v.message)
-	if len(blocked) > 0 {
-		set(v1.ConditionBlocked, true, v1.ReasonBlocked, blockedMessage(blocked))
+	if len(obs.blocked) > 0 {
+		set(v1.ConditionBlocked, true, v1.ReasonBlocked, blockedMessage(obs.blocked))
 	} else if meta.FindStatusCondition(status.Conditions, v1.ConditionBlocked) != nil {
 		set(v1.ConditionBlocked, false, v1.ReasonNotBlocked, "every object of the job is controlled by it")
+	}
+	// ChildrenAccepted appears with the first refusal, and turns True once
+	// a sync that tried everything met none.
+	if len(obs.refused) > 0 {
+		set(v1.ConditionChildrenAccepted, false, obs.refused[0].reason, refusalMessage(obs.refused))
+	} else if obs.tried && meta.FindStatusCondition(status.Conditions, v1.ConditionChildrenAccepted) != nil {
+		set(v1.ConditionChildrenAccepted, true, v1.ReasonAccepted, "the API server accepted every object of the job")
 	}
 	switch v.phase {
 	case v1.PhaseSucceeded:
@@ -248,18 +292,87 @@ func exitCode(p *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// tooManyRestarts names the first trainer pod whose containers restarted more
-// than max times, or returns "".
-func tooManyRestarts(pods []*corev1.Pod, maxRestarts int32) string {
+// tooManyRestarts names the first pod of the role whose containers restarted
+// more than max times, or returns "".
+func tooManyRestarts(role v1.Role, pods []*corev1.Pod, maxRestarts int32) string {
 	sorted := append([]*corev1.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.RestartCount > maxRestarts {
-				return fmt.Sprintf("trainer pod %s container %s restarted %d times, more than max-restarts %d; last exit code %d",
-					p.Name, cs.Name, cs.RestartCount, maxRestarts, exitCode(p, cs.Name))
+				return fmt.Sprintf("%s pod %s container %s restarted %d times, more than max-restarts %d; last exit code %d",
+					role.Name(), p.Name, cs.Name, cs.RestartCount, maxRestarts, exitCode(p, cs.Name))
 			}
 		}
 	}
 	return ""
+}
+
+// roleFailure is a master or pserver container of a fault-tolerant job that
+// exited non-zero and whose pod is not ready: it crash-loops, or waits to.
+type roleFailure struct {
+	role           v1.Role
+	pod, container string
+	code           int32
+	exitReason     string // the kubelet's reason of the termination: Error, OOMKilled, ...
+	restarts       int32
+	waiting        string // the container's waiting reason, e.g. CrashLoopBackOff
+}
+
+func (f *roleFailure) reason() string {
+	if f.role == v1.RoleMaster {
+		return v1.ReasonMasterFailing
+	}
+	return v1.ReasonPserverFailing
+}
+
+func (f *roleFailure) message(job *v1.TrainingJob) string {
+	msg := fmt.Sprintf("%s pod %s container %s exited with code %d", f.role.Name(), f.pod, f.container, f.code)
+	if f.exitReason != "" {
+		msg += " (" + f.exitReason + ")"
+	}
+	if f.waiting != "" {
+		msg += ", " + f.waiting
+	}
+	return msg + fmt.Sprintf("; restarted %d times, the job fails after more than trainer.max-restarts %d", f.restarts, job.Spec.TrainerMaxRestarts())
+}
+
+// failingRole finds the first master, then pserver, pod (by name) that is
+// not ready and whose container's current or last termination was non-zero.
+// Pods being deleted are left out.
+func failingRole(obs observed) *roleFailure {
+	for _, role := range []v1.Role{v1.RoleMaster, v1.RolePserver} {
+		sorted := append([]*corev1.Pod(nil), obs.pods[role]...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+		for _, p := range sorted {
+			if p.DeletionTimestamp != nil || isReady(p) {
+				continue
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				t := cs.State.Terminated
+				if t == nil {
+					t = cs.LastTerminationState.Terminated
+				}
+				if t == nil || t.ExitCode == 0 {
+					continue
+				}
+				f := &roleFailure{role: role, pod: p.Name, container: cs.Name, code: t.ExitCode, exitReason: t.Reason, restarts: cs.RestartCount}
+				if w := cs.State.Waiting; w != nil {
+					f.waiting = w.Reason
+				}
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// setRoleFailing sets RoleFailing while a master or pserver fails; once it
+// was set, it turns False when none does.
+func setRoleFailing(status *v1.TrainingJobStatus, job *v1.TrainingJob, obs observed) {
+	if f := failingRole(obs); f != nil {
+		setCondition(status, job.Generation, v1.ConditionRoleFailing, true, f.reason(), f.message(job))
+	} else if meta.FindStatusCondition(status.Conditions, v1.ConditionRoleFailing) != nil {
+		setCondition(status, job.Generation, v1.ConditionRoleFailing, false, v1.ReasonNoRoleFailing, "no master or pserver pod is failing")
+	}
 }

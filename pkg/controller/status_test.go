@@ -28,11 +28,15 @@ func masterPod(name string, muts ...podMutator) *corev1.Pod {
 }
 
 // observation builds what the listers would hold: the job's own ReplicaSets
-// for the given roles (at their desired replicas) and the pods by role.
+// for the given roles (at their desired replicas) with their Services, and
+// the pods by role.
 func observation(job *v1.TrainingJob, rsRoles []v1.Role, pods ...*corev1.Pod) observed {
-	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, pods: map[v1.Role][]*corev1.Pod{}}
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, services: map[v1.Role]*corev1.Service{}, pods: map[v1.Role][]*corev1.Pod{}}
 	for _, role := range rsRoles {
 		obs.replicaSets[role] = ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)
+		if role != v1.RoleTrainer {
+			obs.services[role] = Service(job, role)
+		}
 	}
 	for _, p := range pods {
 		for _, role := range allRoles {
@@ -42,6 +46,35 @@ func observation(job *v1.TrainingJob, rsRoles []v1.Role, pods ...*corev1.Pod) ob
 		}
 	}
 	return obs
+}
+
+func withoutService(obs observed, role v1.Role) observed {
+	delete(obs.services, role)
+	return obs
+}
+
+func refusedBy(obs observed, refused ...refusal) observed {
+	obs.refused = refused
+	return obs
+}
+
+// exitedWith: the container terminated with code and the kubelet's reason,
+// and the pod is not ready (kwok's pod-exit stage).
+func exitedWith(code int32, reason string) podMutator {
+	return func(p *corev1.Pod) {
+		notReady()(p)
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}
+	}
+}
+
+// crashLooping: the container's last run terminated with code and reason,
+// and the kubelet waits before it starts it again.
+func crashLooping(code int32, reason string) podMutator {
+	return func(p *corev1.Pod) {
+		notReady()(p)
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}
+	}
 }
 
 func blockedBy(obs observed, objects ...string) observed {
@@ -114,6 +147,29 @@ func TestJudge(t *testing.T) {
 			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()))...),
 			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
 
+		// A failing master or pserver of a fault-tolerant job
+		{name: "a fault-tolerant pserver exited non-zero", job: ft,
+			obs:       observation(ft, all(ft), masterPod("mnist-master-a", ready()), pserverPod("mnist-pserver-a", exitedWith(1, "Error")), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())),
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonPserverFailing,
+			wantMsg: []string{"pserver pod mnist-pserver-a container pserver exited with code 1 (Error)", "restarted 0 times", "trainer.max-restarts 5", "the autoscaler leaves the job alone"}},
+		{name: "a fault-tolerant master crash-loops", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", crashLooping(137, "OOMKilled"), restarts(3)))...),
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonMasterFailing,
+			wantMsg: []string{"master pod mnist-master-a container master exited with code 137 (OOMKilled), CrashLoopBackOff", "restarted 3 times"}},
+
+		// The API server refuses something
+		{name: "a Service missing", job: plain, obs: withoutService(observation(plain, all(plain), healthy...), v1.RolePserver),
+			wantPhase: v1.PhaseCreating, wantReason: v1.ReasonCreating},
+		{name: "a Service refused", job: plain,
+			obs:       refusedBy(withoutService(observation(plain, all(plain), healthy...), v1.RolePserver), refusal{reason: v1.ReasonInvalid, line: "the API server refused to create Service mnist-pserver: no"}),
+			wantPhase: v1.PhasePending, wantReason: v1.ReasonChildRefused, wantMsg: []string{"create Service mnist-pserver: no"}},
+		{name: "pods refused", job: plain,
+			obs:       refusedBy(observation(plain, all(plain), pserverPod("mnist-pserver-a", ready())), refusal{reason: v1.ReasonQuotaExceeded, line: "quota", pods: true}),
+			wantPhase: v1.PhasePending, wantReason: v1.ReasonChildRefused, wantMsg: []string{"quota"}},
+		{name: "pods above min-instance refused", job: plain,
+			obs:       refusedBy(observation(plain, all(plain), healthy...), refusal{reason: v1.ReasonQuotaExceeded, line: "quota", pods: true}),
+			wantPhase: v1.PhaseRunning, wantReason: v1.ReasonRunning},
+
 		// Succeeded
 		{name: "a trainer exited 0", job: plain, obs: observation(plain, all(plain), with(trainerPod("mnist-trainer-c", exited(0)))...),
 			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded, wantMsg: []string{"mnist-trainer-c", "code 0"}},
@@ -166,6 +222,13 @@ func TestJudge(t *testing.T) {
 		{name: "max-restarts 0 fails on the first restart", job: newJob("mnist", faultTolerant(), withMaxRestarts(0)),
 			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(3), restarts(1))),
 			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTooManyRestarts, wantMsg: []string{"max-restarts 0", "last exit code 3"}},
+		{name: "a fault-tolerant pserver restarted more than max-restarts", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", ready()), pserverPod("mnist-pserver-b", running(), lastExited(2), restarts(6)))...),
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTooManyRestarts,
+			wantMsg: []string{"pserver pod mnist-pserver-b", "restarted 6 times", "max-restarts 5", "last exit code 2"}},
+		{name: "a fault-tolerant master restarted more than max-restarts", job: ft,
+			obs:       observation(ft, all(ft), with(masterPod("mnist-master-a", exited(1), restarts(6)))...),
+			wantPhase: v1.PhaseFailed, wantReason: v1.ReasonTooManyRestarts, wantMsg: []string{"master pod mnist-master-a", "last exit code 1"}},
 		{name: "success wins over too many restarts", job: ft,
 			obs:       observation(ft, all(ft), trainerPod("mnist-trainer-c", running(), lastExited(1), restarts(9)), trainerPod("mnist-trainer-d", exited(0))),
 			wantPhase: v1.PhaseSucceeded, wantReason: v1.ReasonSucceeded},
@@ -333,4 +396,25 @@ func TestComputeStatusIsPure(t *testing.T) {
 		require.NotNil(t, c)
 		assert.Equal(t, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), c.LastTransitionTime.UTC())
 	})
+}
+
+// TestComputeStatusKeepsTheAutoscalersCondition: the Scaling condition is
+// the autoscaler's; the controller's status keeps it as it is, whatever
+// phase the job is in.
+func TestComputeStatusKeepsTheAutoscalersCondition(t *testing.T) {
+	scaling := metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionFalse, Reason: v1.ScalingLoad,
+		Message:            "one more trainer (1 CPU) would take CPU requests past max_load_desired 0.97",
+		LastTransitionTime: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+	for _, phase := range []v1.TrainingJobPhase{v1.PhaseRunning, v1.PhaseCreating} {
+		job := newJob("mnist", withPhase(phase, "", ""))
+		job.Status.Conditions = append(job.Status.Conditions, scaling)
+		pods := []*corev1.Pod{pserverPod("mnist-pserver-a", ready()), trainerPod("mnist-trainer-a", running()), trainerPod("mnist-trainer-b", running())}
+		if phase == v1.PhaseCreating {
+			pods = nil
+		}
+		status := computeStatus(job, observation(job, roles(job), pods...), roles(job))
+		c := condition(status, v1.ConditionScaling)
+		require.NotNil(t, c, "phase %s", phase)
+		assert.Equal(t, scaling, *c, "phase %s", phase)
+	}
 }

@@ -31,6 +31,7 @@ type Metrics struct {
 
 	planDuration prometheus.Histogram
 	scaleActions *prometheus.CounterVec
+	jobsByCause  *prometheus.GaugeVec
 	leader       prometheus.Gauge
 	syncErrors   prometheus.Counter
 	requests     *prometheus.CounterVec
@@ -54,6 +55,10 @@ func New(version string) *Metrics {
 			Name: "edl_autoscaler_scale_actions_total",
 			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).",
 		}, []string{"direction", "reason"}),
+		jobsByCause: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edl_autoscaler_jobs",
+			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
+		}, []string{"cause"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_leader",
 			Help: "1 while this replica holds the leader lease and runs the controller and the autoscaler, else 0.",
@@ -78,7 +83,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
-		buildInfo, m.planDuration, m.scaleActions, m.leader, m.syncErrors, m.requests, m.state,
+		buildInfo, m.planDuration, m.scaleActions, m.jobsByCause, m.leader, m.syncErrors, m.requests, m.state,
 	)
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and
@@ -89,6 +94,9 @@ func New(version string) *Metrics {
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseRebalance))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseLoad))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseUnschedulable))
+	for _, l := range autoscaler.Limits {
+		m.jobsByCause.WithLabelValues(string(l))
+	}
 	return m
 }
 
@@ -106,6 +114,19 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []autoscaler.Job) {
 	m.planDuration.Observe(took.Seconds())
 	m.state.set(snap, jobs)
+}
+
+// Explained counts the jobs of the last cycle by what limits them; it
+// implements autoscaler.Metrics. Every cause has a series, 0 when no job has
+// it.
+func (m *Metrics) Explained(jobs []autoscaler.Explanation) {
+	counts := make(map[autoscaler.Limit]int, len(autoscaler.Limits))
+	for _, e := range jobs {
+		counts[e.Limit]++
+	}
+	for _, l := range autoscaler.Limits {
+		m.jobsByCause.WithLabelValues(string(l)).Set(float64(counts[l]))
+	}
 }
 
 // Scaled counts an applied scaling; it implements autoscaler.Metrics.

@@ -128,6 +128,26 @@ edl_autoscaler_scale_actions_total{direction="up",reason="idle"} 1
 	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "edl_autoscaler_scale_actions_total"))
 }
 
+// TestJobsByCause: the gauge counts the last cycle's jobs by what limits
+// them, every cause from the start, and a cause no job has any more goes
+// back to 0.
+func TestJobsByCause(t *testing.T) {
+	m := New("dev")
+	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_autoscaler_jobs")
+	require.NoError(t, err)
+	assert.Equal(t, len(autoscaler.Limits), count, "a series per cause before any cycle")
+
+	m.Explained([]autoscaler.Explanation{{Job: "ns/a", Limit: autoscaler.LimitLoad}, {Job: "ns/b", Limit: autoscaler.LimitLoad},
+		{Job: "ns/c", Limit: autoscaler.LimitNoRoom}})
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("Load")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("NoRoom")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("AtMax")))
+
+	m.Explained([]autoscaler.Explanation{{Job: "ns/a", Limit: autoscaler.LimitAtMax}})
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("Load")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("AtMax")))
+}
+
 func TestLeaderSyncErrorsRequestsAndBuildInfo(t *testing.T) {
 	m := New("v1.2.3")
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.leader))

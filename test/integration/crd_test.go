@@ -102,7 +102,7 @@ func TestControllerFailsInvalidJobsTheSchemaAdmits(t *testing.T) {
 		})
 		assert.Contains(t, job.Status.Message, c.Field, c.Name)
 		assert.Contains(t, job.Status.Message, c.Message, c.Name)
-		assert.Equal(t, []string{v1.ReasonInvalid}, eventReasons(t, ns, c.Name), c.Name)
+		assertEventReasons(t, ns, c.Name, []string{v1.ReasonInvalid}, c.Name)
 	}
 	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == v1.ReasonInvalid
 		})
 		assert.Contains(t, job.Status.Message, c.field, c.name)
-		assert.Equal(t, []string{v1.ReasonInvalid}, eventReasons(t, ns, c.name), c.name)
+		assertEventReasons(t, ns, c.name, []string{v1.ReasonInvalid}, c.name)
 	}
 	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
 	require.NoError(t, err)

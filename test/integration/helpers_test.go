@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	log "github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -201,6 +203,22 @@ func eventReasons(t *testing.T, ns, name string) []string {
 	return reasons
 }
 
+// assertEventReasons asserts that the events of the named object come to be
+// exactly want. Events are written in the background by the recorder's
+// broadcaster, after the status that marks the edge, so a list made at once
+// may still miss the last one.
+func assertEventReasons(t *testing.T, ns, name string, want []string, msgAndArgs ...any) {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = eventReasons(t, ns, name)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	assert.Equal(t, want, got, msgAndArgs...)
+}
+
 func count(list []string, s string) int {
 	n := 0
 	for _, x := range list {
@@ -238,7 +256,10 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(ns))
 	jobInformers := tjinformers.NewSharedInformerFactoryWithOptions(tj, 0, tjinformers.WithNamespace(ns))
 	podInformer := kubeInformers.Core().V1().Pods()
+	// The transforms cmd/edl installs.
 	require.NoError(t, podInformer.Informer().SetTransform(cluster.TransformPod))
+	require.NoError(t, kubeInformers.Apps().V1().ReplicaSets().Informer().SetTransform(cluster.TransformReplicaSet))
+	require.NoError(t, kubeInformers.Core().V1().Services().Informer().SetTransform(cluster.TransformService))
 
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -260,7 +281,9 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 		clusterInformers = informers.NewSharedInformerFactory(kubeClient, 0)
 		clusterPods := clusterInformers.Core().V1().Pods()
 		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
-		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(), Logger: logger})
+		require.NoError(t, clusterInformers.Core().V1().Nodes().Informer().SetTransform(cluster.TransformNode))
+		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(),
+			QuotaInformer: clusterInformers.Core().V1().ResourceQuotas(), Logger: logger})
 		require.NoError(t, err)
 		cfg := *scaling
 		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker
@@ -443,13 +466,21 @@ type fleet struct {
 
 func newFleet(t *testing.T, plane *framework.ControlPlane, flags ...string) *fleet {
 	t.Helper()
+	return newFleetElecting(t, plane, append(flags,
+		"-leader_elect_lease_duration", fleetLeaseDuration.String(),
+		"-leader_elect_renew_deadline", fleetRenewDeadline.String(),
+		"-leader_elect_retry_period", fleetRetryPeriod.String(),
+	)...)
+}
+
+// newFleetElecting starts a fleet whose replicas elect their leader with
+// the timings in flags, or edl's defaults where flags set none.
+func newFleetElecting(t *testing.T, plane *framework.ControlPlane, flags ...string) *fleet {
+	t.Helper()
 	f := &fleet{t: t, args: append(flags,
 		"-kubeconfig", plane.Kubeconfig,
 		"-http_addr", "",
 		"-autoscale_interval", "1s",
-		"-leader_elect_lease_duration", fleetLeaseDuration.String(),
-		"-leader_elect_renew_deadline", fleetRenewDeadline.String(),
-		"-leader_elect_retry_period", fleetRetryPeriod.String(),
 		"-log_level", "info",
 	)}
 	// Registered after the control plane's cleanup, so it runs before it.
@@ -497,7 +528,13 @@ func (f *fleet) all() []*edlRun {
 // what preempts them. The context it returns ends after timeout.
 func startFleetPlane(t *testing.T, nodes framework.NodeSpec, timeout time.Duration, extra ...string) (context.Context, *framework.ControlPlane, tjclient.Interface) {
 	t.Helper()
-	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{nodes}})
+	return startFleetPlaneWith(t, framework.Options{Nodes: []framework.NodeSpec{nodes}}, timeout, extra...)
+}
+
+// startFleetPlaneWith is startFleetPlane with the control plane's options.
+func startFleetPlaneWith(t *testing.T, opts framework.Options, timeout time.Duration, extra ...string) (context.Context, *framework.ControlPlane, tjclient.Interface) {
+	t.Helper()
+	plane := framework.StartForTest(t, opts)
 	require.NoError(t, applyCRD(plane))
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)

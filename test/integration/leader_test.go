@@ -16,7 +16,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 
 	"github.com/paddlepaddle/edl/test/framework"
@@ -85,18 +84,19 @@ func TestLeaderElectionOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, "usurper", holder(), "a replica that lost the lease does not release someone else's")
 }
 
-// TestLeaderFailover runs two replicas of the edl binary. SIGKILL on the
-// leader: the standby takes the lease once it expires and does the work.
-// SIGTERM on the new leader: it stops its work, releases the lease and
-// exits 0, and a restarted replica takes over at its next retry. Both
-// handovers must stay within client-go's bounds (plus slack for a loaded
-// machine's API calls); the measured times are logged.
+// TestLeaderFailover runs two replicas of the edl binary with edl's default
+// lease timings. SIGKILL on the leader: the standby takes the lease once it
+// expires and does the work. SIGTERM on the new leader: it stops its work,
+// releases the lease and exits 0, and a restarted replica takes over at its
+// next retry. The failover after SIGKILL must take at most 20 s and the
+// handover after SIGTERM at most 5 s, the bounds the defaults are chosen
+// for (docs/operations.md); the measured times are logged.
 func TestLeaderFailover(t *testing.T) {
 	const jobsNS = "training"
 	began := time.Now()
 	ctx, plane, tj := startFleetPlane(t, framework.NodeSpec{Name: "failover", CPU: "8", Memory: "32Gi", Count: 2}, 5*time.Minute, jobsNS)
 
-	edl := newFleet(t, plane)
+	edl := newFleetElecting(t, plane)
 	a, b := edl.start("a"), edl.start("b")
 
 	// leaderOf waits until one of the runs holds the lease and the other has
@@ -192,18 +192,17 @@ func TestLeaderFailover(t *testing.T) {
 	for _, r := range edl.all() {
 		assert.NotContains(t, r.Log(), "panic", "replica %s", r.replica)
 	}
-	// The standby counts the lease duration from when it saw the last
-	// renewal, and retries at intervals that client-go stretches by up to
-	// JitterFactor: it may see the renewal, and then the expiry, one long
-	// interval late each.
-	longRetry := time.Duration(float64(fleetRetryPeriod) * (1 + leaderelection.JitterFactor))
-	worst := fleetLeaseDuration + 2*longRetry
-	const slack = 3 * time.Second
-	assert.Less(t, failover, worst+slack, "failover after SIGKILL")
-	assert.Less(t, handover, longRetry+slack, "handover after SIGTERM")
-	t.Logf("failover after SIGKILL of the leader: %s (lease duration + retry period = %s; client-go's worst case with its retry jitter %s); a new job ran %s after that",
-		failover.Round(10*time.Millisecond), fleetLeaseDuration+fleetRetryPeriod, worst, ranAfterKill.Round(10*time.Millisecond))
-	t.Logf("handover after SIGTERM of the leader: exited 0 after %s, lease released after %s, taken by the other replica after %s; a new job ran %s after that",
-		exitedAfter.Round(10*time.Millisecond), released.Round(10*time.Millisecond), handover.Round(10*time.Millisecond), ranAfterTerm.Round(10*time.Millisecond))
+	// With the defaults (lease 12 s, retry 1 s) client-go's worst cases are
+	// 12 s + 2 × 2.2 s = 16.4 s after SIGKILL and 2.2 s after SIGTERM: the
+	// standby counts the lease from when it saw the last renewal and retries
+	// at intervals stretched by up to JitterFactor. The bounds leave room
+	// for a loaded machine's API calls.
+	const maxFailover, maxHandover = 20 * time.Second, 5 * time.Second
+	assert.LessOrEqual(t, failover, maxFailover, "failover after SIGKILL")
+	assert.LessOrEqual(t, handover, maxHandover, "handover after SIGTERM")
+	t.Logf("failover after SIGKILL of the leader: %s (at most %s); a new job ran %s after that",
+		failover.Round(10*time.Millisecond), maxFailover, ranAfterKill.Round(10*time.Millisecond))
+	t.Logf("handover after SIGTERM of the leader: exited 0 after %s, lease released after %s, taken by the other replica after %s (at most %s); a new job ran %s after that",
+		exitedAfter.Round(10*time.Millisecond), released.Round(10*time.Millisecond), handover.Round(10*time.Millisecond), maxHandover, ranAfterTerm.Round(10*time.Millisecond))
 	t.Logf("test ran %s", time.Since(began).Round(time.Second))
 }

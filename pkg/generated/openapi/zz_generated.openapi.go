@@ -807,6 +807,37 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tolerations are added to every pod of the job, so that it may run on tainted nodes, such as a GPU pool tainted nvidia.com/gpu=present:NoSchedule.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Toleration{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"affinity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Affinity is every pod's affinity: node affinity to choose a pool by label expressions, pod (anti-)affinity to place the job's pods near or apart from others. The autoscaler grows the trainers only onto nodes their node selector, required node affinity and tolerations admit.",
+							Ref:         ref(v1.Affinity{}.OpenAPIModelName()),
+						},
+					},
+					"schedulerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SchedulerName is the scheduler, or the kube-scheduler profile, that places every pod of the job (for example a bin-packing profile); empty means the cluster's default scheduler.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"priorityClassName": {
 						SchemaProps: spec.SchemaProps{
 							Description: "PriorityClassName is the trainers' priority class. The autoscaler takes trainers from lower-priority jobs first and makes them yield to pending pods of higher priority.",
@@ -840,7 +871,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.LocalObjectReference{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.Affinity{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Toleration{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
 	}
 }
 

@@ -66,6 +66,7 @@ type options struct {
 	growth   time.Duration
 	step     time.Duration
 	settle   time.Duration
+	check    bool
 }
 
 func run() error {
@@ -76,6 +77,7 @@ func run() error {
 	flag.DurationVar(&o.growth, "growth", 20*time.Second, "how long the jobs grow before the web wave")
 	flag.DurationVar(&o.step, "step", 16*time.Second, "how long each level of the web wave lasts")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the jobs grow back after the wave")
+	flag.BoolVar(&o.check, "check", false, "asserted mode (make test): exit 1 when the summary's figures are outside the bounds of a working EDL")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -210,9 +212,17 @@ func run() error {
 		return err
 	}
 
-	summary(os.Stdout, samples, rec)
+	res := summarize(samples, rec.JobTimings(), rec.WebWaits())
+	summary(os.Stdout, res)
 	if err := sh("get", "tj"); err != nil {
 		return err
+	}
+	if o.check {
+		if err := check(res); err != nil {
+			return fmt.Errorf("the demo's figures are out of bounds:\n%w", err)
+		}
+		step("the figures are within the bounds of a working EDL")
+		return nil
 	}
 	fmt.Printf(`
 The cluster and edl keep running.
@@ -292,53 +302,121 @@ func bar(n, maxN int) string {
 	return strings.Repeat("█", n) + strings.Repeat("·", maxN-n)
 }
 
-// summary prints what the demo showed.
-func summary(w io.Writer, samples []experiment.Sample, rec *experiment.Recorder) {
+// result is what the demo showed, computed from its samples.
+type result struct {
+	over time.Duration
+	// meanUtilization is the mean CPU allocation utilization over the samples.
+	meanUtilization float64
+	// mostWebPending is the most web pods pending at once; longestWebWait the
+	// longest a web pod waited for a node.
+	mostWebPending int
+	longestWebWait time.Duration
+	jobs           []jobResult
+}
+
+// jobResult is one job's part of the result.
+type jobResult struct {
+	name     string
+	min      int
+	started  bool
+	startIn  time.Duration
+	lo, hi   int // running trainers seen
+	last     int // running trainers at the end
+	lastWant int // the ReplicaSet's replicas at the end
+}
+
+// summarize computes the result from the samples and the recorder's timings.
+func summarize(samples []experiment.Sample, timings []experiment.JobTiming, waits []experiment.PodWait) result {
+	var r result
 	if len(samples) == 0 {
-		return
+		return r
 	}
-	type span struct{ lo, hi, last int }
-	spans := map[string]*span{}
-	var names []string
+	r.over = samples[len(samples)-1].At
+	index := map[string]int{}
 	var util float64
-	mostPending := 0
 	for _, s := range samples {
 		util += s.Utilization
-		mostPending = max(mostPending, s.WebPending)
+		r.mostWebPending = max(r.mostWebPending, s.WebPending)
 		for _, j := range s.Jobs {
-			sp := spans[j.Name]
-			if sp == nil {
-				sp = &span{lo: j.Running, hi: j.Running}
-				spans[j.Name] = sp
-				names = append(names, j.Name)
+			i, ok := index[j.Name]
+			if !ok {
+				i = len(r.jobs)
+				index[j.Name] = i
+				r.jobs = append(r.jobs, jobResult{name: j.Name, lo: j.Running, hi: j.Running})
 			}
-			sp.lo, sp.hi, sp.last = min(sp.lo, j.Running), max(sp.hi, j.Running), j.Running
+			jr := &r.jobs[i]
+			jr.min = j.Min
+			jr.lo, jr.hi, jr.last, jr.lastWant = min(jr.lo, j.Running), max(jr.hi, j.Running), j.Running, j.Desired
 		}
 	}
-	var longest time.Duration
-	for _, p := range rec.WebWaits() {
-		if p.Running >= 0 {
-			longest = max(longest, p.Running-p.Created)
+	r.meanUtilization = util / float64(len(samples))
+	for _, w := range waits {
+		if w.Running >= 0 {
+			r.longestWebWait = max(r.longestWebWait, w.Running-w.Created)
 		}
 	}
-	fmt.Fprintf(w, "\n==> summary over %s\n", samples[len(samples)-1].At.Round(time.Second))
+	for _, t := range timings {
+		if i, ok := index[t.Name]; ok && t.Running >= 0 {
+			r.jobs[i].started, r.jobs[i].startIn = true, t.Running-t.Submitted
+		}
+	}
+	return r
+}
+
+// summary prints the result.
+func summary(w io.Writer, r result) {
+	if len(r.jobs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n==> summary over %s\n", r.over.Round(time.Second))
 	fmt.Fprintf(w, "  mean CPU allocation utilization %.1f%%; web pods pending at most %d at once, the longest waited %.1f s for a node\n",
-		100*util/float64(len(samples)), mostPending, longest.Seconds())
-	timing := map[string]experiment.JobTiming{}
-	for _, t := range rec.JobTimings() {
-		timing[t.Name] = t
-	}
+		100*r.meanUtilization, r.mostWebPending, r.longestWebWait.Seconds())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  JOB\tRUNNING AFTER\tTRAINERS min..max seen\tNOW\t")
-	for _, n := range names {
+	for _, j := range r.jobs {
 		after := "never"
-		if t, ok := timing[n]; ok && t.Running >= 0 {
-			after = fmt.Sprintf("%.1f s", (t.Running - t.Submitted).Seconds())
+		if j.started {
+			after = fmt.Sprintf("%.1f s", j.startIn.Seconds())
 		}
-		sp := spans[n]
-		fmt.Fprintf(tw, "  %s\t%s\t%d..%d\t%d\t\n", n, after, sp.lo, sp.hi, sp.last)
+		fmt.Fprintf(tw, "  %s\t%s\t%d..%d\t%d\t\n", j.name, after, j.lo, j.hi, j.last)
 	}
 	tw.Flush()
+}
+
+// Bounds of the demo's asserted mode (-check). The demo's cluster holds every
+// job above its minimum beside the whole web wave, so these are loose: they
+// fail when EDL does not grow, does not yield, or does not grow back, not when
+// the machine is slow.
+const (
+	checkMinUtilization = 0.60
+	checkMaxWebWait     = 20 * time.Second
+)
+
+// check says what in the result is outside the bounds of a working EDL:
+// every job started and grew above its minimum, the cluster was used, web
+// pods found room, and after the wave every job is back above its minimum.
+func check(r result) error {
+	var errs []error
+	if len(r.jobs) != len(demoJobs)+1 {
+		errs = append(errs, fmt.Errorf("%d jobs seen, want %d", len(r.jobs), len(demoJobs)+1))
+	}
+	if r.meanUtilization < checkMinUtilization {
+		errs = append(errs, fmt.Errorf("mean CPU allocation utilization %.1f%% < %.0f%%", 100*r.meanUtilization, 100*checkMinUtilization))
+	}
+	if r.longestWebWait > checkMaxWebWait {
+		errs = append(errs, fmt.Errorf("a web pod waited %.1f s for a node (> %s)", r.longestWebWait.Seconds(), checkMaxWebWait))
+	}
+	for _, j := range r.jobs {
+		switch {
+		case !j.started:
+			errs = append(errs, fmt.Errorf("job %s never reached Running", j.name))
+		case j.hi <= j.min:
+			errs = append(errs, fmt.Errorf("job %s never grew above its minimum %d (trainers %d..%d)", j.name, j.min, j.lo, j.hi))
+		case j.lastWant <= j.min:
+			errs = append(errs, fmt.Errorf("job %s did not grow back after the wave: %d trainers wanted, minimum %d", j.name, j.lastWant, j.min))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func defaultDir() string {

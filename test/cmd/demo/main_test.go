@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/experiment"
@@ -45,4 +47,52 @@ func TestDirEnv(t *testing.T) {
 	t.Setenv("EDL_CLUSTER_DIR", "")
 	assert.Equal(t, "", dirEnv(filepath.Join("/cache", "cluster")), "the standard directory needs nothing")
 	assert.Equal(t, "EDL_CLUSTER_DIR=/tmp/demo ", dirEnv("/tmp/demo"))
+}
+
+func TestSummarizeAndCheck(t *testing.T) {
+	view := func(name string, running, desired int) experiment.JobView {
+		return experiment.JobView{Name: name, Running: running, Desired: desired, Min: 1, Max: 6}
+	}
+	samples := []experiment.Sample{
+		{At: 2 * time.Second, Utilization: 0.5, Jobs: []experiment.JobView{view("example", 1, 1), view("resnet", 1, 1), view("ctr", 1, 1)}},
+		{At: 4 * time.Second, Utilization: 1, WebPending: 2, Jobs: []experiment.JobView{view("example", 4, 4), view("resnet", 3, 3), view("ctr", 2, 2)}},
+		{At: 6 * time.Second, Utilization: 0.9, Jobs: []experiment.JobView{view("example", 3, 3), view("resnet", 2, 3), view("ctr", 2, 2)}},
+	}
+	timings := []experiment.JobTiming{
+		{Name: "example", Submitted: 0, Running: 2 * time.Second},
+		{Name: "resnet", Submitted: time.Second, Running: 3 * time.Second},
+		{Name: "ctr", Submitted: time.Second, Running: 5 * time.Second},
+	}
+	waits := []experiment.PodWait{
+		{Name: "w1", Created: 3 * time.Second, Running: 4 * time.Second},
+		{Name: "w2", Created: 3 * time.Second, Running: 6 * time.Second},
+		{Name: "w3", Created: 5 * time.Second, Running: -1},
+	}
+	r := summarize(samples, timings, waits)
+	assert.InDelta(t, 0.8, r.meanUtilization, 1e-9)
+	assert.Equal(t, 2, r.mostWebPending)
+	assert.Equal(t, 3*time.Second, r.longestWebWait, "a pod still pending is not a wait that ended")
+	require.Len(t, r.jobs, 3)
+	assert.Equal(t, jobResult{name: "resnet", min: 1, started: true, startIn: 2 * time.Second, lo: 1, hi: 3, last: 2, lastWant: 3}, r.jobs[1])
+	require.NoError(t, check(r))
+
+	var out bytes.Buffer
+	summary(&out, r)
+	assert.Contains(t, out.String(), "mean CPU allocation utilization 80.0%; web pods pending at most 2 at once, the longest waited 3.0 s")
+
+	bad := r
+	bad.jobs = slices.Clone(r.jobs)
+	bad.meanUtilization = 0.3
+	bad.longestWebWait = time.Minute
+	bad.jobs[0].started = false
+	bad.jobs[1].hi = 1
+	bad.jobs[2].lastWant = 1
+	err := check(bad)
+	require.Error(t, err)
+	for _, want := range []string{"utilization 30.0% < 60%", "waited 60.0 s", "job example never reached Running",
+		"job resnet never grew above its minimum 1", "job ctr did not grow back after the wave"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	bad.jobs = bad.jobs[:2]
+	assert.ErrorContains(t, check(bad), "2 jobs seen, want 3")
 }

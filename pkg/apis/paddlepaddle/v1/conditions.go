@@ -16,6 +16,47 @@ const (
 	// for in the message; False once admitted. A job without it was never
 	// queued: it was stored before gang admission, or with it turned off.
 	ConditionQueued = "Queued"
+	// ConditionChildrenAccepted is False while the API server refuses an
+	// object the job needs: the create or patch of one of its ReplicaSets or
+	// Services, or a pod one of its ReplicaSets creates (the ReplicaSet's
+	// ReplicaFailure condition). It appears with the first refusal; its
+	// reason names the kind of refusal (ReasonInvalid, ReasonForbidden,
+	// ReasonQuotaExceeded, ReasonBadRequest, ReasonRefused), and it turns
+	// True (ReasonAccepted) once nothing is refused.
+	ConditionChildrenAccepted = "ChildrenAccepted"
+	// ConditionRoleFailing is True while a master or pserver pod of a
+	// fault-tolerant job is not ready after its container exited non-zero
+	// (ReasonMasterFailing, ReasonPserverFailing); once it was set, it turns
+	// False (ReasonNoRoleFailing) when no such pod is left.
+	ConditionRoleFailing = "RoleFailing"
+	// ConditionScaling is the autoscaler's: its reason is what limits the
+	// job's trainers after the last plan (one of the Scaling* reasons), its
+	// message the numbers behind it. It is True while the job gets all the
+	// trainers it may have (it grows, or it is at its max), False while
+	// something holds it below its max. Only the autoscaler writes it, and
+	// only when the reason or the message changes.
+	ConditionScaling = "Scaling"
+)
+
+// The reasons of the Scaling condition: what limits an elastic job's
+// trainers. Each is one cause of the autoscaler's closed set
+// (docs/autoscaler.md, "Why a job has the trainers it has").
+const (
+	ScalingAtMax             = "AtMax"
+	ScalingAtMin             = "AtMin"
+	ScalingGrowing           = "Growing"
+	ScalingNoRoom            = "NoRoom"
+	ScalingNoEligibleNode    = "NoEligibleNode"
+	ScalingLoad              = "Load"
+	ScalingFairShare         = "FairShare"
+	ScalingCoolDown          = "CoolDown"
+	ScalingSettling          = "Settling"
+	ScalingYieldedToPriority = "YieldedToPriority"
+	ScalingYieldedToMinimum  = "YieldedToMinimum"
+	ScalingQuota             = "Quota"
+	ScalingNotElastic        = "NotElastic"
+	ScalingNotRunning        = "NotRunning"
+	ScalingDryRun            = "DryRun"
 )
 
 // The reasons of a TrainingJob's phase, in status.reason and its conditions.
@@ -40,6 +81,23 @@ const (
 	// ReasonAdmissionOff: the job was queued when gang admission was turned
 	// off; it was released without waiting (condition Queued False).
 	ReasonAdmissionOff = "AdmissionOff"
+	// ReasonChildRefused: the job is Pending because the API server refuses
+	// one of its objects or their pods; see ConditionChildrenAccepted.
+	ReasonChildRefused   = "ChildRefused"
+	ReasonMasterFailing  = "MasterFailing"
+	ReasonPserverFailing = "PserverFailing"
+	ReasonNoRoleFailing  = "NoRoleFailing"
+)
+
+// The reasons of the ChildrenAccepted condition: the kinds of refusal, by
+// the API server's answer. ReasonInvalid (the object breaks a rule of the
+// API server's) is one of them too.
+const (
+	ReasonAccepted      = "Accepted"
+	ReasonForbidden     = "Forbidden"     // an admission policy, a webhook, RBAC, a terminating namespace
+	ReasonQuotaExceeded = "QuotaExceeded" // a ResourceQuota
+	ReasonBadRequest    = "BadRequest"    // e.g. a webhook's denial without a code of its own
+	ReasonRefused       = "Refused"       // any other refusal
 )
 
 // The reasons of the events recorded on a TrainingJob; each marks an edge,
@@ -54,4 +112,9 @@ const (
 	EventBlocked   = "Blocked"
 	// EventAdmitted: the autoscaler admitted a queued job.
 	EventAdmitted = "Admitted"
+	// EventRefused names a refused object and the server's message, once per
+	// distinct refusal.
+	EventRefused = "Refused"
+	// EventRoleFailing names a failing master or pserver pod and its last exit.
+	EventRoleFailing = "RoleFailing"
 )

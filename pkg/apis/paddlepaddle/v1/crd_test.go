@@ -51,6 +51,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 		"Trainers=.status.trainers.summary",
 		"Min=.spec.trainer.min-instance",
 		"Max=.spec.trainer.max-instance",
+		`Limited By=.status.conditions[?(@.type=="Scaling")].reason`,
 		"Age=.metadata.creationTimestamp",
 		`Queued=.status.conditions[?(@.type=="Queued")].message`,
 	}, columns)

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Trainers",type=string,JSONPath=`.status.trainers.summary`,description="Ready/desired trainers"
 // +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.trainer.min-instance`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
+// +kubebuilder:printcolumn:name="Limited By",type=string,JSONPath=`.status.conditions[?(@.type=="Scaling")].reason`,priority=1,description="What limits the trainers after the autoscaler's last plan"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Queued",type=string,JSONPath=`.status.conditions[?(@.type=="Queued")].message`,priority=1,description="Position in the admission queue and what the job waits for"
 //
@@ -104,6 +105,26 @@ type TrainingJobSpec struct {
 	// NodeSelector is added to every pod of the job.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations are added to every pod of the job, so that it may run on
+	// tainted nodes, such as a GPU pool tainted
+	// nvidia.com/gpu=present:NoSchedule.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity is every pod's affinity: node affinity to choose a pool by
+	// label expressions, pod (anti-)affinity to place the job's pods near or
+	// apart from others. The autoscaler grows the trainers only onto nodes
+	// their node selector, required node affinity and tolerations admit.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// SchedulerName is the scheduler, or the kube-scheduler profile, that
+	// places every pod of the job (for example a bin-packing profile); empty
+	// means the cluster's default scheduler.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
 
 	// PriorityClassName is the trainers' priority class. The autoscaler takes
 	// trainers from lower-priority jobs first and makes them yield to pending

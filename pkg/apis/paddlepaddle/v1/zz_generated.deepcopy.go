@@ -221,6 +221,18 @@ func (in *TrainingJobSpec) DeepCopyInto(out *TrainingJobSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.Tolerations != nil {
+		in, out := &in.Tolerations, &out.Tolerations
+		*out = make([]corev1.Toleration, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.Affinity != nil {
+		in, out := &in.Affinity, &out.Affinity
+		*out = new(corev1.Affinity)
+		(*in).DeepCopyInto(*out)
+	}
 	in.Master.DeepCopyInto(&out.Master)
 	in.Pserver.DeepCopyInto(&out.Pserver)
 	in.Trainer.DeepCopyInto(&out.Trainer)

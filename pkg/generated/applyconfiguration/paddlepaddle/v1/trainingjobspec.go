@@ -52,6 +52,19 @@ type TrainingJobSpecApplyConfiguration struct {
 	HostNetwork *bool `json:"hostNetwork,omitempty"`
 	// NodeSelector is added to every pod of the job.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations are added to every pod of the job, so that it may run on
+	// tainted nodes, such as a GPU pool tainted
+	// nvidia.com/gpu=present:NoSchedule.
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity is every pod's affinity: node affinity to choose a pool by
+	// label expressions, pod (anti-)affinity to place the job's pods near or
+	// apart from others. The autoscaler grows the trainers only onto nodes
+	// their node selector, required node affinity and tolerations admit.
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// SchedulerName is the scheduler, or the kube-scheduler profile, that
+	// places every pod of the job (for example a bin-packing profile); empty
+	// means the cluster's default scheduler.
+	SchedulerName *string `json:"schedulerName,omitempty"`
 	// PriorityClassName is the trainers' priority class. The autoscaler takes
 	// trainers from lower-priority jobs first and makes them yield to pending
 	// pods of higher priority.
@@ -167,6 +180,32 @@ func (b *TrainingJobSpecApplyConfiguration) WithNodeSelector(entries map[string]
 	for k, v := range entries {
 		b.NodeSelector[k] = v
 	}
+	return b
+}
+
+// WithTolerations adds the given value to the Tolerations field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tolerations field.
+func (b *TrainingJobSpecApplyConfiguration) WithTolerations(values ...corev1.Toleration) *TrainingJobSpecApplyConfiguration {
+	for i := range values {
+		b.Tolerations = append(b.Tolerations, values[i])
+	}
+	return b
+}
+
+// WithAffinity sets the Affinity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Affinity field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithAffinity(value corev1.Affinity) *TrainingJobSpecApplyConfiguration {
+	b.Affinity = &value
+	return b
+}
+
+// WithSchedulerName sets the SchedulerName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SchedulerName field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithSchedulerName(value string) *TrainingJobSpecApplyConfiguration {
+	b.SchedulerName = &value
 	return b
 }
 

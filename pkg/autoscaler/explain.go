@@ -1,0 +1,534 @@
+package autoscaler
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// Limit is why a job has the trainers it has after a plan: what keeps it
+// from growing, or what made it shrink. The values are the reasons of the
+// job's Scaling condition.
+type Limit string
+
+// The closed set of limits; docs/autoscaler.md says which scenario produces
+// each.
+const (
+	// LimitAtMax: the job has max-instance trainers.
+	LimitAtMax Limit = v1.ScalingAtMax
+	// LimitAtMin: the job is at min-instance and a resource its trainers
+	// ask for is over max_load_desired: the plan would take more if it could.
+	LimitAtMin Limit = v1.ScalingAtMin
+	// LimitGrowing: the plan grows the job (and it stays below its max).
+	LimitGrowing Limit = v1.ScalingGrowing
+	// LimitNoRoom: no node its trainers may use has room for one more.
+	LimitNoRoom Limit = v1.ScalingNoRoom
+	// LimitNoEligibleNode: no node its trainers may use could hold one
+	// even empty: too big for every such node, or no such node.
+	LimitNoEligibleNode Limit = v1.ScalingNoEligibleNode
+	// LimitLoad: one more trainer would take a resource past
+	// max_load_desired, or the job shrank because one was past it.
+	LimitLoad Limit = v1.ScalingLoad
+	// LimitFairShare: jobs of its priority come first — the room went to
+	// jobs ahead of it in line, is kept for a less fulfilled job cooling
+	// down, or the job gives trainers back to a less fulfilled one (or gets
+	// them from a more fulfilled one) by rebalancing.
+	LimitFairShare Limit = v1.ScalingFairShare
+	// LimitCoolDown: the job was scaled down less than the cool-down ago.
+	LimitCoolDown Limit = v1.ScalingCoolDown
+	// LimitSettling: its trainers wait for a node the scheduler will find,
+	// or the room it could use is still held by pods that are going.
+	LimitSettling Limit = v1.ScalingSettling
+	// LimitYieldedToPriority: the job shrank for pods of a higher priority.
+	LimitYieldedToPriority Limit = v1.ScalingYieldedToPriority
+	// LimitYieldedToMinimum: the job shrank for the pods of jobs of its
+	// priority below their minimum.
+	LimitYieldedToMinimum Limit = v1.ScalingYieldedToMinimum
+	// LimitQuota: its namespace's ResourceQuota has no room for one more
+	// trainer.
+	LimitQuota Limit = v1.ScalingQuota
+	// LimitNotElastic: the plan never moves the job: min == max, replicas
+	// outside [min, max], or an empty or negative request.
+	LimitNotElastic Limit = v1.ScalingNotElastic
+	// LimitNotRunning: the job is not Running, so the plan does not see
+	// it. Plan never returns it; callers that list every job do.
+	LimitNotRunning Limit = v1.ScalingNotRunning
+	// LimitDryRun: the plan would scale the job, but Options.DryRun says it
+	// will not be applied.
+	LimitDryRun Limit = v1.ScalingDryRun
+)
+
+// Limits lists every Limit, for metrics that show each from the start.
+var Limits = []Limit{LimitAtMax, LimitAtMin, LimitGrowing, LimitNoRoom, LimitNoEligibleNode, LimitLoad,
+	LimitFairShare, LimitCoolDown, LimitSettling, LimitYieldedToPriority, LimitYieldedToMinimum, LimitQuota,
+	LimitNotElastic, LimitNotRunning, LimitDryRun}
+
+// Explanation says why one job has the trainers it has after a plan.
+type Explanation struct {
+	Job string `json:"job"`
+	// Limit is the one cause; Message a sentence with the numbers behind it.
+	Limit   Limit  `json:"limit"`
+	Message string `json:"message"`
+	// From is the job's replicas before the plan, To after it.
+	From     int32 `json:"from"`
+	To       int32 `json:"to"`
+	Min      int32 `json:"min"`
+	Max      int32 `json:"max"`
+	Priority int32 `json:"priority"`
+	// Placed counts the trainers that hold a node after the plan, and
+	// Fulfillment is (Placed − Min) / (Max − Min).
+	Placed      int64   `json:"placed"`
+	Fulfillment float64 `json:"fulfillment"`
+
+	// The figures behind the limit; zero where they do not apply.
+
+	// Resource names the resource that limits: for LimitLoad and
+	// LimitAtMin the one over max_load_desired, for LimitQuota the quota's
+	// (requests.cpu, pods, …).
+	Resource string `json:"resource,omitempty"`
+	// Load is that resource's requests / allocatable, and Threshold is
+	// max_load_desired (LimitLoad, LimitAtMin).
+	Load      float64 `json:"load,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"`
+	// Need is one trainer's request (LimitNoRoom, LimitNoEligibleNode,
+	// LimitLoad, LimitQuota).
+	Need Resources `json:"need,omitempty"`
+	// Room is, for LimitNoRoom, the largest room on a node the trainers may
+	// use (the node that could hold the largest part of a trainer), for
+	// LimitNoEligibleNode the largest allocatable of such a node; Node names
+	// that node ("" when there is none).
+	Room Resources `json:"room,omitempty"`
+	Node string    `json:"node,omitempty"`
+	// CoolDownLeft is how long the cool-down still holds (LimitCoolDown).
+	CoolDownLeft time.Duration `json:"coolDownLeft,omitempty"`
+	// Other is the job the limit is about (LimitFairShare), and
+	// OtherFulfillment its fulfillment after the plan.
+	Other            string  `json:"other,omitempty"`
+	OtherFulfillment float64 `json:"otherFulfillment,omitempty"`
+	// Pods are the pods the job yields to (LimitYieldedToPriority,
+	// LimitYieldedToMinimum), as namespace/name, and PodPriority the
+	// highest of their priorities.
+	Pods        []string `json:"pods,omitempty"`
+	PodPriority int32    `json:"podPriority,omitempty"`
+}
+
+// Limited reports whether something holds the job below what it asks for:
+// every limit but growing and being at its max.
+func (e *Explanation) Limited() bool { return e.Limit != LimitGrowing && e.Limit != LimitAtMax }
+
+// explanations explains every job the plan read, sorted by key.
+func (p *planner) explanations(actions []ScaleAction) []Explanation {
+	out := make([]Explanation, 0, len(p.jobs)+len(p.dropped))
+	k := 0
+	for _, j := range p.jobs {
+		var act *ScaleAction
+		for k < len(actions) && actions[k].Job < j.key {
+			k++
+		}
+		if k < len(actions) && actions[k].Job == j.key {
+			act = &actions[k]
+		}
+		out = append(out, p.explain(j, act))
+	}
+	for _, in := range p.dropped {
+		if _, planned := p.byKey[in.Key]; planned {
+			continue
+		}
+		out = append(out, Explanation{Job: in.Key, Limit: LimitNotElastic, From: in.Current, To: in.Current,
+			Min: in.Min, Max: in.Max, Priority: in.Priority,
+			Message: fmt.Sprintf("its trainer ReplicaSet asks for %d replicas", in.Current)})
+	}
+	sortExplanations(out)
+	return out
+}
+
+func sortExplanations(e []Explanation) {
+	// Jobs are mostly in key order already; dropped ones are few.
+	for i := 1; i < len(e); i++ {
+		for k := i; k > 0 && e[k].Job < e[k-1].Job; k-- {
+			e[k], e[k-1] = e[k-1], e[k]
+		}
+	}
+}
+
+// explain finds j's limit. The order matters: what the plan did to the job
+// this cycle comes first (a job grown this cycle is never "no room"), then
+// what kept it out of growth, then why growth let it go.
+func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
+	e := Explanation{Job: j.key, From: j.in.Current, To: int32(j.desired), // #nosec G115 -- desired stays within [Min, Max] or at Current
+		Min: j.in.Min, Max: j.in.Max, Priority: j.priority, Placed: j.placed, Fulfillment: j.fulfillment()}
+	switch {
+	case !j.movable:
+		e.Limit, e.Message = LimitNotElastic, notElastic(j)
+	case act != nil && p.opts.DryRun:
+		e.Limit = LimitDryRun
+		e.Message = fmt.Sprintf("dry run: the plan would scale from %d to %d trainers (%s), and nothing is applied: %s",
+			act.From, act.To, act.Cause, act.Reason)
+	case j.grown > 0 && j.desired >= j.max:
+		e.Limit, e.Message = LimitAtMax, fmt.Sprintf("grows by %d to its maximum, %s", j.grown, trainersOf(j))
+	case j.grown > 0:
+		e.Limit = LimitGrowing
+		e.Message = fmt.Sprintf("grows by %d to %s into idle capacity; fulfillment %s", j.grown, trainersOf(j), ratio(e.Fulfillment))
+	case act != nil:
+		p.explainShrink(j, act, &e)
+	case j.desired >= j.max:
+		e.Limit, e.Message = LimitAtMax, "at its maximum, "+trainersOf(j)
+	case j.coolingDown:
+		e.Limit = LimitCoolDown
+		until := j.in.LastScaleDown.Add(p.opts.CoolDown)
+		e.CoolDownLeft = until.Sub(p.opts.Now)
+		e.Message = fmt.Sprintf("scaled down at %s; not grown again before %s (cool-down %s), at %s",
+			j.in.LastScaleDown.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), p.opts.CoolDown, trainersOf(j))
+	case j.desired == j.min && p.overFor(j) >= 0:
+		r := p.overFor(j)
+		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], p.load(r), p.threshold
+		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s is above max_load_desired %s",
+			j.min, resNames[r], loadText(e.Load, r), ratio(p.threshold))
+	case j.promised > 0:
+		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.promisedBy.key, j.promisedBy.fulfillment()
+		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s, more fulfilled (%s), gives back trainers for it; it grows into their room once they have gone",
+			trainersOf(j), ratio(e.Fulfillment), e.Other, ratio(e.OtherFulfillment))
+	case j.unschedulable || j.starved:
+		p.explainNoFit(j, &e, p.fit, true)
+	case j.quotaHeld:
+		p.explainQuota(j, &e)
+	case j.stop == stopLoad:
+		p.explainLoad(j, &e)
+	default: // stopNoFit
+		p.explainNoFit(j, &e, p.grower, false)
+	}
+	return e
+}
+
+// trainersOf says where j stands after the plan: "4 of 1..10 trainers".
+func trainersOf(j *jobState) string {
+	return strconv.FormatInt(j.desired, 10) + " of " + strconv.FormatInt(j.min, 10) + ".." + strconv.FormatInt(j.max, 10) + " trainers"
+}
+
+func notElastic(j *jobState) string {
+	in := j.in
+	switch {
+	case in.Min == in.Max:
+		return fmt.Sprintf("min-instance equals max-instance (%d): the autoscaler does not scale it", in.Min)
+	case in.Min < 0 || in.Min > in.Max || in.Current < in.Min || in.Current > in.Max:
+		return fmt.Sprintf("its trainer ReplicaSet asks for %d replicas, outside %d..%d", in.Current, in.Min, in.Max)
+	case j.req.negative():
+		return "its trainer's request is negative"
+	}
+	return "its trainers request no CPU, memory or GPU (" + j.req.resources().String() + ")"
+}
+
+// explainShrink explains a job the plan shrinks, by the kind of its action.
+func (p *planner) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
+	by := fmt.Sprintf("gives back %s, to %d of %d..%d", plural(int(act.From-act.To), "trainer"), j.desired, j.min, j.max)
+	switch act.Cause {
+	case CausePriority:
+		e.Limit = LimitYieldedToPriority
+		e.Pods, e.PodPriority = p.waitingPods(func(prio int32, _ string) bool { return prio > j.priority })
+		e.Message = fmt.Sprintf("%s for %s of priority up to %d (%s)", by, plural(len(e.Pods), "pod"), e.PodPriority, podList(e.Pods))
+	case CauseMinimum:
+		e.Limit = LimitYieldedToMinimum
+		e.Pods, e.PodPriority = p.waitingPods(func(prio int32, job string) bool {
+			return prio == j.priority && job != "" && job != j.key
+		})
+		e.Message = fmt.Sprintf("%s for %s of jobs of its priority below their minimum (%s)", by, plural(len(e.Pods), "pod"), podList(e.Pods))
+	case CauseRebalance:
+		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.rebalanceTo.key, j.rebalanceTo.fulfillment()
+		e.Message = fmt.Sprintf("%s: its fulfillment %s was more than %s above the %s of %s, the least fulfilled job of priority %d",
+			by, ratio(j.rebalanceFrom), ratio(p.rebalanceGap()), ratio(j.rebalanceToF), e.Other, j.priority)
+	case CauseUnschedulable:
+		e.Need = j.req.resources()
+		if node, alloc, ok := p.largestNode(j); !ok || !j.req.fitsIn(alloc) {
+			e.Limit, e.Node, e.Room = LimitNoEligibleNode, node, alloc.resources()
+			e.Message = fmt.Sprintf("%s that cannot be scheduled: one trainer needs %s, more than any node it may use holds", by, e.Need)
+			return
+		}
+		room := p.largestRoom(j, p.fit)
+		e.Limit, e.Node, e.Room = LimitNoRoom, room.node, room.room.resources()
+		e.Message = fmt.Sprintf("%s that cannot be scheduled: no node it may use has room for one (%s); the largest room is %s (%s)",
+			by, e.Need, e.Room, e.Node)
+	default: // CauseLoad
+		e.Limit, e.Resource, e.Load, e.Threshold = LimitLoad, resNames[j.loadRes], j.loadValue, p.threshold
+		if r := p.overFor(j); r >= 0 && j.desired == j.min {
+			e.Limit, e.Resource, e.Load = LimitAtMin, resNames[r], p.load(r)
+		}
+		e.Message = fmt.Sprintf("%s: %s load %s was above max_load_desired %s", by, e.Resource, loadText(e.Load, resIndex(e.Resource)), ratio(p.threshold))
+	}
+}
+
+// overFor returns a resource j's trainers ask for that is over the
+// threshold after the plan's removals, or -1.
+func (p *planner) overFor(j *jobState) int {
+	mask := p.over(p.requested)
+	for r := range numRes {
+		if mask&(1<<r) != 0 && j.req[r] > 0 {
+			return r
+		}
+	}
+	return -1
+}
+
+func resIndex(name string) int {
+	for r, n := range resNames {
+		if n == name {
+			return r
+		}
+	}
+	return 0
+}
+
+func loadText(load float64, r int) string {
+	if math.IsInf(load, 1) {
+		return "unbounded (no allocatable " + resNames[r] + ")"
+	}
+	return ratio(load)
+}
+
+// explainLoad explains a job growth let go because one more trainer would
+// pass the threshold.
+func (p *planner) explainLoad(j *jobState, e *Explanation) {
+	next := p.growLoad.plus(j.req)
+	r := 0
+	for k := range numRes {
+		if j.req[k] > 0 && p.exceeds(next[k], k) {
+			r = k
+			break
+		}
+	}
+	e.Limit, e.Resource, e.Threshold, e.Need = LimitLoad, resNames[r], p.threshold, j.req.resources()
+	e.Load = math.Inf(1)
+	if p.total[r] > 0 {
+		e.Load = float64(p.growLoad[r]) / float64(p.total[r])
+	}
+	e.Message = fmt.Sprintf("one more trainer (%s) would take %s requests past max_load_desired %s: %s of %s requested (load %s)",
+		amount(j.req[r], r), resNames[r], ratio(p.threshold), amount(p.growLoad[r], r), amount(p.total[r], r), loadText(e.Load, r))
+}
+
+func amount(v int64, r int) string {
+	switch r {
+	case resCPU:
+		return cluster.FormatMilli(v) + " CPU"
+	case resMemory:
+		return fmt.Sprintf("%d MiB memory", v)
+	}
+	return fmt.Sprintf("%d GPU", v)
+}
+
+// explainQuota explains a job its namespace's quota stopped.
+func (p *planner) explainQuota(j *jobState, e *Explanation) {
+	e.Limit, e.Need = LimitQuota, j.req.resources()
+	q := p.quotas[j.ns]
+	type dim struct {
+		name       string
+		left, each int64
+		r          int // resource, -1 for pods
+	}
+	dims := []dim{
+		{"pods", q.Pods, 1, -1},
+		{"requests.cpu", q.Requests.CPUMilli, j.req[resCPU], resCPU},
+		{"requests.memory", q.Requests.MemoryMega, j.req[resMemory], resMemory},
+		{"requests.gpu", q.Requests.GPU, j.req[resGPU], resGPU},
+		{"limits.cpu", q.Limits.CPUMilli, j.lim[resCPU], resCPU},
+		{"limits.memory", q.Limits.MemoryMega, j.lim[resMemory], resMemory},
+		{"limits.gpu", q.Limits.GPU, j.lim[resGPU], resGPU},
+	}
+	for _, d := range dims {
+		if d.each <= 0 || d.left >= d.each {
+			continue
+		}
+		e.Resource = d.name
+		show := func(v int64) string {
+			if d.r < 0 {
+				return plural(int(v), "pod")
+			}
+			return amount(v, d.r)
+		}
+		e.Message = fmt.Sprintf("the ResourceQuota of namespace %s leaves %s %s, and one more trainer needs %s; at %s",
+			j.ns, d.name, show(max(0, d.left)), show(d.each), trainersOf(j))
+		return
+	}
+	e.Message = "the ResourceQuota of namespace " + j.ns + " has no room for one more trainer"
+}
+
+// explainNoFit explains a job whose next trainer finds no room in f: no
+// eligible node at all, room kept for a job cooling down or taken by jobs
+// ahead in line (fair share), room still held by pods that are going
+// (settling), or no room. pending says the job's own trainers wait for a
+// node.
+func (p *planner) explainNoFit(j *jobState, e *Explanation, f *fitter, pending bool) {
+	e.Need = j.req.resources()
+	waiting := 0
+	if pending {
+		for k := j.next; k < len(j.victims); k++ {
+			if !j.victims[k].holds() {
+				waiting++
+			}
+		}
+	}
+	if node, alloc, ok := p.largestNode(j); !ok || !j.req.fitsIn(alloc) {
+		e.Limit, e.Node, e.Room = LimitNoEligibleNode, node, alloc.resources()
+		if !ok {
+			e.Message = fmt.Sprintf("no Ready, schedulable node matches where its trainers may run (node selector, affinity, tolerations); one trainer needs %s", e.Need)
+		} else {
+			e.Message = fmt.Sprintf("one trainer needs %s, more than any node it may use: the largest, %s, has %s allocatable", e.Need, node, e.Room)
+		}
+		return
+	}
+	trainers := trainersOf(j)
+	switch {
+	case pending && p.fit.firstFit(j.req, j.elig) >= 0:
+		e.Limit = LimitSettling
+		e.Message = fmt.Sprintf("%s of its %s wait for a node, where they fit; it grows once they are placed", plural(waiting, "trainer"), trainers)
+		return
+	case !pending && f.firstFit(j.req, j.elig) >= 0:
+		// Room it could use is left, but a job cooling down ahead of it
+		// keeps it.
+		if b := p.blockerOf(j); b != nil {
+			e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, b.key, b.fulfillment()
+			e.Message = fmt.Sprintf("at %s (fulfillment %s): the room it could use is kept for %s (fulfillment %s), which is cooling down and grows first",
+				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment))
+			return
+		}
+	case !pending && j.fitAtStart && j.lostTo != nil:
+		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.lostTo.key, j.lostTo.fulfillment()
+		e.Message = fmt.Sprintf("at %s (fulfillment %s): the idle room it could use went to jobs ahead of it in line (of a higher priority or less fulfilled), the last to %s (priority %d, fulfillment %s)",
+			trainers, ratio(e.Fulfillment), e.Other, j.lostTo.priority, ratio(e.OtherFulfillment))
+		return
+	case !pending && p.fit.firstFit(j.req, j.elig) >= 0:
+		e.Limit = LimitSettling
+		e.Message = fmt.Sprintf("at %s: the room it could use is still held by pods that are terminating; it grows once they have gone", trainers)
+		return
+	}
+	e.Limit = LimitNoRoom
+	room := p.largestRoom(j, f)
+	e.Node, e.Room = room.node, room.room.resources()
+	where := "no node it may use has room"
+	if e.Node != "" {
+		where = fmt.Sprintf("the largest room on a node it may use is %s (%s)", e.Room, e.Node)
+	}
+	e.Message = fmt.Sprintf("no node it may use has room for one more trainer (%s): %s; at %s", e.Need, where, trainers)
+	if pending {
+		e.Message = fmt.Sprintf("%d of its trainers cannot be scheduled: %s", waiting, e.Message)
+	}
+}
+
+// blockerOf returns the first job cooling down that growth kept room for
+// ahead of j.
+func (p *planner) blockerOf(j *jobState) *jobState {
+	for _, b := range p.blockers {
+		if b.priority >= j.priority {
+			return b
+		}
+	}
+	return nil
+}
+
+// largestNode returns the node j's trainers may use with the most
+// allocatable for them, and whether there is any.
+func (p *planner) largestNode(j *jobState) (string, vec, bool) {
+	r := p.largestRoom(j, nil)
+	return r.node, r.room, r.node != ""
+}
+
+// roomKey and nodeRoom cache largestRoom per placement, trainer shape and
+// fitter.
+type roomKey struct {
+	elig *eligible
+	req  vec
+	f    *fitter
+}
+
+type nodeRoom struct {
+	node string
+	room vec
+}
+
+// largestRoom returns the free room in f (the allocatable when f is nil),
+// on a node j may use, that covers the largest part of one trainer. Jobs of
+// one placement and trainer shape share the answer: a cluster of thousands
+// of nodes is scanned once per shape, not once per job.
+func (p *planner) largestRoom(j *jobState, f *fitter) nodeRoom {
+	k := roomKey{j.elig, j.req, f}
+	if r, ok := p.rooms[k]; ok {
+		return r
+	}
+	room := func(n int32) vec { return vecOf(p.nodes[n].Allocatable) }
+	if f != nil {
+		room = func(n int32) vec { return f.free[n] }
+	}
+	best, bestScore := int32(-1), math.Inf(-1)
+	p.eachEligible(j.elig, func(n int32) {
+		if s := coverage(room(n), j.req); s > bestScore {
+			best, bestScore = n, s
+		}
+	})
+	var r nodeRoom
+	if best >= 0 {
+		r = nodeRoom{p.nodes[best].Name, room(best)}
+		for k := range numRes {
+			r.room[k] = max(0, r.room[k])
+		}
+	}
+	if p.rooms == nil {
+		p.rooms = map[roomKey]nodeRoom{}
+	}
+	p.rooms[k] = r
+	return r
+}
+
+// coverage is the share of req that room covers in its scarcest resource.
+func coverage(room, req vec) float64 {
+	c := math.Inf(1)
+	for r := range numRes {
+		if req[r] > 0 {
+			c = min(c, float64(room[r])/float64(req[r]))
+		}
+	}
+	return c
+}
+
+// eachEligible calls fn for every node e allows, in index order within
+// each class.
+func (p *planner) eachEligible(e *eligible, fn func(n int32)) {
+	if e.perNode {
+		for _, n := range e.nodes {
+			fn(n)
+		}
+		return
+	}
+	for _, id := range e.classes {
+		for _, n := range p.classes.members[id] {
+			fn(n)
+		}
+	}
+}
+
+// waitingPods lists the waiting pods the plan made or kept room for that
+// match, and the highest of their priorities.
+func (p *planner) waitingPods(match func(priority int32, job string) bool) ([]string, int32) {
+	var pods []string
+	top := int32(math.MinInt32)
+	for _, pod := range p.waiting {
+		if match(pod.Priority, pod.Job) {
+			pods = append(pods, pod.Namespace+"/"+pod.Name)
+			top = max(top, pod.Priority)
+		}
+	}
+	if len(pods) == 0 {
+		top = 0
+	}
+	return pods, top
+}
+
+// podList names up to three pods.
+func podList(pods []string) string {
+	if len(pods) <= 3 {
+		return strings.Join(pods, ", ")
+	}
+	return strings.Join(pods[:3], ", ") + fmt.Sprintf(" and %d more", len(pods)-3)
+}

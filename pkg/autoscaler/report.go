@@ -1,0 +1,134 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// Report is one plan on the live cluster and what it says about every
+// TrainingJob, for `edl explain`. Making it writes nothing.
+type Report struct {
+	Time    time.Time   `json:"time"`
+	Options Options     `json:"options"`
+	Cluster ClusterLine `json:"cluster"`
+	Jobs    []JobReport `json:"jobs"`
+}
+
+// ClusterLine sums up the snapshot the plan read.
+type ClusterLine struct {
+	// Nodes counts the Ready, schedulable nodes.
+	Nodes       int       `json:"nodes"`
+	Allocatable Resources `json:"allocatable"`
+	Requested   Resources `json:"requested"`
+	// Load is requested / allocatable per resource (CPU, memory, GPU),
+	// for the resources the nodes have.
+	Load map[string]float64 `json:"load"`
+	// Pending counts the pods the scheduler found no node for.
+	Pending int `json:"pending"`
+}
+
+// JobReport is one TrainingJob in a Report: its phase, its trainers, what
+// the plan would do to it now and what limits it.
+type JobReport struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Phase     string `json:"phase"`
+	// Running counts its trainer pods in phase Running.
+	Running int `json:"running"`
+	// Next is what the next cycle would do to the job; nil for nothing.
+	Next *ScaleAction `json:"next,omitempty"`
+	Explanation
+}
+
+// WaitForSync waits until the autoscaler's informers have synced, or ctx is
+// done.
+func (a *Autoscaler) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), a.synced...)
+}
+
+// Explain plans once on the live snapshot, as the next cycle would, applies
+// nothing, and reports every TrainingJob: the elastic Running ones with
+// the plan's explanation, the others as not running or not elastic.
+func (a *Autoscaler) Explain() Report {
+	now := a.clock.Now()
+	snap := a.tracker.InquiryResource()
+	jobs, _ := a.elasticJobs()
+	jobs = JobsFromSnapshot(snap, jobs)
+	opts := a.options(now)
+	decision := Decide(snap, jobs, nil, opts)
+
+	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap)}
+	explained := make(map[string]*Explanation, len(decision.Jobs))
+	for i := range decision.Jobs {
+		explained[decision.Jobs[i].Job] = &decision.Jobs[i]
+	}
+	next := make(map[string]*ScaleAction, len(decision.Actions))
+	for i := range decision.Actions {
+		next[decision.Actions[i].Job] = &decision.Actions[i]
+	}
+	all, _ := a.jobs.List(labels.Everything())
+	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
+	for _, tj := range all {
+		k := key(tj)
+		jr := JobReport{Namespace: tj.Namespace, Name: tj.Name, Phase: string(tj.Status.Phase), Next: next[k]}
+		for _, t := range snap.TrainerPods(k) {
+			if t.Running() {
+				jr.Running++
+			}
+		}
+		if e, ok := explained[k]; ok {
+			jr.Explanation = *e
+		} else {
+			jr.Explanation = a.notPlanned(tj)
+		}
+		r.Jobs = append(r.Jobs, jr)
+	}
+	return r
+}
+
+// notPlanned explains a job the plan does not see.
+func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) Explanation {
+	spec := &tj.Spec.Trainer
+	e := Explanation{Job: key(tj), Min: spec.MinInstance, Max: spec.MaxInstance,
+		From: tj.Status.Trainers.Desired, To: tj.Status.Trainers.Desired, Limit: LimitNotRunning}
+	switch {
+	case tj.Status.Phase != v1.PhaseRunning:
+		phase := string(tj.Status.Phase)
+		if phase == "" {
+			phase = "not started"
+		}
+		e.Message = fmt.Sprintf("the job is %s, and only Running jobs are scaled (%d of %d..%d trainers)", phase, e.To, e.Min, e.Max)
+		if tj.Status.Message != "" {
+			e.Message += ": " + tj.Status.Message
+		}
+	case spec.MinInstance >= spec.MaxInstance:
+		e.Limit = LimitNotElastic
+		e.Message = fmt.Sprintf("min-instance equals max-instance (%d): the autoscaler does not scale it", spec.MinInstance)
+	default:
+		e.Limit = LimitNotElastic
+		e.Message = fmt.Sprintf("its trainer ReplicaSet %s is missing or not controlled by the job", v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
+	}
+	return e
+}
+
+func clusterLine(snap cluster.Snapshot) ClusterLine {
+	c := ClusterLine{Nodes: snap.NodeCount, Pending: len(snap.Pending),
+		Allocatable: Resources{CPUMilli: snap.CPUTotalMilli, MemoryMega: snap.MemoryTotalMega, GPU: snap.GPUTotal},
+		Requested:   Resources{CPUMilli: snap.CPURequestMilli, MemoryMega: snap.MemoryRequestMega, GPU: snap.GPURequest},
+		Load:        map[string]float64{}}
+	alloc, req := vecOf(c.Allocatable), vecOf(c.Requested)
+	for r := range numRes {
+		if alloc[r] > 0 {
+			c.Load[resNames[r]] = float64(req[r]) / float64(alloc[r])
+		}
+	}
+	return c
+}

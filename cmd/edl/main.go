@@ -67,6 +67,7 @@ type options struct {
 	maxGrowPerCycle   int
 	rebalanceGap      float64
 	dryRun            bool
+	gangAdmission     bool
 	gpuResources      string
 
 	httpAddr string
@@ -153,6 +154,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
+	fs.BoolVar(&o.gangAdmission, "gang_admission", true, "create a new job's pods with the scheduling gate "+v1.SchedulingGateAdmission+" and remove it only once the job's whole minimum fits (off with -dry_run)")
 	fs.StringVar(&o.gpuResources, "gpu_resources", string(cluster.DefaultGPUResourceName), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", 30, "requests edl may send at once above -kube_api_qps")
@@ -353,6 +355,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		Logger:             logger,
 		Metrics:            m,
 		GPUResources:       w.gpus,
+		GangAdmission:      opts.gangAdmission && !opts.dryRun,
 	})
 	if err != nil {
 		return err
@@ -464,6 +467,7 @@ func newScaler(opts options, w *watch, kubeClient kubernetes.Interface, tjClient
 		MaxGrowPerCycle:       int32(opts.maxGrowPerCycle), // #nosec G115 -- validate keeps it within [0, MaxInt32]
 		RebalanceGap:          opts.rebalanceGap,
 		DryRun:                opts.dryRun,
+		GangAdmission:         opts.gangAdmission && !opts.dryRun,
 		Metrics:               m,
 	})
 }

@@ -25,6 +25,8 @@ func (p *planner) actions() []ScaleAction {
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
 		case len(j.shareNodes) > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseMinimum
+		case len(j.admitNodes) > 0:
+			a.Reason, a.Cause = p.shrinkReason(j), j.admitCause()
 		case j.rebalanced > 0:
 			a.Reason, a.Cause = p.rebalanceReason(j), CauseRebalance
 		case j.stuck > 0 && j.loadValue == 0 && j.stuckOutranked:
@@ -66,6 +68,9 @@ func (p *planner) shrinkReason(j *jobState) string {
 	}
 	if len(j.shareNodes) > 0 {
 		parts = append(parts, p.shareReason(j))
+	}
+	if len(j.admitNodes) > 0 {
+		parts = append(parts, p.admitReason(j))
 	}
 	if j.stuck > 0 {
 		why := fmt.Sprintf("%s of the job cannot be scheduled and no node it may use has room for one (%s)",

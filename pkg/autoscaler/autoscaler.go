@@ -54,6 +54,10 @@ type Config struct {
 	RebalanceGap    float64
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
+	// GangAdmission admits the queued jobs (condition Queued True) whose
+	// whole minimum fits (admit.go, queue.go); the controller gates their
+	// pods until then. Off, no job is queued.
+	GangAdmission bool
 	// Metrics receives the measurements of every cycle; nil reports nothing.
 	Metrics Metrics
 }
@@ -120,7 +124,7 @@ func New(cfg Config) *Autoscaler {
 // Run plans every interval until ctx is done.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	a.log.Info("starting the autoscaler", "interval", a.cfg.Interval, "max_load_desired", a.cfg.MaxLoadDesired,
-		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun)
+		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun, "gang_admission", a.cfg.GangAdmission)
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		if ctx.Err() != nil {
 			return nil // stopped before the caches synced: nothing to do
@@ -138,7 +142,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	snap := a.tracker.InquiryResource()
 	jobs, objects := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
-	decision := Decide(snap, jobs, a.options(now))
+	var queue []QueuedJob
+	var queued map[string]*v1.TrainingJob
+	if a.cfg.GangAdmission {
+		queue, queued = a.queuedJobs()
+	}
+	decision := Decide(snap, jobs, queue, a.options(now))
 	actions := decision.Actions
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, jobs)
@@ -179,6 +188,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			}
 		}
 	}
+	a.admit(ctx, decision, queued)
 	return actions
 }
 

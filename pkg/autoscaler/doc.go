@@ -12,4 +12,10 @@
 // fulfilled jobs when the cluster is over the threshold or higher-priority pods
 // cannot be scheduled. docs/autoscaler.md explains the rules and lists the
 // original's defects and where each is avoided.
+//
+// Decide is Plan with gang admission: it also admits, in priority and age
+// order, the queued jobs whose whole minimum fits (admit.go), so that no job
+// starts half and no two jobs wait on each other; the Autoscaler records the
+// admissions in the jobs' status (queue.go) and the controller removes the
+// scheduling gate from their pods.
 package autoscaler

@@ -40,6 +40,8 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 			assert.Equal(t, CausePriority, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "below their minimum"):
 			assert.Equal(t, CauseMinimum, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "the minimum of queued"):
+			assert.Contains(t, []Cause{CauseMinimum, CausePriority}, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "the least fulfilled job of priority"):
 			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "hold or wait for the room") && !strings.Contains(a.Reason, "above max_load_desired"):

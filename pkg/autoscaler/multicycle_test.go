@@ -17,6 +17,9 @@ import (
 // cluster, and applies it.
 func (s *sim) cycle() []ScaleAction {
 	s.opts.Now = s.now()
+	if s.gang {
+		return s.gangCycle()
+	}
 	snap, jobs := s.snapshot()
 	acts := Plan(snap, jobs, s.opts)
 	s.check(snap, jobs, acts)
@@ -66,8 +69,9 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 			}
 		case CauseMinimum, CausePriority:
 			// Running trainers stop for a pod of higher priority only when
-			// it is a TrainingJob's pod below its minimum.
-			if !s.belowMinimumWaits(snap, j) {
+			// it is a TrainingJob's pod below its minimum, or for the
+			// minimum of a job the plan admits.
+			if !s.belowMinimumWaits(snap, j) && !s.admitted {
 				s.t.Fatalf("tick %d: %s shrank for the minimum of a job but none waits: %s", s.tick, a.Job, a.Reason)
 			}
 		case CauseRebalance:
@@ -156,6 +160,10 @@ func (s *sim) lessFulfilledEqual(jobs []Job, j Job) bool {
 // higher and lower priority come and go (some fit nowhere, some never
 // preempt), nodes are cordoned and uncordoned, jobs are submitted.
 func (s *sim) randomEvent() {
+	if s.gang {
+		s.gangEvent()
+		return
+	}
 	r := s.rng
 	switch k := r.Intn(10); {
 	case k < 4:
@@ -189,7 +197,8 @@ func (s *sim) randomEvent() {
 func (s *sim) addJob() {
 	r := s.rng
 	lo := int32(r.Intn(3))
-	j := &simJob{key: fmt.Sprintf("ns/job%d", len(s.jobs)), min: lo, max: lo + 1 + int32(r.Intn(12)),
+	s.submitted++ // not len(s.jobs): with gang admission jobs also finish
+	j := &simJob{key: fmt.Sprintf("ns/job%d", s.submitted-1), min: lo, max: lo + 1 + int32(r.Intn(12)),
 		priority: []int32{0, 0, 100}[r.Intn(3)], req: []vec{{1000, 1024, 0}, {2000, 2048, 0}}[r.Intn(2)]}
 	switch r.Intn(4) {
 	case 0:
@@ -198,6 +207,9 @@ func (s *sim) addJob() {
 		j.placement = inPool("cpu")
 	}
 	j.replicas = j.min
+	if s.gang {
+		j.queued, j.pservers, j.psReq, j.created = true, 1+int32(r.Intn(2)), vec{500, 512, 0}, s.tick
+	}
 	s.jobs = append(s.jobs, j)
 }
 
@@ -245,7 +257,7 @@ func (s *sim) run(active, settle, quiet int) {
 				grown = append(grown, a)
 			}
 		}
-		if len(acts) == 0 {
+		if len(acts) == 0 && s.lastAdmitted == 0 {
 			still++
 			if still == quiet {
 				return

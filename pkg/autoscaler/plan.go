@@ -21,21 +21,37 @@ import (
 // Request, or a duplicate Key are never moved, but their trainers are still
 // accounted.
 func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
-	return Decide(snap, jobs, opts).Actions
+	return Decide(snap, jobs, nil, opts).Actions
 }
 
-// Decide is Plan that also says why every job has the trainers it has after
-// the plan (explain.go): one Explanation per job, sorted by key. Plan is
-// Decide without them; both do the same work.
-func Decide(snap cluster.Snapshot, jobs []Job, opts Options) Decision {
-	p := newPlanner(snap, jobs, opts)
+// Decide is Plan with gang admission and explanations: after the room for
+// what waits for a node is reserved and made, it admits the queued jobs whose
+// whole minimum fits, in order (admit.go), before the phases that shed load
+// and grow; and it says why every job has the trainers it has after the plan
+// (explain.go): one Explanation per job, sorted by key. With no queued jobs
+// its actions are Plan's.
+func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) Decision {
+	placements := make([]*cluster.Placement, 0, len(queue)+len(snap.Unplaced))
+	for i := range snap.Unplaced {
+		placements = append(placements, snap.Unplaced[i].Placement)
+	}
+	for _, q := range queue {
+		for _, s := range q.Pods {
+			placements = append(placements, s.Placement)
+		}
+	}
+	p := newPlanner(snap, jobs, opts, placements...)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
+	p.reserveUnplaced(snap.Unplaced, queue)
+	var d Decision
+	d.Admitted, d.Waiting = p.admit(queue)
 	p.yieldToLoad()
 	p.trimStuck()
 	p.startGrowth()
 	p.rebalance()
 	p.grow()
 	actions := p.actions()
-	return Decision{Actions: actions, Jobs: p.explanations(actions)}
+	d.Actions, d.Jobs = actions, p.explanations(actions)
+	return d
 }

@@ -31,6 +31,14 @@ type sim struct {
 	grace  int // ticks a deleted pod holds its node
 	opts   Options
 	frozen bool // no more random events: the plan must reach a fixed point
+	// gang: jobs are submitted queued, their pods gated, and Decide admits
+	// them (admit_sim_test.go); a job is planned once its minimum ran.
+	gang bool
+	// admitted is set while the plan being checked admitted a job;
+	// lastAdmitted counts the last plan's admissions.
+	admitted     bool
+	lastAdmitted int
+	submitted    int // jobs submitted so far
 	// seen counts the actions by cause and the scheduler's preemptions, to
 	// show that the runs exercise what they claim to.
 	seen map[string]int
@@ -56,6 +64,8 @@ type simPod struct {
 	deleteAt  int // tick the pod is gone; 0 while not deleted
 	tried     bool
 	placement *cluster.Placement
+	gated     bool    // carries the admission gate: the scheduler leaves it alone
+	member    *simJob // the pserver's job; nil for trainers and other pods
 }
 
 type simJob struct {
@@ -66,6 +76,11 @@ type simJob struct {
 	req       vec
 	scaleDown time.Time
 	placement *cluster.Placement
+	// With gang admission: pservers of psReq each, created with the job.
+	queued, running bool
+	pservers        int32
+	psReq           vec
+	created         int
 }
 
 func (s *sim) now() time.Time { return t0.Add(time.Duration(s.tick) * time.Second) }
@@ -88,6 +103,9 @@ func (s *sim) mayRun(p *simPod, n *simNode) bool {
 	pl := p.placement
 	if p.job != nil {
 		pl = p.job.placement
+	}
+	if p.member != nil {
+		pl = p.member.placement
 	}
 	return mayRun(pl, &corev1.Node{ObjectMeta: objectMeta(n.name, n.labels), Spec: corev1.NodeSpec{Taints: n.taints}})
 }
@@ -117,7 +135,18 @@ func (s *sim) step() {
 		for i := int32(len(mine)); i < j.replicas; i++ {
 			s.seq++
 			s.pods = append(s.pods, &simPod{name: fmt.Sprintf("%s-t%d", j.key, s.seq), job: j, priority: j.priority,
-				req: j.req, created: s.tick})
+				req: j.req, created: s.tick, gated: j.queued})
+		}
+		pservers := int32(0)
+		for _, p := range s.pods {
+			if p.member == j && p.deleteAt == 0 {
+				pservers++
+			}
+		}
+		for ; pservers < j.pservers; pservers++ {
+			s.seq++
+			s.pods = append(s.pods, &simPod{name: fmt.Sprintf("%s-p%d", j.key, s.seq), member: j, priority: j.priority,
+				req: j.psReq, created: s.tick, gated: j.queued})
 		}
 		// Unscheduled first, then newest.
 		slices.SortFunc(mine, func(a, b *simPod) int {
@@ -150,7 +179,7 @@ func (s *sim) remove(p *simPod) {
 func (s *sim) schedule() {
 	var queue []*simPod
 	for _, p := range s.pods {
-		if p.node == "" && p.deleteAt == 0 {
+		if p.node == "" && p.deleteAt == 0 && !p.gated {
 			queue = append(queue, p)
 		}
 	}
@@ -282,13 +311,24 @@ func (s *sim) snapshot() (cluster.Snapshot, []Job) {
 			snap.MemoryRequestMega += p.req[resMemory]
 			snap.GPURequest += p.req[resGPU]
 		}
-		unsched := p.node == "" && p.tried && p.deleteAt == 0
+		unsched := p.node == "" && p.tried && p.deleteAt == 0 && !p.gated
+		if owner := p.member; (owner != nil || p.job != nil) && p.node == "" && !unsched && p.deleteAt == 0 {
+			if owner == nil {
+				owner = p.job
+			}
+			snap.Unplaced = append(snap.Unplaced, cluster.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority,
+				Request: p.req.resources(), Job: owner.key, Trainer: p.job != nil, Created: t0.Add(time.Duration(p.created) * time.Second),
+				Placement: owner.placement})
+		}
 		if unsched {
 			pp := cluster.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority, Request: p.req.resources(),
 				Created: t0.Add(time.Duration(p.created) * time.Second), NominatedNode: p.nominated,
 				Placement: p.placement, PreemptNever: p.never}
 			if p.job != nil {
 				pp.Job, pp.Trainer, pp.Placement = p.job.key, true, p.job.placement
+			}
+			if p.member != nil {
+				pp.Job, pp.Placement = p.member.key, p.member.placement
 			}
 			snap.Pending = append(snap.Pending, pp)
 		}
@@ -312,6 +352,9 @@ func (s *sim) snapshot() (cluster.Snapshot, []Job) {
 	}
 	jobs := make([]Job, 0, len(s.jobs))
 	for _, j := range s.jobs {
+		if s.gang && !j.running {
+			continue // the autoscaler plans only Running jobs
+		}
 		jobs = append(jobs, Job{Key: j.key, Min: j.min, Max: j.max, Current: j.replicas, Priority: j.priority,
 			Request: j.req.resources(), LastScaleDown: j.scaleDown, Placement: j.placement})
 	}

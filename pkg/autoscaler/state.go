@@ -107,6 +107,8 @@ type reasonNotes struct {
 	unscheduledShrunk int64          // trainers removed before they were scheduled
 	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
 	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
+	admitNodes        map[int32]bool // nodes freed for the minimums of queued jobs (admit.go)
+	admitted          []admitFor     // the queued jobs admitted with its trainers
 	stuck             int            // unschedulable trainers given up by trimStuck
 	stuckOutranked    bool           // pods of a higher priority hold the room they would need
 	loadRes           int            // the resource over the threshold when load first took a trainer
@@ -179,7 +181,9 @@ func (p *planner) nodeOf(j *jobState, v *victim) int32 {
 // holds reports whether the trainer has a node, for real or in the plan.
 func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 
-func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
+// newPlanner builds the working copy; extra are placements beyond the jobs'
+// and the pending pods' that the plan evaluates (the queued jobs').
+func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.Placement) *planner {
 	p := &planner{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
@@ -225,7 +229,8 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options) *planner {
 		}
 	}
 
-	placements := make([]*cluster.Placement, 0, len(p.jobs)+len(snap.Pending))
+	placements := make([]*cluster.Placement, 0, len(p.jobs)+len(snap.Pending)+len(extra))
+	placements = append(placements, extra...)
 	for _, j := range p.jobs {
 		placements = append(placements, j.in.Placement)
 	}

@@ -87,6 +87,10 @@ type Decision struct {
 	// Jobs explains every job given to the plan, sorted by key: exactly one
 	// Explanation per distinct key.
 	Jobs []Explanation
+	// Admitted are the queued jobs admitted (admit.go), Waiting those that
+	// still wait, in queue order.
+	Admitted []Admission
+	Waiting  []Waiting
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from

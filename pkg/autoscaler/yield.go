@@ -87,6 +87,7 @@ type claim struct {
 	own      string
 	never    bool      // preemptionPolicy Never: it takes from its own priority only
 	elig     *eligible // the nodes it may run on
+	admit    string    // the queued job whose minimum it is, for admit; "" for a pending pod
 }
 
 // eviction is a way to make room on one node: every trainer of jobs[i] up to
@@ -136,13 +137,22 @@ func (p *planner) yieldable(j *jobState, c claim) bool {
 // one node, and places the pod there. It reports false, changing nothing,
 // when no node can be freed enough.
 func (p *planner) makeRoom(c claim, req vec) bool {
+	_, ok := p.makeRoomAt(c, req)
+	return ok
+}
+
+// makeRoomAt is makeRoom, also returning the node it freed.
+func (p *planner) makeRoomAt(c claim, req vec) (int, bool) {
 	best := p.cheapestEviction(c, req)
 	if best == nil {
-		return false
+		return -1, false
 	}
 	for i, j := range best.jobs {
 		nodes := &j.yieldNodes
-		if j.priority == c.priority {
+		switch {
+		case c.admit != "":
+			nodes = &j.admitNodes
+		case j.priority == c.priority:
 			nodes = &j.shareNodes
 		}
 		if *nodes == nil {
@@ -154,7 +164,7 @@ func (p *planner) makeRoom(c claim, req vec) bool {
 		}
 	}
 	p.fit.take(best.node, req)
-	return true
+	return best.node, true
 }
 
 // cheapestEviction searches with growing cost: victims of the lowest

@@ -66,6 +66,7 @@ type Tracker struct {
 	nodes     map[string]*nodeState
 	pods      map[string]*podRecord
 	pending   map[string]*podRecord
+	unplaced  map[string]*podRecord   // job pods not bound and not (yet) unschedulable
 	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
 	quotas    map[string]map[string]Quota
 	nodeCount int
@@ -114,6 +115,7 @@ type podRecord struct {
 	live          bool // neither Succeeded nor Failed
 	terminating   bool
 	unschedulable bool
+	unplaced      bool // a job's pod, live, not bound, not unschedulable, not being deleted
 	nominated     string
 	deletion      time.Time // metadata.deletionTimestamp: when the grace period ends
 	priority      int32
@@ -121,7 +123,8 @@ type podRecord struct {
 	req, lim      amounts
 	request       Resources // req in report units, memory rounded up
 	limit         Resources // lim in report units, memory rounded up
-	// placement and preemptNever are kept for unschedulable pods only.
+	// placement and preemptNever are kept for unschedulable and unplaced
+	// pods only.
 	placement    *Placement
 	preemptNever bool
 }
@@ -187,6 +190,7 @@ func newTracker(cfg Config) *Tracker {
 		nodes:    map[string]*nodeState{},
 		pods:     map[string]*podRecord{},
 		pending:  map[string]*podRecord{},
+		unplaced: map[string]*podRecord{},
 		trainers: map[string][]*podRecord{},
 		quotas:   map[string]map[string]Quota{},
 
@@ -281,7 +285,8 @@ func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 		rec.priority = *pod.Spec.Priority
 	}
 	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && unschedulable(pod)
-	if rec.unschedulable {
+	rec.unplaced = rec.member != "" && rec.live && rec.node == "" && !rec.unschedulable && !rec.terminating
+	if rec.unschedulable || rec.unplaced {
 		rec.placement = PlacementOf(&pod.Spec)
 		rec.preemptNever = pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever
 	}
@@ -336,6 +341,10 @@ func (t *Tracker) applyLocked(r *podRecord) {
 		t.pending[r.key] = r
 		t.dirtyPending = true
 	}
+	if r.unplaced {
+		t.unplaced[r.key] = r
+		t.dirtyPending = true
+	}
 }
 
 func (t *Tracker) unapplyLocked(r *podRecord) {
@@ -362,6 +371,33 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 		delete(t.pending, r.key)
 		t.dirtyPending = true
 	}
+	if r.unplaced {
+		delete(t.unplaced, r.key)
+		t.dirtyPending = true
+	}
+}
+
+func (p *podRecord) pendingPod() PendingPod {
+	return PendingPod{
+		Namespace: p.namespace, Name: p.name, Priority: p.priority,
+		Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
+		Placement: p.placement, PreemptNever: p.preemptNever,
+	}
+}
+
+// queueOrder is the scheduling queue's: the highest priority first, then the
+// oldest, then by namespace and name.
+func queueOrder(a, b PendingPod) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // trainer reports whether the pod belongs in its job's trainer list.
@@ -501,6 +537,7 @@ func (t *Tracker) InquiryResource() Snapshot {
 	}
 	if b.pending {
 		sortPending(r.Pending)
+		sortPending(r.Unplaced)
 	}
 	t.last = &r
 	// Formatting per-node maps of thousands of nodes is costly, so it is
@@ -556,12 +593,14 @@ func (t *Tracker) collect() (Snapshot, built) {
 		b.pending = true
 		r.Pending = make([]PendingPod, 0, len(t.pending))
 		for _, p := range t.pending {
-			r.Pending = append(r.Pending, PendingPod{
-				Namespace: p.namespace, Name: p.name, Priority: p.priority,
-				Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
-				Placement: p.placement, PreemptNever: p.preemptNever,
-			})
+			r.Pending = append(r.Pending, p.pendingPod())
 		}
+		r.Unplaced = nil // stays nil when empty, as a DeepCopy makes it
+		for _, p := range t.unplaced {
+			r.Unplaced = append(r.Unplaced, p.pendingPod())
+		}
+	} else {
+		r.Unplaced = last.Unplaced
 	}
 	r.Trainers = last.Trainers
 	if len(t.dirtyJobs) > 0 || r.Trainers == nil {
@@ -674,18 +713,7 @@ func sortTerminating(ts []TerminatingPod) {
 }
 
 func sortPending(ps []PendingPod) {
-	slices.SortFunc(ps, func(a, b PendingPod) int {
-		if a.Priority != b.Priority {
-			return cmp.Compare(b.Priority, a.Priority)
-		}
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	slices.SortFunc(ps, queueOrder)
 }
 
 func (t *Tracker) onQuota(obj interface{}) {

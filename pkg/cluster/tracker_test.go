@@ -462,3 +462,39 @@ func TestQuotasAreTrackedPerNamespace(t *testing.T) {
 	s.onQuotaDelete(quota("a", "10", "4"))
 	assert.Empty(t, s.InquiryResource().Quotas)
 }
+
+func TestUnplacedJobPodsAreReported(t *testing.T) {
+	s := newTracker(Config{})
+	s.onNode(newNode("n1", "8", "8Gi"))
+	gatedPod := func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonSchedulingGated}}
+	}
+	untried := func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }
+	s.onPod(newPod("gated-pserver", memberOf("q", v1.RolePserver), gatedPod, createdAt(2), withRequests("1", "1Gi")))
+	s.onPod(newPod("gated-trainer", trainerOf("q"), gatedPod, createdAt(1), withRequests("2", "1Gi")))
+	s.onPod(newPod("untried-master", memberOf("r", v1.RoleMaster), untried, createdAt(3)))
+	s.onPod(newPod("unschedulable", memberOf("r", v1.RolePserver), unschedulablePod()))
+	s.onPod(newPod("bound", trainerOf("r"), onNode("n1")))
+	s.onPod(newPod("going", memberOf("r", v1.RolePserver), untried, terminating()))
+	s.onPod(newPod("not-a-job-pod", untried))
+
+	r := s.InquiryResource()
+	var names []string
+	for _, p := range r.Unplaced {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"gated-trainer", "gated-pserver", "untried-master"}, names, "oldest first")
+	assert.Equal(t, "ns/q", r.Unplaced[0].Job)
+	assert.True(t, r.Unplaced[0].Trainer)
+	assert.Equal(t, Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Unplaced[0].Request)
+	require.Len(t, r.Pending, 1)
+	assert.Equal(t, "unschedulable", r.Pending[0].Name)
+	assert.Equal(t, int64(8000), r.Idle().CPUMilli, "unplaced pods are no load")
+
+	// Bound, it leaves the list.
+	s.onPod(newPod("untried-master", memberOf("r", v1.RoleMaster), onNode("n1"), withRV("2"), createdAt(3)))
+	assert.Len(t, s.InquiryResource().Unplaced, 2)
+}

@@ -28,7 +28,8 @@ import (
 //     resources; init containers also keep restartPolicy, which marks the
 //     sidecars that the scheduler adds to the running sum. While the pod is
 //     not bound, also what restricts where it may run: nodeSelector, the
-//     required node affinity, tolerations, and preemptionPolicy.
+//     required node affinity, tolerations, and preemptionPolicy; and its
+//     schedulingGates, which the controller removes when it admits a job.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
 //     PodScheduled condition (to see Unschedulable). Of a job's pods also
 //     what the controller judges the job by: the Ready condition, the
@@ -80,6 +81,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		out.Spec.NodeSelector = pod.Spec.NodeSelector
 		out.Spec.Tolerations = pod.Spec.Tolerations
 		out.Spec.PreemptionPolicy = pod.Spec.PreemptionPolicy
+		out.Spec.SchedulingGates = pod.Spec.SchedulingGates
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
@@ -229,7 +231,7 @@ func TransformReplicaSet(obj interface{}) (interface{}, error) {
 		spec.Containers = stripContainers(t.Containers, false)
 		spec.InitContainers = stripContainers(t.InitContainers, true)
 		spec.Overhead, spec.Resources, spec.PriorityClassName = t.Overhead, t.Resources, t.PriorityClassName
-		spec.NodeSelector, spec.Tolerations = t.NodeSelector, t.Tolerations
+		spec.NodeSelector, spec.Tolerations, spec.SchedulingGates = t.NodeSelector, t.Tolerations, t.SchedulingGates
 		if a := t.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}

@@ -213,6 +213,7 @@ func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
 	in := fatReplicaSet(true)
 	in.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: `pods "t-1" is forbidden: exceeded quota`}}
+	in.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "paddlepaddle.org/admission"}}
 	want := in.DeepCopy()
 	got, err := TransformReplicaSet(in)
 	require.NoError(t, err)
@@ -224,6 +225,7 @@ func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
 	assert.Equal(t, types.UID("uid-rs"), rs.UID)
 	assert.Equal(t, "7", rs.ResourceVersion)
 	assert.Equal(t, want.Status.Conditions, rs.Status.Conditions, "the controller reports refused pods from ReplicaFailure")
+	assert.Equal(t, want.Spec.Template.Spec.SchedulingGates, rs.Spec.Template.Spec.SchedulingGates, "a gated template marks a queued job")
 	assert.Nil(t, rs.ManagedFields)
 	assert.Empty(t, rs.Spec.Template.Spec.Containers[0].Env)
 	assert.Nil(t, rs.Spec.Template.Spec.Affinity.PodAntiAffinity)
@@ -313,4 +315,12 @@ func TestInternTableStartsOverWhenFull(t *testing.T) {
 	assert.Equal(t, -1, table.share("new", -1), "the table starts over")
 	assert.Equal(t, -1, table.share("new", -2), "and shares the new value")
 	assert.Equal(t, 100, table.share("0", 100), "what it forgot is shared anew")
+}
+
+func TestTransformPodKeepsSchedulingGatesWhileUnbound(t *testing.T) {
+	p := newPod("q", memberOf("q", v1.RoleTrainer), withPhase(corev1.PodPending))
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
+	obj, err := TransformPod(p)
+	require.NoError(t, err)
+	assert.Equal(t, p.Spec.SchedulingGates, obj.(*corev1.Pod).Spec.SchedulingGates, "the controller removes them")
 }

@@ -142,6 +142,12 @@ type Snapshot struct {
 	// Quotas is the room the ResourceQuotas of each namespace that has any
 	// leave; a namespace without one is not in the map (NoQuota).
 	Quotas map[string]Quota
+
+	// Unplaced lists the pods of TrainingJobs that are neither bound nor
+	// reported unschedulable, nor being deleted: pods the scheduler has not
+	// tried yet, and pods held by scheduling gates (a queued job's), in
+	// Pending's order.
+	Unplaced []PendingPod
 }
 
 // Quota returns the room namespace ns's quotas leave.
@@ -212,6 +218,9 @@ func (r Snapshot) DeepCopy() Snapshot {
 	}
 	if r.Pending != nil {
 		out.Pending = slices.Clone(r.Pending)
+	}
+	if r.Unplaced != nil {
+		out.Unplaced = append([]PendingPod(nil), r.Unplaced...)
 	}
 	if r.Quotas != nil {
 		out.Quotas = maps.Clone(r.Quotas)

@@ -52,6 +52,7 @@ type Controller struct {
 	metrics  Metrics
 	log      log.Logger
 	gpus     []corev1.ResourceName // counted as GPUs in the trainers' environment
+	gang     bool                  // gang admission: new jobs' pods are gated until admitted
 }
 
 // Metrics counts what the controller measures; pkg/metrics implements it
@@ -82,6 +83,11 @@ type Config struct {
 	// trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT (edl's
 	// -gpu_resources); empty means cluster.DefaultGPUResourceName.
 	GPUResources []corev1.ResourceName
+	// GangAdmission creates the pods of a new job with the scheduling gate
+	// v1.SchedulingGateAdmission, which stays until the autoscaler admits
+	// the job (admission.go); off, no job is gated and queued jobs are
+	// released.
+	GangAdmission bool
 }
 
 // New wires the controller to its informers. New adds an index to the pod
@@ -108,6 +114,7 @@ func New(cfg Config) (*Controller, error) {
 		metrics:  cfg.Metrics,
 		log:      cfg.Logger,
 		gpus:     append([]corev1.ResourceName(nil), cfg.GPUResources...),
+		gang:     cfg.GangAdmission,
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{jobIndex: podJobKeys}); err != nil {
 		return nil, fmt.Errorf("add the job index to the pod informer: %w", err)
@@ -259,6 +266,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	obs.queued = isQueued(job, obs, c.gang)
 	status := computeStatus(job, obs, jobRoles)
 	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
 
@@ -280,7 +288,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					report(err)
 				}
 			}
-			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], final); err != nil {
+			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], final, obs.queued); err != nil {
+				report(err)
+			}
+		}
+		if !obs.queued {
+			if err := c.ensureUngated(ctx, job, obs, jobRoles); err != nil {
 				report(err)
 			}
 		}

@@ -1,7 +1,9 @@
 // Package controller runs TrainingJobs. For each job it creates and owns a
 // ReplicaSet per role (master, pservers, trainers) and the Services that let
 // them find each other, follows the pods to the job's phase (Pending,
-// Creating, Running, Succeeded, Failed), and writes the status subresource.
+// Queued, Creating, Running, Succeeded, Failed), and writes the status
+// subresource. With gang admission a new job's pods carry a scheduling gate
+// until the autoscaler admits the job (admission.go).
 //
 // It is the classic client-go controller: informer event handlers only map
 // events to job keys (handlers.go); a rate-limited workqueue feeds a few

@@ -17,13 +17,21 @@ import (
 )
 
 // ensureReplicaSet creates a role's ReplicaSet, or JSON-patches the replicas
-// and the template that drifted from what the job asks for.
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final bool) error {
+// and the template that drifted from what the job asks for. The template of
+// a queued job carries the admission gate.
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final, queued bool) error {
+	build := func(replicas int32) *appsv1.ReplicaSet {
+		rs := ReplicaSet(job, role, replicas, c.gpus)
+		if queued {
+			gate(rs)
+		}
+		return rs
+	}
 	if existing == nil {
 		if final {
 			return nil
 		}
-		rs := ReplicaSet(job, role, desiredReplicas(job, role, nil, false), c.gpus)
+		rs := build(desiredReplicas(job, role, nil, false))
 		_, err := c.kubeClient.AppsV1().ReplicaSets(job.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache is behind; its event brings the job back
@@ -36,7 +44,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return nil
 	}
 
-	want := ReplicaSet(job, role, desiredReplicas(job, role, existing.Spec.Replicas, final), c.gpus)
+	want := build(desiredReplicas(job, role, existing.Spec.Replicas, final))
 	have := int32(1)
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas

@@ -23,6 +23,8 @@ type observed struct {
 	pods map[v1.Role][]*corev1.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
+	// queued: the job waits for admission (admission.go).
+	queued bool
 	// refused are the API server's refusals of the job's objects: the
 	// creates and patches of this sync, and the pods its ReplicaSets could
 	// not create.
@@ -55,6 +57,7 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	}
 	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message
 	setConditions(&status, job.Generation, v, obs)
+	setQueued(&status, job.Generation, obs.queued)
 	if job.Spec.FaultTolerant {
 		setRoleFailing(&status, job, obs)
 	}
@@ -86,6 +89,9 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	}
 	if len(obs.blocked) > 0 {
 		return verdict{v1.PhasePending, v1.ReasonBlocked, blockedMessage(obs.blocked)}
+	}
+	if obs.queued {
+		return queuedVerdict(job)
 	}
 	// A job runs only with all of its ReplicaSets and Services.
 	for _, role := range roles {

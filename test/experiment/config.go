@@ -49,6 +49,9 @@ type Variant struct {
 	// (pack pods onto the fullest node that fits) instead of the default
 	// LeastAllocated (spread them).
 	BinPack bool
+	// NoGang runs edl with -gang_admission=false: a job's pods are created
+	// ungated and start as they fit, as before gang admission.
+	NoGang bool
 }
 
 // Label names the variant in file names and tables: "edl", "no-edl",
@@ -60,6 +63,9 @@ func (v Variant) Label() string {
 	}
 	if v.BinPack {
 		l += "+binpack"
+	}
+	if v.NoGang {
+		l += "+nogang"
 	}
 	return l
 }
@@ -75,6 +81,8 @@ func ParseVariant(label string) (Variant, error) {
 		switch {
 		case p == "binpack":
 			v.BinPack = true
+		case p == "nogang":
+			v.NoGang = true
 		case strings.HasPrefix(p, "load="):
 			f, err := strconv.ParseFloat(strings.TrimPrefix(p, "load="), 64)
 			if err != nil || f <= 0 || f > 1 {
@@ -82,7 +90,7 @@ func ParseVariant(label string) (Variant, error) {
 			}
 			v.MaxLoadDesired = f
 		default:
-			return v, fmt.Errorf("variant %q: unknown part %q (binpack, load=X)", label, p)
+			return v, fmt.Errorf("variant %q: unknown part %q (binpack, nogang, load=X)", label, p)
 		}
 	}
 	return v, nil

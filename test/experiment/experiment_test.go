@@ -58,7 +58,7 @@ func TestIdeal(t *testing.T) {
 }
 
 func TestVariant(t *testing.T) {
-	for _, label := range []string{"edl", "no-edl", "edl+load=0.85", "edl+binpack", "no-edl+load=0.9+binpack"} {
+	for _, label := range []string{"edl", "no-edl", "edl+load=0.85", "edl+binpack", "no-edl+load=0.9+binpack", "edl+nogang"} {
 		v, err := ParseVariant(label)
 		require.NoError(t, err, label)
 		assert.Equal(t, label, v.Label())
@@ -104,6 +104,17 @@ func TestSummarize(t *testing.T) {
 	assert.Equal(t, 4*time.Second, got.WebP50)
 	assert.Equal(t, 9*time.Second, got.WebP95)
 	assert.Equal(t, 3, got.WebMostPending)
+
+	// CPU held by jobs not Running: 10 % and 30 % of the cluster in two of
+	// the three samples of the window.
+	r.Samples[1].CPUHeldWaitingMilli, r.Samples[1].CPUAllocMilli = 1000, 10000
+	r.Samples[2].CPUHeldWaitingMilli, r.Samples[2].CPUAllocMilli = 3000, 10000
+	r.Samples[3].CPUAllocMilli = 10000
+	held := Summarize(r)
+	assert.InDelta(t, 0.4/3, held.MeanHeldWaiting, 1e-9)
+	assert.InDelta(t, 0.3, held.MostHeldWaiting, 1e-9)
+	r.Scenario = Training
+	assert.Contains(t, Table(Training, []Summary{Summarize(r)}), "| CPU held by waiting jobs (Running pods of jobs not Running), mean / max | 13.3% / 30.0% |")
 
 	table := Table(Shared, []Summary{got})
 	assert.Contains(t, table, "| shared | edl | original, EDL on | original, EDL off |")

@@ -56,6 +56,10 @@ type Sample struct {
 	// CPURunningMilli it is the load the autoscaler compares with
 	// max_load_desired.
 	CPUPendingMilli int64
+	// CPUHeldWaitingMilli is Σ CPU requests of the Running pods of the jobs
+	// not Running (nor finished): what jobs that cannot run yet hold, their
+	// pservers and masters most of all.
+	CPUHeldWaitingMilli int64
 	// Ideal is the utilization a perfect packer reaches with the demand of
 	// this instant (filled in by the scenario; 0 when not computed).
 	Ideal float64
@@ -260,12 +264,24 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	for _, n := range nodes {
 		s.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
 	}
+	jobs, _ := r.jobs.List(labels.Everything())
+	waiting := map[string]bool{}
+	for _, j := range jobs {
+		switch j.Status.Phase {
+		case v1.PhaseRunning, v1.PhaseSucceeded, v1.PhaseFailed:
+		default:
+			waiting[j.Name] = true
+		}
+	}
 	pods, _ := r.pods.List(labels.Everything())
 	running := map[string]int{}
 	for _, p := range pods {
 		isRunning := p.Status.Phase == corev1.PodRunning
 		if isRunning {
 			s.CPURunningMilli += podCPUMilli(p)
+			if job, _, ok := v1.JobOf(p.Labels); ok && waiting[job] && p.DeletionTimestamp == nil {
+				s.CPUHeldWaitingMilli += podCPUMilli(p)
+			}
 		}
 		live := p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 		if live && !isRunning {
@@ -289,7 +305,6 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
 	}
 
-	jobs, _ := r.jobs.List(labels.Everything())
 	for _, j := range jobs {
 		v := JobView{
 			Name: j.Name, Phase: j.Status.Phase,

@@ -21,6 +21,10 @@ type Summary struct {
 	Window  time.Duration
 	// MeanUtilization and MeanIdeal average the samples in the window.
 	MeanUtilization, MeanIdeal float64
+	// MeanHeldWaiting averages the share of the allocatable CPU that the
+	// Running pods of jobs not Running hold, MostHeldWaiting its highest
+	// sample.
+	MeanHeldWaiting, MostHeldWaiting float64
 
 	// Jobs submitted; NeverRunning of them never reached phase Running.
 	Jobs, NeverRunning int
@@ -47,13 +51,18 @@ type Summary struct {
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
 	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings}
-	var util, ideal, trainers float64
+	var util, ideal, trainers, held float64
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
 			continue
 		}
 		s.Samples++
 		util += x.Utilization
+		if x.CPUAllocMilli > 0 {
+			h := float64(x.CPUHeldWaitingMilli) / float64(x.CPUAllocMilli)
+			held += h
+			s.MostHeldWaiting = max(s.MostHeldWaiting, h)
+		}
 		ideal += x.Ideal
 		trainers += float64(x.RunningTrainers)
 		s.WebMostPending = max(s.WebMostPending, x.WebPending)
@@ -61,6 +70,7 @@ func Summarize(r *Result) Summary {
 	if s.Samples > 0 {
 		n := float64(s.Samples)
 		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
+		s.MeanHeldWaiting = held / n
 	}
 	s.Window = r.End - r.WindowStart
 
@@ -157,6 +167,9 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("mean job pending time (submission → phase Running)", func(s Summary) string { return secs(s.MeanPending) }, orig.PendingOn, orig.PendingOff)
 		row("mean time to the first trainer Running", func(s Summary) string { return secs(s.MeanFirstTrainer) }, "—", "—")
 		row("jobs never Running", func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }, "0", orig.NeverRunningOff)
+		row("CPU held by waiting jobs (Running pods of jobs not Running), mean / max", func(s Summary) string {
+			return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting)
+		}, "—", "—")
 	case Shared:
 		row("web pod pending time p50 / p95 (max)", func(s Summary) string {
 			return fmt.Sprintf("%.1f s / %.1f s (%.1f s; %d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebMax.Seconds(), s.WebPods)
@@ -201,7 +214,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 
 	names := jobNames(r)
 	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
-		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending"}
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
@@ -213,7 +226,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
 			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
-			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods)}
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {
 			running[j.Name] = j.Running
@@ -321,6 +334,8 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 			WebRunning:      int(num("web_running")),
 			WebPending:      int(num("web_pending")),
 			PendingPods:     int(num("pods_pending")),
+
+			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
 		}
 		for name, i := range col {
 			if job, ok := strings.CutPrefix(name, "trainers_job"); ok && i < len(row) {

@@ -125,6 +125,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 
 	logPath := filepath.Join(opts.Dir, "edl.log")
 	args := EDLArgs(cp.Kubeconfig, size.Interval, opts.Variant.Mode)
+	if opts.Variant.NoGang {
+		args = append(args, "-gang_admission=false")
+	}
 	if opts.Variant.MaxLoadDesired > 0 {
 		args = append(args, "-max_load_desired", strconv.FormatFloat(opts.Variant.MaxLoadDesired, 'f', -1, 64))
 	}

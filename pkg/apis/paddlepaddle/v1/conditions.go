@@ -11,6 +11,11 @@ const (
 	ConditionComplete = "Complete"
 	// ConditionFailed is True once the job failed.
 	ConditionFailed = "Failed"
+	// ConditionQueued is True while the job waits for admission (its pods
+	// carry SchedulingGateAdmission), with its position and what it waits
+	// for in the message; False once admitted. A job without it was never
+	// queued: it was stored before gang admission, or with it turned off.
+	ConditionQueued = "Queued"
 	// ConditionChildrenAccepted is False while the API server refuses an
 	// object the job needs: the create or patch of one of its ReplicaSets or
 	// Services, or a pod one of its ReplicaSets creates (the ReplicaSet's
@@ -67,6 +72,15 @@ const (
 	ReasonTrainerFailed   = "TrainerFailed"
 	ReasonPserverFailed   = "PserverFailed"
 	ReasonTooManyRestarts = "TooManyRestarts"
+	// ReasonWaitingForAdmission: the job is queued (phase and condition
+	// Queued).
+	ReasonWaitingForAdmission = "WaitingForAdmission"
+	// ReasonAdmitted: the autoscaler admitted the job (condition Queued
+	// False).
+	ReasonAdmitted = "Admitted"
+	// ReasonAdmissionOff: the job was queued when gang admission was turned
+	// off; it was released without waiting (condition Queued False).
+	ReasonAdmissionOff = "AdmissionOff"
 	// ReasonChildRefused: the job is Pending because the API server refuses
 	// one of its objects or their pods; see ConditionChildrenAccepted.
 	ReasonChildRefused   = "ChildRefused"
@@ -96,6 +110,8 @@ const (
 	EventSucceeded = "Succeeded"
 	EventFailed    = "Failed"
 	EventBlocked   = "Blocked"
+	// EventAdmitted: the autoscaler admitted a queued job.
+	EventAdmitted = "Admitted"
 	// EventRefused names a refused object and the server's message, once per
 	// distinct refusal.
 	EventRefused = "Refused"

@@ -53,6 +53,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 		"Max=.spec.trainer.max-instance",
 		`Limited By=.status.conditions[?(@.type=="Scaling")].reason`,
 		"Age=.metadata.creationTimestamp",
+		`Queued=.status.conditions[?(@.type=="Queued")].message`,
 	}, columns)
 }
 

@@ -25,6 +25,11 @@ const (
 // on trainers; the pod informer's transform keeps it.
 const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
+// SchedulingGateAdmission is the scheduling gate a queued job's pods carry
+// (spec.schedulingGates): kube-scheduler leaves them alone until the
+// autoscaler admits the job and the controller removes it.
+const SchedulingGateAdmission = "paddlepaddle.org/admission"
+
 // naming is how the objects of one role are named and labelled. It is no
 // part of the API, so it has no OpenAPI definition.
 //

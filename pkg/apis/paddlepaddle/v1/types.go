@@ -21,6 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
 // +kubebuilder:printcolumn:name="Limited By",type=string,JSONPath=`.status.conditions[?(@.type=="Scaling")].reason`,priority=1,description="What limits the trainers after the autoscaler's last plan"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Queued",type=string,JSONPath=`.status.conditions[?(@.type=="Queued")].message`,priority=1,description="Position in the admission queue and what the job waits for"
 //
 // The job's name is in the names of the objects the controller derives from
 // it, so the API server's rules for those names are the job's (see
@@ -254,12 +255,16 @@ const (
 	PhaseSucceeded TrainingJobPhase = "Succeeded"
 	// PhaseFailed: the job cannot go on; reason and message say why.
 	PhaseFailed TrainingJobPhase = "Failed"
+	// PhaseQueued: the job's pods exist but carry the admission scheduling
+	// gate: the autoscaler admits the job once its whole minimum fits (the
+	// condition Queued says its position and what it waits for).
+	PhaseQueued TrainingJobPhase = "Queued"
 )
 
 // TrainingJobStatus is what the controller observed and decided.
 type TrainingJobStatus struct {
 	// Phase is a one-word summary of the job's state.
-	// +kubebuilder:validation:Enum=Pending;Creating;Running;Succeeded;Failed
+	// +kubebuilder:validation:Enum=Pending;Queued;Creating;Running;Succeeded;Failed
 	// +optional
 	Phase TrainingJobPhase `json:"phase,omitempty"`
 

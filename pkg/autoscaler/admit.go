@@ -1,0 +1,382 @@
+package autoscaler
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// QueuedJob is a TrainingJob that waits for admission: its pods exist but
+// carry the admission scheduling gate, so they hold no node. The caller
+// fills it from the job and its ReplicaSets' templates.
+type QueuedJob struct {
+	// Key is "namespace/name".
+	Key string
+	// Priority is the job's pod priority, resolved from its priorityClassName.
+	Priority int32
+	// Created is the job's creationTimestamp: of equal priorities, the
+	// oldest job is admitted first.
+	Created time.Time
+	// Pods are the job's minimum: its master, its pservers and min-instance
+	// trainers. The job is admitted only when all of them fit at once.
+	Pods []PodSet
+}
+
+// PodSet is Count pods of one role of a queued job, each requesting Request
+// (as admission will leave it) and restricted to Placement.
+type PodSet struct {
+	// Role names the pods in reasons: "master", "pserver" or "trainer".
+	Role      string
+	Count     int32
+	Request   Resources
+	Placement *cluster.Placement
+}
+
+// Admission is a queued job the plan admits: its whole minimum fits.
+type Admission struct {
+	Job string
+	// Reason says what the minimum needs and how it fits.
+	Reason string
+}
+
+// Waiting is a queued job the plan does not admit, with its place in the
+// queue (1-based, of Of queued jobs) and what it waits for.
+type Waiting struct {
+	Job          string
+	Position, Of int
+	Reason       string
+}
+
+// gangPod is one pod of a queued job's minimum as the planner places it.
+type gangPod struct {
+	role string
+	req  vec
+	elig *eligible
+}
+
+// admitFor notes, on a job that gave trainers for admissions, the queued
+// jobs they were given for (for the reason).
+type admitFor struct {
+	key      string
+	need     vec
+	priority int32
+}
+
+// admit admits queued jobs in order — the highest priority first, then the
+// oldest, then by key — each when its whole minimum fits at once on nodes
+// its pods may use: first in the room nobody holds or waits for (after
+// reserve and yieldToMinimum served what waits for a node, which comes
+// first), else by taking trainers above their minimum from running jobs of a
+// lower or its own priority, the minimum rule's way (makeRoom). A job that
+// does not fit takes nothing, not even what a part of it would fit in, and
+// waits; the jobs behind it may still be admitted in the room left (best
+// effort, not strict, FIFO). The room an admitted job takes is withheld
+// from growth.
+func (p *planner) admit(queue []QueuedJob) (admitted []Admission, waiting []Waiting) {
+	order := queueOrder(queue)
+	for _, i := range order {
+		q := &queue[i]
+		pods, need, what, ok := p.gangOf(q)
+		var reason string
+		if ok {
+			reason, ok = p.fitGang(q, pods, need, what)
+		} else {
+			reason = fmt.Sprintf("its minimum, %s, has a negative request", what)
+		}
+		if ok {
+			admitted = append(admitted, Admission{Job: q.Key, Reason: reason})
+			continue
+		}
+		waiting = append(waiting, Waiting{Job: q.Key, Reason: reason})
+	}
+	for k := range waiting {
+		waiting[k].Position, waiting[k].Of = k+1, len(waiting)
+		waiting[k].Reason = fmt.Sprintf("position %d of %d in the queue: %s", k+1, len(waiting), waiting[k].Reason)
+	}
+	return admitted, waiting
+}
+
+// reserveUnplaced keeps room for the pods of TrainingJobs that the
+// scheduler has not tried yet — most of all those of a job admitted by an
+// earlier plan, whose gates were just removed — where they fit, so that the
+// room is neither admitted to another job nor grown into before they are
+// placed. The gated pods of the jobs still queued hold nothing, and the
+// trainers of the planned jobs are accounted as the jobs' own.
+func (p *planner) reserveUnplaced(unplaced []cluster.PendingPod, queue []QueuedJob) {
+	if len(unplaced) == 0 {
+		return
+	}
+	queued := make(map[string]bool, len(queue))
+	for _, q := range queue {
+		queued[q.Key] = true
+	}
+	for i := range unplaced {
+		pod := &unplaced[i]
+		if queued[pod.Job] {
+			continue
+		}
+		if _, planned := p.byKey[pod.Job]; planned && pod.Trainer {
+			continue
+		}
+		req := vecOf(pod.Request)
+		if req.negative() {
+			continue
+		}
+		if n := p.fit.firstFit(req, p.classes.set(pod.Placement)); n >= 0 {
+			p.fit.take(n, req)
+			p.growLoad = p.growLoad.plus(req)
+		}
+	}
+}
+
+// queueOrder returns the indexes of the queued jobs in admission order,
+// without duplicate keys (a caller's mistake: the first in that order
+// counts).
+func queueOrder(queue []QueuedJob) []int {
+	order := make([]int, len(queue))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &queue[a], &queue[b]
+		return cmp.Or(cmp.Compare(y.Priority, x.Priority), x.Created.Compare(y.Created), strings.Compare(x.Key, y.Key))
+	})
+	seen := make(map[string]bool, len(order))
+	return slices.DeleteFunc(order, func(i int) bool {
+		dup := seen[queue[i].Key]
+		seen[queue[i].Key] = true
+		return dup
+	})
+}
+
+// gangOf lists the pods of a queued job's minimum, the largest first (first
+// fit decreasing packs best), with their total request and a description;
+// ok is false when a request is negative.
+func (p *planner) gangOf(q *QueuedJob) (pods []gangPod, need vec, what string, ok bool) {
+	var parts []string
+	ok = true
+	for _, s := range q.Pods {
+		if s.Count <= 0 {
+			continue
+		}
+		parts = append(parts, plural(int(s.Count), s.Role))
+		req := vecOf(s.Request)
+		if req.negative() {
+			ok = false
+		}
+		elig := p.classes.set(s.Placement)
+		for range s.Count {
+			pods = append(pods, gangPod{role: s.Role, req: req, elig: elig})
+			need = need.plus(req)
+		}
+	}
+	slices.SortStableFunc(pods, func(a, b gangPod) int {
+		switch {
+		case b.req.less(a.req):
+			return -1
+		case a.req.less(b.req):
+			return 1
+		}
+		return 0
+	})
+	what = "no pods"
+	if len(parts) > 0 {
+		what = strings.Join(parts, ", ")
+	}
+	return pods, need, what, ok
+}
+
+// fitGang places every pod of the gang or none, and explains the outcome.
+func (p *planner) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (string, bool) {
+	head := fmt.Sprintf("its minimum, %s, needs %s", what, need.resources())
+	miss, placed := p.placeGang(pods, nil, nil)
+	if miss < 0 {
+		p.growLoad = p.growLoad.plus(need)
+		return fmt.Sprintf("%s and fits on %s", head, plural(distinct(placed), "node")), true
+	}
+	p.unplace(pods, placed)
+	why := p.noRoom(pods[miss])
+	c := claim{priority: q.Priority, share: true, own: q.Key, admit: q.Key}
+	if !p.couldHold(pods[miss].req, pods[miss].elig) || !p.anyYieldable(c) {
+		return head + "; " + why, false
+	}
+	saved := p.save()
+	miss, placed = p.placeGang(pods, placed[:0], &c)
+	if miss < 0 {
+		p.growLoad = p.growLoad.plus(need)
+		gave := int64(0)
+		for k, j := range p.movable {
+			gave += j.shrunk - saved.jobs[k].shrunk
+		}
+		for k, j := range p.movable {
+			if j.shrunk > saved.jobs[k].shrunk {
+				j.admitted = append(j.admitted, admitFor{key: q.Key, need: need, priority: q.Priority})
+			}
+		}
+		return fmt.Sprintf("%s and fits on %s once %s above other jobs' minimums give way", head,
+			plural(distinct(placed), "node"), plural(int(gave), "trainer")), true
+	}
+	p.restore(saved)
+	why = p.noRoom(pods[miss])
+	return head + "; " + why + ", not even where trainers above other jobs' minimums could give way", false
+}
+
+// placeGang places the pods in order, each on the first node with room that
+// it may use or, with c, on a node makeRoom frees for it; it returns the
+// index of the first pod that found no room (-1 when all did) and the nodes
+// of those placed.
+func (p *planner) placeGang(pods []gangPod, placed []int, c *claim) (int, []int) {
+	for k := range pods {
+		g := &pods[k]
+		if n := p.fit.firstFit(g.req, g.elig); n >= 0 {
+			p.fit.take(n, g.req)
+			placed = append(placed, n)
+			continue
+		}
+		if c == nil {
+			return k, placed
+		}
+		c.elig = g.elig
+		n, ok := p.makeRoomAt(*c, g.req)
+		if !ok {
+			return k, placed
+		}
+		placed = append(placed, n)
+	}
+	return -1, placed
+}
+
+// unplace gives back the room placeGang took without evictions.
+func (p *planner) unplace(pods []gangPod, placed []int) {
+	for k, n := range placed {
+		p.fit.set(n, p.free[n].plus(pods[k].req))
+	}
+}
+
+// anyYieldable reports whether some job may give trainers to c.
+func (p *planner) anyYieldable(c claim) bool {
+	return slices.ContainsFunc(p.movable, func(j *jobState) bool { return p.yieldable(j, c) })
+}
+
+// noRoom explains why a pod of the gang found no room, in the state before
+// the gang took any: the most a node it may use has free in each resource,
+// and the free room of those nodes in all.
+func (p *planner) noRoom(g gangPod) string {
+	var most, all vec
+	found := false
+	visit := func(n int32) {
+		f := p.free[n].max0()
+		for r := range numRes {
+			most[r] = max(most[r], f[r])
+		}
+		all = all.plus(f)
+		found = true
+	}
+	if g.elig.perNode {
+		for _, n := range g.elig.nodes {
+			visit(n)
+		}
+	} else {
+		for _, id := range g.elig.classes {
+			for _, n := range p.classes.members[id] {
+				visit(n)
+			}
+		}
+	}
+	switch {
+	case !found:
+		return fmt.Sprintf("a %s may run on no node", g.role)
+	case !p.couldHold(g.req, g.elig):
+		return fmt.Sprintf("a %s (%s) is bigger than any node it may use", g.role, g.req.resources())
+	}
+	return fmt.Sprintf("the nodes a %s (%s) may use have at most %s free on one node, %s in all",
+		g.role, g.req.resources(), most.resources(), all.resources())
+}
+
+// max0 clamps negative amounts (a node overcommitted by pods bound before a
+// resize) to zero, for people.
+func (v vec) max0() vec { return vec{max(v[0], 0), max(v[1], 0), max(v[2], 0)} }
+
+func distinct(nodes []int) int {
+	s := slices.Clone(nodes)
+	slices.Sort(s)
+	return len(slices.Compact(s))
+}
+
+// saved is the planner's state before a trial admission that takes trainers,
+// so that a gang that does not fit whole takes nothing.
+type saved struct {
+	free, hold []vec
+	requested  vec
+	waiting    int
+	jobs       []jobSaved // per movable job
+}
+
+type jobSaved struct {
+	next                                       int
+	desired, shrunk, placed, unscheduledShrunk int64
+	nodes                                      int
+	yieldNodes, shareNodes, admitNodes         map[int32]bool
+}
+
+func (p *planner) save() *saved {
+	s := &saved{free: slices.Clone(p.free), hold: slices.Clone(p.hold), requested: p.requested,
+		waiting: len(p.waiting), jobs: make([]jobSaved, len(p.movable))}
+	for k, j := range p.movable {
+		s.jobs[k] = jobSaved{next: j.next, desired: j.desired, shrunk: j.shrunk, placed: j.placed,
+			unscheduledShrunk: j.unscheduledShrunk, nodes: len(j.nodes),
+			yieldNodes: maps.Clone(j.yieldNodes), shareNodes: maps.Clone(j.shareNodes), admitNodes: maps.Clone(j.admitNodes)}
+	}
+	return s
+}
+
+func (p *planner) restore(s *saved) {
+	for n := range p.free {
+		if p.free[n] != s.free[n] {
+			p.fit.set(n, s.free[n])
+		}
+	}
+	copy(p.hold, s.hold)
+	p.requested = s.requested
+	p.waiting = p.waiting[:s.waiting]
+	for k, j := range p.movable {
+		js := &s.jobs[k]
+		j.next, j.desired, j.shrunk, j.placed, j.unscheduledShrunk = js.next, js.desired, js.shrunk, js.placed, js.unscheduledShrunk
+		j.nodes = j.nodes[:js.nodes]
+		j.yieldNodes, j.shareNodes, j.admitNodes = js.yieldNodes, js.shareNodes, js.admitNodes
+	}
+}
+
+// admitCause is the cause of j's scale-down for admissions: priority when
+// it made room for a job of a higher priority, minimum when only for jobs of
+// its own.
+func (j *jobState) admitCause() Cause {
+	for _, a := range j.admitted {
+		if a.priority > j.priority {
+			return CausePriority
+		}
+	}
+	return CauseMinimum
+}
+
+// admitReason describes the queued jobs j gave trainers above its minimum
+// for.
+func (p *planner) admitReason(j *jobState) string {
+	var need vec
+	keys := make([]string, 0, len(j.admitted))
+	for _, a := range j.admitted {
+		need = need.plus(a.need)
+		keys = append(keys, a.key)
+	}
+	verb := "needs"
+	if len(keys) > 1 {
+		verb = "need"
+	}
+	return fmt.Sprintf("the minimum of queued %s (%s) %s %s; trainers above this job's minimum make room for it on %s",
+		plural(len(keys), "job"), strings.Join(keys, ", "), verb, need.resources(), plural(len(j.admitNodes), "node"))
+}

@@ -1,0 +1,131 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/controller"
+)
+
+// queuedJob returns a queued job (condition Queued True, phase Queued) with
+// its gated pserver and trainer ReplicaSets: one pserver and min trainers,
+// each of 1 CPU and 1 GiB.
+func queuedJob(name string, minInstance int32, created time.Time) []runtime.Object {
+	req := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	job := &v1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(created)},
+		Spec: v1.TrainingJobSpec{
+			Image:   "paddle",
+			Trainer: v1.TrainerSpec{MinInstance: minInstance, MaxInstance: minInstance + 2, Resources: req},
+			Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: req},
+		},
+		Status: v1.TrainingJobStatus{Phase: v1.PhaseQueued, Reason: v1.ReasonWaitingForAdmission, Message: "waiting",
+			Conditions: []metav1.Condition{{Type: v1.ConditionQueued, Status: metav1.ConditionTrue,
+				Reason: v1.ReasonWaitingForAdmission, Message: "waiting", LastTransitionTime: metav1.NewTime(created)}}},
+	}
+	out := []runtime.Object{job}
+	for _, role := range []v1.Role{v1.RolePserver, v1.RoleTrainer} {
+		replicas := job.Spec.Pserver.MinInstance
+		if role == v1.RoleTrainer {
+			replicas = minInstance
+		}
+		rs := controller.ReplicaSet(job, role, replicas, nil)
+		rs.UID = types.UID(rs.Name + "-uid")
+		rs.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
+		out = append(out, rs)
+		for i := range replicas {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", rs.Name, i), Namespace: "ns",
+					Labels: rs.Spec.Template.Labels, CreationTimestamp: metav1.NewTime(created)},
+				Spec: *rs.Spec.Template.Spec.DeepCopy(),
+				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+					Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}},
+			}
+			pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func statusUpdates(f *actuatorFixture) []*v1.TrainingJob {
+	var out []*v1.TrainingJob
+	for _, a := range f.writes() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			out = append(out, u.GetObject().(*v1.TrainingJob))
+		}
+	}
+	return out
+}
+
+func TestRunOnceAdmitsTheFirstQueuedJobThatFits(t *testing.T) {
+	// 4 CPU: room for one of the two 3-CPU minimums. The older is admitted.
+	created := time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)
+	objs := objects(queuedJob("young", 2, created.Add(time.Minute)), queuedJob("old", 2, created),
+		[]runtime.Object{node("n1", "4", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true}, objs...)
+	f.scaler.RunOnce(context.Background())
+
+	updates := statusUpdates(f)
+	require.Len(t, updates, 2)
+	byName := map[string]*v1.TrainingJob{}
+	for _, u := range updates {
+		byName[u.Name] = u
+	}
+	admitted := meta.FindStatusCondition(byName["old"].Status.Conditions, v1.ConditionQueued)
+	require.NotNil(t, admitted)
+	assert.Equal(t, metav1.ConditionFalse, admitted.Status)
+	assert.Equal(t, v1.ReasonAdmitted, admitted.Reason)
+	assert.Equal(t, "admitted: its minimum, 1 pserver, 2 trainers, needs 3 CPU, 3072 MiB memory, 0 GPU and fits on 1 node", admitted.Message)
+	assert.Equal(t, []string{"Normal Admitted Admitted: its minimum, 1 pserver, 2 trainers, needs 3 CPU, 3072 MiB memory, 0 GPU and fits on 1 node"},
+		drain(f.recorder))
+
+	waiting := meta.FindStatusCondition(byName["young"].Status.Conditions, v1.ConditionQueued)
+	require.NotNil(t, waiting)
+	assert.Equal(t, metav1.ConditionTrue, waiting.Status)
+	assert.Contains(t, waiting.Message, "position 1 of 1 in the queue: its minimum, 1 pserver, 2 trainers, needs 3 CPU")
+	assert.Equal(t, waiting.Message, byName["young"].Status.Message, "the Queued phase says the same")
+
+	// The next plan, once the informer saw the writes, writes nothing new
+	// for the waiting job: the admitted job's pods, still gated until the
+	// controller removes the gates, keep their room.
+	require.Eventually(t, func() bool {
+		j, err := f.scaler.jobs.TrainingJobs("ns").Get("young")
+		return err == nil && j.Status.Message == waiting.Message
+	}, 5*time.Second, time.Millisecond)
+	f.kube.ClearActions()
+	f.tj.ClearActions()
+	f.scaler.RunOnce(context.Background())
+	for _, u := range statusUpdates(f) {
+		assert.NotEqual(t, "young", u.Name, "an unchanged place in the queue is not written again")
+	}
+}
+
+func TestRunOnceWithGangAdmissionOffAdmitsNothing(t *testing.T) {
+	objs := objects(queuedJob("a", 2, time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)), []runtime.Object{node("n1", "4", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	f.scaler.RunOnce(context.Background())
+	assert.Empty(t, f.writes())
+}
+
+func TestRunOnceDryRunAdmitsNothing(t *testing.T) {
+	objs := objects(queuedJob("a", 2, time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)), []runtime.Object{node("n1", "4", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, DryRun: true}, objs...)
+	f.scaler.RunOnce(context.Background())
+	assert.Empty(t, f.writes())
+}

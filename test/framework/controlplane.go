@@ -61,6 +61,12 @@ type Options struct {
 	// APIServerFlags are added to kube-apiserver's command line, after and
 	// so overriding the defaults.
 	APIServerFlags []string
+	// ControllerManagerFlags and SchedulerFlags are added to
+	// kube-controller-manager's and kube-scheduler's command lines, after
+	// and so overriding the defaults: a scale run raises their API rate
+	// limits (--kube-api-qps, --kube-api-burst) with them. The scheduler
+	// ignores its rate flags when SchedulerScoring gives it a --config.
+	ControllerManagerFlags, SchedulerFlags []string
 	// Log, if set, receives every process's output line by line, prefixed
 	// with the component's name. It is written to Dir/logs/<name>.log in any case.
 	Log io.Writer
@@ -230,8 +236,8 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	}
 	etcd := newProcess(Etcd, l.etcdArgs())
 	cp.apiServer = newProcess(APIServer, l.apiServerArgs(opts.APIServerFlags))
-	kcm := newProcess(ControllerManager, l.controllerManagerArgs())
-	scheduler := newProcess(Scheduler, l.schedulerArgs())
+	kcm := newProcess(ControllerManager, l.controllerManagerArgs(opts.ControllerManagerFlags))
+	scheduler := newProcess(Scheduler, l.schedulerArgs(opts.SchedulerFlags))
 	kw := newProcess(Kwok, l.kwokArgs())
 	// kwok also reads ~/.kwok/kwok.yaml; a HOME of its own keeps a
 	// developer's kwok settings out of the tests.

@@ -85,9 +85,9 @@ func (l layout) apiServerArgs(extra []string) []string {
 	}, extra...)
 }
 
-func (l layout) controllerManagerArgs() []string {
+func (l layout) controllerManagerArgs(extra []string) []string {
 	p := l.pki
-	return []string{
+	return append([]string{
 		"--kubeconfig=" + l.kcmKubeconfig,
 		"--authentication-kubeconfig=" + l.kcmKubeconfig,
 		"--authorization-kubeconfig=" + l.kcmKubeconfig,
@@ -112,16 +112,16 @@ func (l layout) controllerManagerArgs() []string {
 		"--cluster-signing-cert-file=" + p.caCert,
 		"--cluster-signing-key-file=" + p.caKey,
 		"--profiling=false",
-	}
+	}, extra...)
 }
 
-func (l layout) schedulerArgs() []string {
+func (l layout) schedulerArgs(extra []string) []string {
 	var args []string
 	if l.schedConfig != "" {
 		// With --config, kube-scheduler ignores --kubeconfig: the file names it.
 		args = append(args, "--config="+l.schedConfig)
 	}
-	return append(args,
+	return append(append(args,
 		"--kubeconfig="+l.schedKubeconfig,
 		"--authentication-kubeconfig="+l.schedKubeconfig,
 		"--authorization-kubeconfig="+l.schedKubeconfig,
@@ -131,7 +131,7 @@ func (l layout) schedulerArgs() []string {
 		"--tls-private-key-file="+l.pki.servingKey,
 		"--leader-elect=false",
 		"--profiling=false",
-	)
+	), extra...)
 }
 
 func (l layout) kwokArgs() []string {

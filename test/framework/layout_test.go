@@ -89,15 +89,17 @@ func TestLayoutArgs(t *testing.T) {
 	assert.Contains(t, api, "--etcd-servers=http://127.0.0.1:2001")
 	assert.Equal(t, "--profiling=true", api[len(api)-1], "the caller's flags come last, so that they win")
 
-	kcm := l.controllerManagerArgs()
+	kcm := l.controllerManagerArgs([]string{"--kube-api-qps=200"})
 	assert.Contains(t, kcm, "--kubeconfig=/cp/kcm.kubeconfig")
 	assert.Contains(t, kcm, "--secure-port=2004")
+	assert.Equal(t, "--kube-api-qps=200", kcm[len(kcm)-1], "the caller's flags come last, so that they win")
 
-	sched := l.schedulerArgs()
+	sched := l.schedulerArgs([]string{"--kube-api-qps=300"})
 	assert.Contains(t, sched, "--secure-port=2005")
+	assert.Equal(t, "--kube-api-qps=300", sched[len(sched)-1], "the caller's flags come last, so that they win")
 	assert.NotContains(t, strings.Join(sched, " "), "--config=", "the defaults need no configuration file")
 	l.schedConfig = "/cp/scheduler-config.yaml"
-	assert.Equal(t, "--config=/cp/scheduler-config.yaml", l.schedulerArgs()[0])
+	assert.Equal(t, "--config=/cp/scheduler-config.yaml", l.schedulerArgs(nil)[0])
 
 	kw := l.kwokArgs()
 	assert.Contains(t, kw, "--kubeconfig=/cp/kubeconfig")

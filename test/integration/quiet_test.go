@@ -1,14 +1,11 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,15 +18,6 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/framework"
 )
-
-// auditPolicy logs every request's metadata — verb, resource, user agent,
-// time — once its response is complete (for a watch: once it started).
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-`
 
 // quietWindow is how long the steady state is watched.
 const quietWindow = 35 * time.Second
@@ -46,7 +34,7 @@ const quietWindow = 35 * time.Second
 func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	dir := t.TempDir()
 	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
-	require.NoError(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
+	require.NoError(t, os.WriteFile(policy, []byte(framework.AuditPolicy), 0o600))
 	ctx, plane, tj := startFleetPlaneWith(t, framework.Options{
 		Nodes:          []framework.NodeSpec{{Name: "node", CPU: "4", Memory: "16Gi", Count: 2}},
 		APIServerFlags: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog},
@@ -87,14 +75,14 @@ func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 
 	// Quiet: no write by edl's client for 10 s.
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
-		requests, err := edlRequests(auditLog, time.Time{}, time.Now())
+		requests, err := framework.EDLRequests(auditLog, time.Time{}, time.Now())
 		if err != nil {
 			return false, err
 		}
 		var lastWrite time.Time
 		for _, r := range requests {
-			if r.write() && !r.leaderElection() && r.Received.After(lastWrite) {
-				lastWrite, last = r.Received, r.Verb+" "+r.resource()
+			if r.Write() && !r.LeaderElection() && r.Received.After(lastWrite) {
+				lastWrite, last = r.Received, r.Verb+" "+r.Resource()
 			}
 		}
 		return time.Since(lastWrite) > 10*time.Second, nil
@@ -104,15 +92,15 @@ func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	start := time.Now()
 	time.Sleep(quietWindow)
 	end := time.Now()
-	requests, err := edlRequests(auditLog, start, end)
+	requests, err := framework.EDLRequests(auditLog, start, end)
 	require.NoError(t, err)
 	counts := map[string]int{}
 	var offending []string
 	for _, r := range requests {
-		key := r.Verb + " " + r.resource()
-		if r.leaderElection() {
+		key := r.Verb + " " + r.Resource()
+		if r.LeaderElection() {
 			key += " (leader election)"
-		} else if r.Verb == "list" || r.write() {
+		} else if r.Verb == "list" || r.Write() {
 			offending = append(offending, key)
 		}
 		counts[key]++
@@ -128,63 +116,4 @@ func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	assert.Empty(t, offending, "edl sent a LIST or a write while nothing changed")
 	assert.Positive(t, counts["update leases (leader election)"]+counts["get leases (leader election)"],
 		"the audit log holds edl's requests (its lease renewals at least)")
-}
-
-// auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
-type auditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-}
-
-func (e auditEvent) resource() string {
-	if e.ObjectRef == nil {
-		return "-"
-	}
-	if e.ObjectRef.Subresource != "" {
-		return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
-	}
-	return e.ObjectRef.Resource
-}
-
-func (e auditEvent) write() bool {
-	switch e.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
-
-func (e auditEvent) leaderElection() bool { return strings.Contains(e.UserAgent, "(leader-election)") }
-
-// edlRequests reads the requests that edl (user agent edl/<version>) sent
-// between from and to, one per request: a watch's first stage, every other
-// request's last.
-func edlRequests(path string, from, to time.Time) ([]auditEvent, error) {
-	f, err := os.Open(path) // #nosec G304 -- the test's own audit log
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []auditEvent
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
-	for scanner.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit log line %q: %w", scanner.Text(), err)
-		}
-		if !strings.HasPrefix(e.UserAgent, "edl/") || e.Received.Before(from) || e.Received.After(to) {
-			continue
-		}
-		if (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete") {
-			out = append(out, e)
-		}
-	}
-	return out, scanner.Err()
 }

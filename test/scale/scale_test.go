@@ -1,0 +1,160 @@
+package scale
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+func TestParseVmRSS(t *testing.T) {
+	status := "Name:\tedl\nVmPeak:\t  900000 kB\nVmRSS:\t   51234 kB\nRssAnon:\t 40000 kB\n"
+	got, err := ParseVmRSS(status)
+	require.NoError(t, err)
+	assert.Equal(t, int64(51234*1024), got)
+
+	for name, bad := range map[string]string{
+		"no line":  "Name:\tedl\n",
+		"no unit":  "VmRSS:\t51234\n",
+		"not a nr": "VmRSS:\tlots kB\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseVmRSS(bad)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "VmRSS")
+		})
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// Fields 14 and 15 (utime 250, stime 130 ticks) after a command name
+	// that holds a space and a parenthesis.
+	stat := "4242 (edl (x) y) S 1 4242 4242 0 -1 4194560 5000 0 0 0 250 130 0 0 20 0 12 0 100 900000000 12500 18446744073709551615\n"
+	got, err := ParseStatCPU(stat)
+	require.NoError(t, err)
+	assert.InDelta(t, 3.8, got, 1e-9)
+
+	_, err = ParseStatCPU("4242 edl S 1")
+	require.ErrorContains(t, err, "no command name")
+	_, err = ParseStatCPU("4242 (edl) S 1 2 3")
+	require.ErrorContains(t, err, "fields after the command name")
+	_, err = ParseStatCPU("4242 (edl) S 1 4242 4242 0 -1 4194560 5000 0 0 0 x 130 0")
+	require.ErrorContains(t, err, `CPU time "x"`)
+}
+
+func TestReadProcOfThisProcess(t *testing.T) {
+	s, err := ReadProc(os.Getpid())
+	require.NoError(t, err)
+	assert.Positive(t, s.RSS)
+	assert.GreaterOrEqual(t, s.CPU, 0.0)
+}
+
+// auditLog is five lines of a kube-apiserver audit log: edl's watch (its
+// first stage counted), edl's patch (its last), a list by another client,
+// edl's lease renewal, and a patch's first stage that is not counted.
+const auditLog = `{"kind":"Event","stage":"ResponseStarted","verb":"watch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T10:00:01.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"replicasets","namespace":"a"},"requestReceivedTimestamp":"2026-01-01T10:00:05.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"list","userAgent":"kube-controller-manager/v1.36.3","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T10:00:06.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"update","userAgent":"edl/v1.2 (linux/amd64) (leader-election)","objectRef":{"resource":"leases"},"requestReceivedTimestamp":"2026-01-01T10:00:12.000000Z"}
+{"kind":"Event","stage":"ResponseStarted","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"trainingjobs","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T10:00:13.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"trainingjobs","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T10:00:13.000000Z"}
+`
+
+func at(sec int) time.Time { return time.Date(2026, 1, 1, 10, 0, sec, 0, time.UTC) }
+
+func TestCountAndBucketRequests(t *testing.T) {
+	events, err := framework.ReadEDLRequests(strings.NewReader(auditLog), time.Time{}, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, events, 4, "edl's requests, one event each")
+
+	assert.Equal(t, []RequestCount{
+		{Verb: "patch", Resource: "replicasets", N: 1},
+		{Verb: "patch", Resource: "trainingjobs/status", N: 1},
+		{Verb: "watch", Resource: "pods", N: 1},
+		{Verb: "update", Resource: "leases", LeaderElection: true, N: 1},
+	}, CountRequests(events))
+
+	buckets := BucketRequests(events, at(0), at(20), 10*time.Second)
+	require.Len(t, buckets, 2)
+	assert.Equal(t, map[string]int{KindWatch: 1, KindWrite: 1}, buckets[0].ByKind)
+	assert.Equal(t, map[string]int{KindWrite: 1}, buckets[1].ByKind, "the lease renewal is left out")
+	assert.Nil(t, BucketRequests(events, at(20), at(0), time.Second), "an empty span has no buckets")
+
+	windowed, err := framework.ReadEDLRequests(strings.NewReader(auditLog), at(2), at(12))
+	require.NoError(t, err)
+	assert.Len(t, windowed, 2, "the patch at 5 s and the renewal at 12 s")
+
+	_, err = framework.ReadEDLRequests(strings.NewReader(`{"userAgent":"edl/x", broken`+"\n"), time.Time{}, time.Time{})
+	require.ErrorContains(t, err, "audit log line")
+}
+
+const metricsPage = `# HELP edl_autoscaler_plan_duration_seconds Time one autoscaling cycle takes.
+# TYPE edl_autoscaler_plan_duration_seconds histogram
+edl_autoscaler_plan_duration_seconds_bucket{le="0.001"} 0
+edl_autoscaler_plan_duration_seconds_bucket{le="0.002"} 50
+edl_autoscaler_plan_duration_seconds_bucket{le="0.004"} 90
+edl_autoscaler_plan_duration_seconds_bucket{le="0.008"} 100
+edl_autoscaler_plan_duration_seconds_bucket{le="+Inf"} 100
+edl_autoscaler_plan_duration_seconds_sum 0.25
+edl_autoscaler_plan_duration_seconds_count 100
+# TYPE edl_leader gauge
+edl_leader 1
+`
+
+func TestParseHistogramAndQuantiles(t *testing.T) {
+	h, err := ParseHistogram(strings.NewReader(metricsPage), CycleMetric)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(100), h.Count)
+	assert.InDelta(t, 0.0025, h.Mean(), 1e-12)
+	// The 50th observation is the top of the (1 ms, 2 ms] bucket; the 99th
+	// is 9/10 into (4 ms, 8 ms].
+	assert.InDelta(t, 0.002, h.Quantile(0.5), 1e-12)
+	assert.InDelta(t, 0.0076, h.Quantile(0.99), 1e-12)
+	assert.InDelta(t, 0.0015, h.Quantile(0.25), 1e-12)
+	assert.True(t, math.IsNaN(Histogram{}.Quantile(0.5)))
+
+	_, err = ParseHistogram(strings.NewReader(metricsPage), "edl_leader")
+	require.ErrorContains(t, err, "want a histogram")
+	_, err = ParseHistogram(strings.NewReader(metricsPage), "edl_missing")
+	require.ErrorContains(t, err, "no edl_missing")
+}
+
+func TestCosts(t *testing.T) {
+	samples := []Sample{
+		{At: 0, RSS: 10 << 20, CPU: 1},
+		{At: 30 * time.Second, RSS: 20 << 20, CPU: 1.5},
+		{At: 60 * time.Second, RSS: 30 << 20, CPU: 2},
+		{At: 120 * time.Second, RSS: 40 << 20, CPU: 8},
+	}
+	costs := Costs(samples, []Phase{{Name: "idle", Start: 0, End: time.Minute}, {Name: "busy", Start: time.Minute, End: 2 * time.Minute}, {Name: "none", Start: time.Hour, End: 2 * time.Hour}})
+	require.Len(t, costs, 3)
+	assert.InDelta(t, 1.0, costs[0].CPUPerMinute, 1e-9)
+	assert.Equal(t, int64(20<<20), costs[0].MeanRSS)
+	assert.Equal(t, int64(30<<20), costs[0].PeakRSS)
+	assert.InDelta(t, 6.0, costs[1].CPUPerMinute, 1e-9)
+	assert.True(t, math.IsNaN(costs[2].CPUPerMinute), "no samples, no figure")
+	assert.Equal(t, int64(40<<20), PeakRSS(samples))
+}
+
+func TestConfig(t *testing.T) {
+	c := DefaultConfig
+	require.NoError(t, c.Validate())
+	assert.Equal(t, int32(400), c.WebReplicas(), "a third of 300 × 8 CPUs in pods of 2")
+	assert.Equal(t, int32(267), c.WebShrunk())
+	// 0.97 × 2,400 − 800 − 25 = 1,503 CPUs: 3,006 trainers, a quarter more
+	// over 50 jobs.
+	assert.Equal(t, int32(76), c.TrainerMax())
+
+	bad := c
+	bad.Namespaces = 0
+	require.ErrorContains(t, bad.Validate(), "namespaces")
+	bad = c
+	bad.Jobs = 10000
+	require.ErrorContains(t, bad.Validate(), "do not fit")
+}

@@ -311,8 +311,8 @@ func TestSummarizePools(t *testing.T) {
 		Samples: []Sample{sample(0, 0, 0, 0, 0), sample(10*s, 18000, 4, 0.9, 1), sample(20*s, 36000, 8, 1, 1)},
 		Growth: []TrainerWait{
 			{Pod: "t1", Pool: CPUPool, Created: 1 * s, Bound: 2 * s, Deleted: -1},
-			{Pod: "t2", Pool: CPUPool, Created: 1 * s, Bound: 6 * s, Deleted: -1},  // late
-			{Pod: "t3", Pool: GPUPool, Created: 25 * s, Bound: -1, Deleted: -1}, // waits until the end: 5 s, late
+			{Pod: "t2", Pool: CPUPool, Created: 1 * s, Bound: 6 * s, Deleted: -1}, // late
+			{Pod: "t3", Pool: GPUPool, Created: 25 * s, Bound: -1, Deleted: -1},   // waits until the end: 5 s, late
 		},
 	}
 	got := Summarize(r)

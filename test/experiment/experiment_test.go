@@ -114,9 +114,10 @@ func TestSummarize(t *testing.T) {
 	assert.Contains(t, table, "4.0 s / 9.0 s (9.0 s; 3 pods)")
 }
 
-// TestSmoke runs both experiments at the smoke size with EDL on, against the
-// built edl binary, and checks what make experiment writes: samples, CSVs
-// and a PNG; and that EDL started every job and grew them.
+// TestSmoke runs the three experiments at the smoke size with EDL on,
+// against the built edl binary, and checks what make experiment writes:
+// samples, CSVs and a PNG; that EDL started every job and grew them; and in
+// Pools that the GPU jobs ran on the GPU pool and EDL's growth was timed.
 func TestSmoke(t *testing.T) {
 	bin, err := framework.BuildEDL()
 	require.NoError(t, err)
@@ -127,7 +128,8 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	results := map[Scenario]*Result{}
-	for _, scenario := range []Scenario{Training, Shared} {
+	scenarios := []Scenario{Training, Shared, Pools}
+	for _, scenario := range scenarios {
 		var progress bytes.Buffer
 		res, err := Run(ctx, Options{Size: size, Scenario: scenario, Variant: Variant{Mode: On}, EDL: bin,
 			Dir: filepath.Join(dir, string(scenario)), Progress: &progress})
@@ -137,7 +139,7 @@ func TestSmoke(t *testing.T) {
 
 		require.NotEmpty(t, res.Samples)
 		assert.Greater(t, res.Samples[len(res.Samples)-1].CPUAllocMilli, int64(0), "the samples see the nodes")
-		wantJobs := map[Scenario]int{Training: size.Jobs, Shared: size.SharedJobs}[scenario]
+		wantJobs := map[Scenario]int{Training: size.Jobs, Shared: size.SharedJobs, Pools: size.Pools.CPUJobs + size.Pools.GPUJobs}[scenario]
 		require.Len(t, res.Jobs, wantJobs)
 		for _, j := range res.Jobs {
 			assert.GreaterOrEqual(t, j.Running, j.Submitted, "with EDL job %s reached phase Running", j.Name)
@@ -160,7 +162,28 @@ func TestSmoke(t *testing.T) {
 	}
 	assert.Positive(t, Summarize(results[Shared]).WebPods, "web pods were created during the wave and timed")
 
-	for _, scenario := range []Scenario{Training, Shared} {
+	pools := results[Pools]
+	assert.Positive(t, Summarize(pools).WebPods, "web pods were created during the wave and timed")
+	gpuRan := false
+	for _, s := range pools.Samples {
+		require.Len(t, s.Pools, 2, "the samples see both pools")
+		assert.Equal(t, CPUPool, s.Pools[0].Name)
+		assert.Zero(t, s.Pools[0].GPUAlloc)
+		assert.Equal(t, int64(size.Pools.GPUNodes)*size.Pools.GPUsPerNode, s.Pools[1].GPUAlloc)
+		gpuRan = gpuRan || s.Pools[1].GPURunning > int64(size.Pools.GPUTrainerMin)
+	}
+	assert.True(t, gpuRan, "the GPU job grew on the GPU pool")
+	require.NotEmpty(t, pools.Growth, "the trainers EDL's growth added were timed")
+	for _, w := range pools.Growth {
+		want := CPUPool
+		if strings.HasPrefix(w.Job, "gpu-") {
+			want = GPUPool
+		}
+		assert.Equal(t, want, w.Pool, "trainer %s", w.Pod)
+	}
+	assert.Positive(t, Summarize(pools).Pools[1].MeanIdeal, "the GPU pool has a bound")
+
+	for _, scenario := range scenarios {
 		path, err := PlotScenario(filepath.Join(dir, "out"), scenario, []*Result{results[scenario]})
 		require.NoError(t, err)
 		f, err := os.Open(path)

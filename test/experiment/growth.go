@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -93,15 +91,5 @@ func (g *growth) pod(uid types.UID, name, job, pool string, bound, gone bool, at
 
 // list returns the growth pods seen, in creation order.
 func (g *growth) list() []TrainerWait {
-	out := make([]TrainerWait, 0, len(g.waits))
-	for _, w := range g.waits {
-		out = append(out, *w)
-	}
-	slices.SortFunc(out, func(a, b TrainerWait) int {
-		if a.Created != b.Created {
-			return int(a.Created - b.Created)
-		}
-		return strings.Compare(a.Pod, b.Pod)
-	})
-	return out
+	return inCreationOrder(g.waits, func(w TrainerWait) (time.Duration, string) { return w.Created, w.Pod })
 }

@@ -488,18 +488,23 @@ func (r *Recorder) GrowthWaits() []TrainerWait {
 func (r *Recorder) WebWaits() []PodWait {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]PodWait, 0, len(r.web))
-	for _, w := range r.web {
-		out = append(out, *w)
+	return inCreationOrder(r.web, func(w PodWait) (time.Duration, string) { return w.Created, w.Name })
+}
+
+// inCreationOrder copies the values of m sorted by their creation time,
+// then name, as key returns them.
+func inCreationOrder[K comparable, T any](m map[K]*T, key func(T) (time.Duration, string)) []T {
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		out = append(out, *v)
 	}
-	slices.SortFunc(out, func(a, b PodWait) int {
-		if a.Created != b.Created {
-			return int(a.Created - b.Created)
+	slices.SortFunc(out, func(a, b T) int {
+		ca, na := key(a)
+		cb, nb := key(b)
+		if ca != cb {
+			return int(ca - cb)
 		}
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
+		return strings.Compare(na, nb)
 	})
 	return out
 }

@@ -43,7 +43,7 @@ type Options struct {
 
 // Result is what one run recorded. Times are relative to the start of the
 // scenario (the first submission in Training, the web Deployment's creation
-// in Shared).
+// in Shared and Pools).
 type Result struct {
 	Scenario Scenario
 	Variant  Variant
@@ -55,7 +55,7 @@ type Result struct {
 	Growth []TrainerWait
 	// WindowStart is where the means start: the first submission in
 	// Training, the moment every job ran beside the full web service in
-	// Shared. End is the last sample's time.
+	// Shared and Pools. End is the last sample's time.
 	WindowStart, End time.Duration
 	// Steps are the times of the scenario's steps (submissions, web levels).
 	Steps []time.Duration

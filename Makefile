@@ -93,14 +93,17 @@ cluster-down: ## stop the standing local cluster
 	hack/cluster.sh down
 
 # make experiment: SIZE=quick (27 nodes, ~15 min) or full (the original's
-# 133 nodes); EXPERIMENT_FLAGS go to test/cmd/experiment (-scenarios, -modes,
-# -out). Results go to docs/experiments/$(SIZE). See docs/experiments.md.
+# 133 nodes); SCENARIO=pools runs the pools experiment (a CPU pool and a
+# tainted GPU pool) instead of the original's two (training,shared);
+# EXPERIMENT_FLAGS go to test/cmd/experiment (-<scenario>_variants, -out).
+# Results go to docs/experiments/$(SIZE). See docs/experiments.md.
 SIZE ?= quick
+SCENARIO ?= training,shared
 EXPERIMENT_FLAGS ?=
 
 .PHONY: experiment
-experiment: build controlplane ## reproduce the original's two experiments, EDL on vs off (SIZE=quick|full)
-	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/experiment -size $(SIZE) -edl bin/edl $(EXPERIMENT_FLAGS)
+experiment: build controlplane ## reproduce the original's two experiments, EDL on vs off (SIZE=quick|full; SCENARIO=pools for the pools experiment)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/experiment -size $(SIZE) -scenarios $(SCENARIO) -edl bin/edl $(EXPERIMENT_FLAGS)
 
 # make scale: NODES kwok nodes (300 unless NODES is given on the command
 # line: the 4 above are the standing cluster's), JOBS TrainingJobs in

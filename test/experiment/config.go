@@ -14,17 +14,22 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // Scenario names an experiment.
 type Scenario string
 
-// The two experiments of the original report.
+// The two experiments of the original report, and one of pools.
 const (
 	// Training: jobs only, submitted one by one.
 	Training Scenario = "training"
 	// Shared: jobs beside a higher-priority web service that shrinks and grows.
 	Shared Scenario = "shared"
+	// Pools: Shared on a cluster of two pools, CPU nodes and tainted GPU
+	// nodes; CPU jobs and the web service (pinned to the CPU pool) share the
+	// CPU pool, GPU jobs select and tolerate the GPU pool.
+	Pools Scenario = "pools"
 )
 
 // Mode says whether EDL scales the jobs.
@@ -104,7 +109,16 @@ const (
 	WebName          = "nginx"
 	// WebLabel is the label key (value WebName) of the web pods.
 	WebLabel = "app"
+	// PoolLabel is the node label that names a node's pool in Pools
+	// (values CPUPool and GPUPool).
+	PoolLabel = "pool"
+	CPUPool   = "cpu"
+	GPUPool   = "gpu"
 )
+
+// GPUTaint is the taint of the GPU pool's nodes, as NVIDIA's GPU operator
+// sets it.
+var GPUTaint = corev1.Taint{Key: string(framework.GPUResource), Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
 // Priorities of the two PriorityClasses.
 const (
@@ -116,10 +130,17 @@ const (
 type PodSize struct {
 	CPU    string
 	Memory string
+	// GPU is the number of nvidia.com/gpu; 0 asks for none.
+	GPU int64
 }
 
 func (s PodSize) cpuMilli() int64 { return milli(s.CPU) }
 func (s PodSize) memMiB() int64   { return mebi(s.Memory) }
+
+// demand is up to max pods of this size (at least lo).
+func (s PodSize) demand(name string, lo, hi int) PodDemand {
+	return PodDemand{Name: name, CPUMilli: s.cpuMilli(), MemMiB: s.memMiB(), GPU: s.GPU, Min: lo, Max: hi}
+}
 
 func milli(q string) int64 {
 	v := resource.MustParse(q)
@@ -131,11 +152,19 @@ func mebi(q string) int64 {
 	return v.Value() >> 20
 }
 
-func (s PodSize) requests() corev1.ResourceList {
-	return corev1.ResourceList{
+// resources are the pod's requests; a GPU, an extended resource, is also
+// its limit, as Kubernetes requires.
+func (s PodSize) resources() corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(s.CPU),
 		corev1.ResourceMemory: resource.MustParse(s.Memory),
+	}}
+	if s.GPU > 0 {
+		gpu := *resource.NewQuantity(s.GPU, resource.DecimalSI)
+		r.Requests[framework.GPUResource] = gpu
+		r.Limits = corev1.ResourceList{framework.GPUResource: gpu}
 	}
+	return r
 }
 
 // The pod sizes of the original report.
@@ -146,6 +175,10 @@ var (
 	// CPUs holds three trainers and one web pod exactly, so a perfect packer
 	// can fill the cluster and the utilization target is reachable.
 	WebSize = PodSize{CPU: "3", Memory: "2Gi"}
+	// GPUTrainerSize is a trainer of the GPU jobs in Pools: one GPU and a
+	// share of the GPU node's CPU and memory, so that a node's eight GPUs,
+	// not its CPU, bound how many run on it.
+	GPUTrainerSize = PodSize{CPU: "6", Memory: "32Gi", GPU: 1}
 )
 
 // Size is the shape and the timing of a run. Every duration is already
@@ -178,6 +211,25 @@ type Size struct {
 	// the jobs are submitted beside.
 	WebSteps []int32
 	Step     time.Duration // how long each level is held
+
+	// Pools; Step as in Shared.
+	Pools PoolsSize
+}
+
+// PoolsSize is the cluster and the jobs of Pools. The CPU nodes have the
+// size's NodeCPU, NodeMemory and NodePods.
+type PoolsSize struct {
+	CPUNodes, GPUNodes int
+	// GPUNodeCPU, GPUNodeMemory and GPUsPerNode are one GPU node's.
+	GPUNodeCPU, GPUNodeMemory string
+	GPUsPerNode               int64
+	// CPUJobs have trainers of TrainerSize, GPUJobs of GPUTrainerSize; every
+	// job has the size's Pservers of PserverSize.
+	CPUJobs, GPUJobs             int
+	CPUTrainerMin, CPUTrainerMax int32
+	GPUTrainerMin, GPUTrainerMax int32
+	// WebSteps are the web replicas at each step, on the CPU pool.
+	WebSteps []int32
 }
 
 // Sizes are the sizes make experiment knows.
@@ -192,6 +244,11 @@ var Sizes = map[string]Size{
 		Jobs: 20, JobInterval: 4 * time.Second, TrainerMin: 2, TrainerMax: 60, Pservers: 2, Settle: 120 * time.Second,
 		SharedJobs: 6, SharedTrainerMin: 15, SharedTrainerMax: 60,
 		WebSteps: []int32{400, 300, 200, 100, 200, 300, 400}, Step: 36 * time.Second,
+		// Pools: 100 CPU nodes and 32 GPU nodes of 8 GPUs; the web service
+		// scaled to the CPU pool (three quarters of the shared one).
+		Pools: PoolsSize{CPUNodes: 100, GPUNodes: 32, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
+			CPUJobs: 4, CPUTrainerMin: 15, CPUTrainerMax: 60, GPUJobs: 5, GPUTrainerMin: 8, GPUTrainerMax: 64,
+			WebSteps: []int32{300, 225, 150, 75, 150, 225, 300}},
 	},
 	// quick is the same experiment on a fifth of the cluster (27 nodes) with
 	// a fifth of the trainers and web pods, and shorter steps.
@@ -201,6 +258,9 @@ var Sizes = map[string]Size{
 		Jobs: 20, JobInterval: 4 * time.Second, TrainerMin: 2, TrainerMax: 12, Pservers: 2, Settle: 60 * time.Second,
 		SharedJobs: 6, SharedTrainerMin: 3, SharedTrainerMax: 12,
 		WebSteps: []int32{80, 60, 40, 20, 40, 60, 80}, Step: 20 * time.Second,
+		Pools: PoolsSize{CPUNodes: 20, GPUNodes: 6, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
+			CPUJobs: 3, CPUTrainerMin: 3, CPUTrainerMax: 12, GPUJobs: 2, GPUTrainerMin: 4, GPUTrainerMax: 32,
+			WebSteps: []int32{60, 45, 30, 15, 30, 45, 60}},
 	},
 	// smoke is the tiny run of the test: five nodes, two jobs that fit at
 	// their minimum with room to grow, a web wave of three steps.
@@ -210,6 +270,9 @@ var Sizes = map[string]Size{
 		Jobs: 2, JobInterval: 2 * time.Second, TrainerMin: 2, TrainerMax: 6, Pservers: 2, Settle: 10 * time.Second,
 		SharedJobs: 2, SharedTrainerMin: 2, SharedTrainerMax: 6,
 		WebSteps: []int32{8, 4, 8}, Step: 8 * time.Second,
+		Pools: PoolsSize{CPUNodes: 3, GPUNodes: 2, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
+			CPUJobs: 1, CPUTrainerMin: 2, CPUTrainerMax: 6, GPUJobs: 1, GPUTrainerMin: 2, GPUTrainerMax: 12,
+			WebSteps: []int32{6, 3, 6}},
 	},
 }
 
@@ -240,8 +303,44 @@ func (s Size) node() NodeShape {
 	}
 }
 
+func (s Size) gpuNode() NodeShape {
+	return NodeShape{
+		CPUMilli: milli(s.Pools.GPUNodeCPU),
+		MemMiB:   mebi(s.Pools.GPUNodeMemory),
+		GPU:      s.Pools.GPUsPerNode,
+		Pods:     s.NodePods,
+	}
+}
+
+// NodeSpecs are the nodes of the scenario's cluster: one pool of the size's
+// nodes, or in Pools the labelled CPU pool and the labelled, tainted GPU
+// pool.
+func (s Size) NodeSpecs(scenario Scenario) []framework.NodeSpec {
+	if scenario != Pools {
+		return []framework.NodeSpec{{Name: "node", CPU: s.NodeCPU, Memory: s.NodeMemory, Pods: s.NodePods, Count: s.Nodes}}
+	}
+	return []framework.NodeSpec{
+		{Name: CPUPool, CPU: s.NodeCPU, Memory: s.NodeMemory, Pods: s.NodePods, Count: s.Pools.CPUNodes,
+			Labels: map[string]string{PoolLabel: CPUPool}},
+		{Name: GPUPool, CPU: s.Pools.GPUNodeCPU, Memory: s.Pools.GPUNodeMemory, Pods: s.NodePods, GPU: s.Pools.GPUsPerNode,
+			Count: s.Pools.GPUNodes, Labels: map[string]string{PoolLabel: GPUPool}, Taints: []corev1.Taint{GPUTaint}},
+	}
+}
+
 // JobName is the name of the i-th job (from 0) of a run.
 func JobName(i int) string { return fmt.Sprintf("job-%02d", i+1) }
+
+// GPUJobName is the name of the i-th GPU job (from 0) of Pools.
+func GPUJobName(i int) string { return fmt.Sprintf("gpu-%02d", i+1) }
+
+// GPUJob builds a GPU job of Pools: trainers of GPUTrainerSize; every pod
+// selects the GPU pool and tolerates its taint.
+func GPUJob(name string, trainerMin, trainerMax, pservers int32) *v1.TrainingJob {
+	job := NewJob(name, Namespace, trainerMin, trainerMax, pservers, GPUTrainerSize, PserverSize)
+	job.Spec.NodeSelector = map[string]string{PoolLabel: GPUPool}
+	job.Spec.Tolerations = []corev1.Toleration{{Key: GPUTaint.Key, Operator: corev1.TolerationOpExists, Effect: GPUTaint.Effect}}
+	return job
+}
 
 // TrainingJob builds a job of the experiments: trainers and pservers of the
 // report's sizes, at the training priority, in Namespace.
@@ -264,12 +363,12 @@ func NewJob(name, namespace string, trainerMin, trainerMax, pservers int32, trai
 				Workspace:   "/workspace",
 				MinInstance: trainerMin,
 				MaxInstance: trainerMax,
-				Resources:   corev1.ResourceRequirements{Requests: trainer.requests()},
+				Resources:   trainer.resources(),
 			},
 			Pserver: v1.PserverSpec{
 				MinInstance: pservers,
 				MaxInstance: pservers,
-				Resources:   corev1.ResourceRequirements{Requests: pserver.requests()},
+				Resources:   pserver.resources(),
 			},
 		},
 	}
@@ -293,7 +392,7 @@ func WebDeployment(namespace string, replicas int32, size PodSize) *appsv1.Deplo
 					Containers: []corev1.Container{{
 						Name:      "nginx",
 						Image:     "nginx",
-						Resources: corev1.ResourceRequirements{Requests: size.requests()},
+						Resources: size.resources(),
 					}},
 				},
 			},

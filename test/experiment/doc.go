@@ -9,6 +9,14 @@
 //   - Shared: a web service under a higher PriorityClass shrinks and grows in
 //     steps while training jobs run beside it.
 //
+// and one of node pools:
+//
+//   - Pools: Shared on a CPU pool and a tainted GPU pool; CPU jobs and the
+//     web service (pinned by its node selector) use the CPU pool, GPU jobs
+//     select and tolerate the GPU pool. Each pool's utilization (of GPUs in
+//     the GPU pool) is measured against its own bound, and the trainer pods
+//     EDL's growth added are timed until they are bound to a node.
+//
 // A Recorder samples the cluster every interval (CPU allocation utilization,
 // pending jobs, trainers per job, web pods pending) and times every job and
 // web pod; Ideal computes the utilization a perfect packer could reach with

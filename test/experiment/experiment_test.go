@@ -13,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -122,9 +125,10 @@ func TestSummarize(t *testing.T) {
 	assert.Contains(t, table, "4.0 s / 9.0 s (9.0 s; 3 pods)")
 }
 
-// TestSmoke runs both experiments at the smoke size with EDL on, against the
-// built edl binary, and checks what make experiment writes: samples, CSVs
-// and a PNG; and that EDL started every job and grew them.
+// TestSmoke runs the three experiments at the smoke size with EDL on,
+// against the built edl binary, and checks what make experiment writes:
+// samples, CSVs and a PNG; that EDL started every job and grew them; and in
+// Pools that the GPU jobs ran on the GPU pool and EDL's growth was timed.
 func TestSmoke(t *testing.T) {
 	bin, err := framework.BuildEDL()
 	require.NoError(t, err)
@@ -135,7 +139,8 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	results := map[Scenario]*Result{}
-	for _, scenario := range []Scenario{Training, Shared} {
+	scenarios := []Scenario{Training, Shared, Pools}
+	for _, scenario := range scenarios {
 		var progress bytes.Buffer
 		res, err := Run(ctx, Options{Size: size, Scenario: scenario, Variant: Variant{Mode: On}, EDL: bin,
 			Dir: filepath.Join(dir, string(scenario)), Progress: &progress})
@@ -145,7 +150,7 @@ func TestSmoke(t *testing.T) {
 
 		require.NotEmpty(t, res.Samples)
 		assert.Greater(t, res.Samples[len(res.Samples)-1].CPUAllocMilli, int64(0), "the samples see the nodes")
-		wantJobs := map[Scenario]int{Training: size.Jobs, Shared: size.SharedJobs}[scenario]
+		wantJobs := map[Scenario]int{Training: size.Jobs, Shared: size.SharedJobs, Pools: size.Pools.CPUJobs + size.Pools.GPUJobs}[scenario]
 		require.Len(t, res.Jobs, wantJobs)
 		for _, j := range res.Jobs {
 			assert.GreaterOrEqual(t, j.Running, j.Submitted, "with EDL job %s reached phase Running", j.Name)
@@ -168,7 +173,28 @@ func TestSmoke(t *testing.T) {
 	}
 	assert.Positive(t, Summarize(results[Shared]).WebPods, "web pods were created during the wave and timed")
 
-	for _, scenario := range []Scenario{Training, Shared} {
+	pools := results[Pools]
+	assert.Positive(t, Summarize(pools).WebPods, "web pods were created during the wave and timed")
+	gpuRan := false
+	for _, s := range pools.Samples {
+		require.Len(t, s.Pools, 2, "the samples see both pools")
+		assert.Equal(t, CPUPool, s.Pools[0].Name)
+		assert.Zero(t, s.Pools[0].GPUAlloc)
+		assert.Equal(t, int64(size.Pools.GPUNodes)*size.Pools.GPUsPerNode, s.Pools[1].GPUAlloc)
+		gpuRan = gpuRan || s.Pools[1].GPURunning > int64(size.Pools.GPUTrainerMin)
+	}
+	assert.True(t, gpuRan, "the GPU job grew on the GPU pool")
+	require.NotEmpty(t, pools.Growth, "the trainers EDL's growth added were timed")
+	for _, w := range pools.Growth {
+		want := CPUPool
+		if strings.HasPrefix(w.Job, "gpu-") {
+			want = GPUPool
+		}
+		assert.Equal(t, want, w.Pool, "trainer %s", w.Pod)
+	}
+	assert.Positive(t, Summarize(pools).Pools[1].MeanIdeal, "the GPU pool has a bound")
+
+	for _, scenario := range scenarios {
 		path, err := PlotScenario(filepath.Join(dir, "out"), scenario, []*Result{results[scenario]})
 		require.NoError(t, err)
 		f, err := os.Open(path)
@@ -188,4 +214,166 @@ func readCSV(t *testing.T, path string) [][]string {
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	return rows
+}
+
+func TestIdealOfGPU(t *testing.T) {
+	gpuNode := NodeShape{CPUMilli: 64000, MemMiB: 512 << 10, GPU: 8, Pods: 110}
+	trainer := func(lo, hi int) PodDemand { return GPUTrainerSize.demand("trainer", lo, hi) }
+	pserver := func(n int) PodDemand { return PserverSize.demand("pserver", n, n) }
+	tests := []struct {
+		name   string
+		nodes  int
+		demand []PodDemand
+		want   int64
+	}{
+		{name: "GPUs bind before CPU", nodes: 4, demand: []PodDemand{trainer(0, 100)}, want: 32},
+		{name: "demand below capacity is placed whole", nodes: 4, demand: []PodDemand{trainer(4, 10), pserver(2)}, want: 10},
+		// 8 trainers of 6 CPU and 3 pservers of 4 CPU need 60 of the 64
+		// CPUs: one node holds them all.
+		{name: "pservers use the CPU the trainers leave", nodes: 1, demand: []PodDemand{trainer(0, 8), pserver(3)}, want: 8},
+		// 5 pservers and 8 trainers need 68 CPUs: one GPU stays idle.
+		{name: "pservers that must run can cost a GPU", nodes: 1, demand: []PodDemand{trainer(0, 8), pserver(5)}, want: 7},
+		{name: "CPU-only pods place no GPU", nodes: 2, demand: []PodDemand{pserver(4)}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed, total, err := IdealOf(GPU, gpuNode, tt.nodes, tt.demand)
+			require.NoError(t, err)
+			assert.Equal(t, int64(tt.nodes)*8, total)
+			assert.Equal(t, tt.want, placed)
+		})
+	}
+	// The CPU bound of the same pool counts the pservers too.
+	placed, _, err := IdealOf(CPU, gpuNode, 1, []PodDemand{trainer(0, 8), pserver(3)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(60000), placed)
+}
+
+func TestPoolUsage(t *testing.T) {
+	node := func(name, pool, cpu string, gpu int64) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if pool != "" {
+			n.Labels[PoolLabel] = pool
+		}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		if gpu > 0 {
+			n.Status.Allocatable[framework.GPUResource] = *resource.NewQuantity(gpu, resource.DecimalSI)
+		}
+		return n
+	}
+	pod := func(nodeName string, phase corev1.PodPhase, size PodSize) *corev1.Pod {
+		return &corev1.Pod{
+			Spec:   corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Resources: size.resources()}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	nodes := []*corev1.Node{node("cpu-0", CPUPool, "18", 0), node("cpu-1", CPUPool, "18", 0), node("gpu-0", GPUPool, "64", 8), node("other", "", "4", 0)}
+	pods := []*corev1.Pod{
+		pod("cpu-0", corev1.PodRunning, TrainerSize),
+		pod("cpu-1", corev1.PodRunning, WebSize),
+		pod("cpu-1", corev1.PodPending, TrainerSize), // bound, not yet Running: not counted
+		pod("gpu-0", corev1.PodRunning, GPUTrainerSize),
+		pod("gpu-0", corev1.PodRunning, GPUTrainerSize),
+		pod("gpu-0", corev1.PodRunning, PserverSize),
+		pod("other", corev1.PodRunning, TrainerSize), // a node of no pool
+		pod("", corev1.PodPending, GPUTrainerSize),   // unbound
+	}
+	got := poolUsage(nodes, pods, PoolLabel)
+	require.Len(t, got, 2)
+	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000}, got[0])
+	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2}, got[1])
+	assert.Equal(t, CPU, got[0].Resource())
+	assert.InDelta(t, 8.0/36, got[0].Utilization(), 1e-9)
+	assert.Equal(t, GPU, got[1].Resource())
+	assert.InDelta(t, 0.25, got[1].Utilization(), 1e-9, "a GPU pool counts GPUs, not its CPU")
+	assert.Empty(t, poolUsage(nodes[3:], pods, PoolLabel), "no pool without the label")
+}
+
+func TestGrowth(t *testing.T) {
+	s := time.Second
+	g := newGrowth()
+	g.scaled("a", 2) // the job's start owes nothing
+	g.pod("a1", "a-trainer-1", "a", "", false, false, 0)
+	g.pod("a2", "a-trainer-2", "a", "", true, false, 0)
+	g.scaled("a", 4) // growth: the next two pods are growth's
+	g.pod("a3", "a-trainer-3", "a", "", false, false, 1*s)
+	g.pod("a4", "a-trainer-4", "a", "", true, false, 1*s) // bound at once
+	g.pod("a3", "a-trainer-3", "a", "", false, false, 2*s)
+	g.pod("a3", "a-trainer-3", "a", "", true, false, 4*s)
+	g.pod("a3", "a-trainer-3", "a", "", true, true, 9*s) // later deleted: the wait stays 3 s
+	// A preempted trainer is re-created: not growth.
+	g.pod("a5", "a-trainer-5", "a", "", false, false, 5*s)
+	// A rise cancelled by a fall before its pods appear owes nothing.
+	g.scaled("a", 6)
+	g.scaled("a", 5)
+	g.scaled("a", 4)
+	g.pod("a6", "a-trainer-6", "a", "", false, false, 6*s)
+	// A GPU job's growth pod deleted before it was bound, another still
+	// waiting.
+	g.scaled("b", 1)
+	g.scaled("b", 3)
+	g.pod("b1", "b-trainer-1", "b", GPUPool, false, false, 2*s)
+	g.pod("b1", "b-trainer-1", "b", GPUPool, false, true, 7*s)
+	g.pod("b2", "b-trainer-2", "b", GPUPool, false, false, 8*s)
+
+	got := g.list()
+	want := []TrainerWait{
+		{Pod: "a-trainer-3", Job: "a", Pool: CPUPool, Created: 1 * s, Bound: 4 * s, Deleted: -1},
+		{Pod: "a-trainer-4", Job: "a", Pool: CPUPool, Created: 1 * s, Bound: 1 * s, Deleted: -1},
+		{Pod: "b-trainer-1", Job: "b", Pool: GPUPool, Created: 2 * s, Bound: -1, Deleted: 7 * s},
+		{Pod: "b-trainer-2", Job: "b", Pool: GPUPool, Created: 8 * s, Bound: -1, Deleted: -1},
+	}
+	assert.Equal(t, want, got)
+	end := 10 * s
+	var waits []time.Duration
+	for _, w := range got {
+		waits = append(waits, w.Wait(end))
+	}
+	assert.Equal(t, []time.Duration{3 * s, 0, 5 * s, 2 * s}, waits)
+}
+
+func TestSummarizePools(t *testing.T) {
+	s := time.Second
+	sample := func(at time.Duration, cpuUsed int64, gpuUsed int64, cpuIdeal, gpuIdeal float64) Sample {
+		return Sample{At: at, Pools: []PoolSample{
+			{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: cpuUsed, Ideal: cpuIdeal},
+			{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 1000, GPUAlloc: 8, GPURunning: gpuUsed, Ideal: gpuIdeal},
+		}}
+	}
+	r := &Result{
+		Scenario: Pools, Variant: Variant{Mode: On}, Size: Size{Interval: 2 * s}, WindowStart: 10 * s, End: 30 * s,
+		Samples: []Sample{sample(0, 0, 0, 0, 0), sample(10*s, 18000, 4, 0.9, 1), sample(20*s, 36000, 8, 1, 1)},
+		Growth: []TrainerWait{
+			{Pod: "t1", Pool: CPUPool, Created: 1 * s, Bound: 2 * s, Deleted: -1},
+			{Pod: "t2", Pool: CPUPool, Created: 1 * s, Bound: 6 * s, Deleted: -1}, // late
+			{Pod: "t3", Pool: GPUPool, Created: 25 * s, Bound: -1, Deleted: -1},   // waits until the end: 5 s, late
+		},
+	}
+	got := Summarize(r)
+	require.Len(t, got.Pools, 2)
+	cpu, gpu := got.Pools[0], got.Pools[1]
+	assert.Equal(t, CPU, cpu.Resource)
+	assert.InDelta(t, 0.75, cpu.MeanUtilization, 1e-9, "(50% + 100%) / 2, the sample before the window left out")
+	assert.InDelta(t, 0.95, cpu.MeanIdeal, 1e-9)
+	assert.Equal(t, GPU, gpu.Resource)
+	assert.InDelta(t, 0.75, gpu.MeanUtilization, 1e-9, "(4 + 8) / 2 of 8 GPUs")
+	assert.Equal(t, GrowthSummary{Trainers: 2, Late: 1, Pending: 6 * s, Longest: 5 * s}, cpu.Growth)
+	assert.Equal(t, GrowthSummary{Trainers: 1, Late: 1, Pending: 5 * s, Longest: 5 * s}, gpu.Growth)
+	assert.Equal(t, GrowthSummary{Trainers: 3, Late: 2, Pending: 11 * s, Longest: 5 * s}, got.Growth)
+
+	table := Table(Pools, []Summary{got})
+	assert.Contains(t, table, "| pools | edl |\n|---|---|\n", "no original's columns")
+	assert.Contains(t, table, "| cpu pool: mean CPU allocation utilization | 75.0% |")
+	assert.Contains(t, table, "| gpu pool: mean GPU allocation utilization | 75.0% |")
+	assert.Contains(t, table, "| their Pending-seconds (waiting for a node), total | cpu 6.0 s, gpu 5.0 s |")
+
+	// The pools' columns go to the samples CSV and come back.
+	dir := t.TempDir()
+	paths, err := WriteCSV(dir, r)
+	require.NoError(t, err)
+	assert.Contains(t, paths, filepath.Join(dir, "pools-edl-growth.csv"))
+	back, err := ReadResult(dir, Pools, r.Variant)
+	require.NoError(t, err)
+	require.Len(t, back.Samples, 3)
+	assert.Equal(t, r.Samples[2].Pools, back.Samples[2].Pools)
 }

@@ -14,6 +14,7 @@ type PodDemand struct {
 	Name     string
 	CPUMilli int64
 	MemMiB   int64
+	GPU      int64
 	Min, Max int
 }
 
@@ -21,7 +22,33 @@ type PodDemand struct {
 type NodeShape struct {
 	CPUMilli int64
 	MemMiB   int64
+	GPU      int64
 	Pods     int
+}
+
+// Resource is what a packing bound counts.
+type Resource string
+
+// The resources a bound is taken over.
+const (
+	CPU Resource = "cpu"
+	GPU Resource = "gpu"
+)
+
+// of is the amount of r one pod of d requests (millicores for CPU).
+func (r Resource) of(d PodDemand) int64 {
+	if r == GPU {
+		return d.GPU
+	}
+	return d.CPUMilli
+}
+
+// onNode is the amount of r one node offers.
+func (r Resource) onNode(n NodeShape) int64 {
+	if r == GPU {
+		return n.GPU
+	}
+	return n.CPUMilli
 }
 
 // Ideal returns the most CPU (in millicores) that any placement of the
@@ -41,35 +68,42 @@ type NodeShape struct {
 // cannot all be placed they are dropped and the bound is taken over the
 // maxima alone.
 func Ideal(node NodeShape, n int, demand []PodDemand) (placedMilli, totalMilli int64, err error) {
-	totalMilli = node.CPUMilli * int64(n)
+	return IdealOf(CPU, node, n, demand)
+}
+
+// IdealOf is Ideal for the resource r: the most of r any placement of the
+// demand onto n nodes can request, and the total. With GPU it is the bound
+// of a GPU pool, whose pods without GPUs still take room on its nodes.
+func IdealOf(r Resource, node NodeShape, n int, demand []PodDemand) (placed, total int64, err error) {
+	total = r.onNode(node) * int64(n)
 	var shapes []PodDemand
 	for _, d := range demand {
-		if d.Max > 0 && d.CPUMilli > 0 {
+		if d.Max > 0 && (d.CPUMilli > 0 || d.GPU > 0) {
 			d.Min = min(d.Min, d.Max)
 			shapes = append(shapes, d)
 		}
 	}
 	if n == 0 || len(shapes) == 0 {
-		return 0, totalMilli, nil
+		return 0, total, nil
 	}
 	patterns := nodePatterns(node, shapes)
 	if len(patterns) == 0 {
-		return 0, totalMilli, nil
+		return 0, total, nil
 	}
-	placed, err := solvePacking(n, shapes, patterns, true)
+	placed, err = solvePacking(r, n, shapes, patterns, true)
 	if err != nil {
-		placed, err = solvePacking(n, shapes, patterns, false)
+		placed, err = solvePacking(r, n, shapes, patterns, false)
 	}
 	if err != nil {
-		return 0, totalMilli, fmt.Errorf("packing bound: %w", err)
+		return 0, total, fmt.Errorf("packing bound: %w", err)
 	}
-	return min(placed, totalMilli), totalMilli, nil
+	return min(placed, total), total, nil
 }
 
-// solvePacking maximizes the CPU placed over the patterns, in the standard
+// solvePacking maximizes the amount of r placed over the patterns, in the standard
 // form lp.Simplex takes: minimize c·x subject to A x = b, x ≥ 0, with one
 // slack column per ≤ row and one surplus column per ≥ row.
-func solvePacking(n int, shapes []PodDemand, patterns [][]int, withMin bool) (int64, error) {
+func solvePacking(r Resource, n int, shapes []PodDemand, patterns [][]int, withMin bool) (int64, error) {
 	type row struct {
 		coef  func(pattern []int) float64
 		bound float64
@@ -87,11 +121,11 @@ func solvePacking(n int, shapes []PodDemand, patterns [][]int, withMin bool) (in
 	b := make([]float64, len(rows))
 	c := make([]float64, cols)
 	for j, p := range patterns {
-		var cpu int64
+		var value int64
 		for i, k := range p {
-			cpu += int64(k) * shapes[i].CPUMilli
+			value += int64(k) * r.of(shapes[i])
 		}
-		c[j] = -float64(cpu)
+		c[j] = -float64(value)
 	}
 	for r, rw := range rows {
 		for j, p := range patterns {
@@ -116,8 +150,8 @@ func solvePacking(n int, shapes []PodDemand, patterns [][]int, withMin bool) (in
 func nodePatterns(node NodeShape, shapes []PodDemand) [][]int {
 	var out [][]int
 	cur := make([]int, len(shapes))
-	var walk func(i int, cpu, mem int64, pods int)
-	walk = func(i int, cpu, mem int64, pods int) {
+	var walk func(i int, cpu, mem, gpu int64, pods int)
+	walk = func(i int, cpu, mem, gpu int64, pods int) {
 		if i == len(shapes) {
 			if pods > 0 {
 				out = append(out, append([]int(nil), cur...))
@@ -126,15 +160,15 @@ func nodePatterns(node NodeShape, shapes []PodDemand) [][]int {
 		}
 		s := shapes[i]
 		for k := 0; k <= s.Max; k++ {
-			c, m, p := cpu+int64(k)*s.CPUMilli, mem+int64(k)*s.MemMiB, pods+k
-			if c > node.CPUMilli || m > node.MemMiB || (node.Pods > 0 && p > node.Pods) {
+			c, m, g, p := cpu+int64(k)*s.CPUMilli, mem+int64(k)*s.MemMiB, gpu+int64(k)*s.GPU, pods+k
+			if c > node.CPUMilli || m > node.MemMiB || g > node.GPU || (node.Pods > 0 && p > node.Pods) {
 				break
 			}
 			cur[i] = k
-			walk(i+1, c, m, p)
+			walk(i+1, c, m, g, p)
 		}
 		cur[i] = 0
 	}
-	walk(0, 0, 0, 0)
+	walk(0, 0, 0, 0, 0)
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -99,6 +100,28 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 			series{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},
 			series{name: "ideal bound, EDL off", xy: xys(off, ideal), color: colorOff, dashes: dotted})
 	}
+	var poolPanels []panel
+	if scenario == Pools && len(runs) > 0 {
+		for _, name := range poolNames(runs[0]) {
+			pool := func(y func(PoolSample) float64) func(Sample) float64 {
+				return func(s Sample) float64 {
+					for _, p := range s.Pools {
+						if p.Name == name {
+							return 100 * y(p)
+						}
+					}
+					return 0
+				}
+			}
+			res := poolResource(runs[0], name)
+			lines := each(pool(PoolSample.Utilization), nil)
+			lines = append(lines,
+				series{name: "ideal bound, EDL on", xy: xys(on, pool(func(p PoolSample) float64 { return p.Ideal })), color: colorOn, dashes: dotted},
+				series{name: "ideal bound, EDL off", xy: xys(off, pool(func(p PoolSample) float64 { return p.Ideal })), color: colorOff, dashes: dotted})
+			poolPanels = append(poolPanels, panel{title: fmt.Sprintf("%s pool: %s allocation utilization (Σ requests of its Running pods ÷ Σ its allocatable)",
+				name, strings.ToUpper(string(res))), ylabel: "%", ymax: 105, legend: true, lines: lines})
+		}
+	}
 
 	var panels []panel
 	switch scenario {
@@ -113,7 +136,7 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 		for _, r := range runs {
 			panels = append(panels, jobPanel("Trainers Running per job, "+r.Variant.Label()+" (one line per job)", r))
 		}
-	case Shared:
+	case Shared, Pools:
 		web := []series{}
 		if len(runs) > 0 {
 			web = append(web, series{name: "web replicas wanted", xy: xys(runs[0], func(s Sample) float64 { return float64(s.WebDesired) }), color: colorWeb})
@@ -125,7 +148,11 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 		panels = append(panels, panel{title: "Web (nginx) pods, priority above the jobs", ylabel: "pods", legend: true, lines: web})
 		panels = append(panels, panel{title: "Trainers Running, all jobs", ylabel: "trainers", legend: true,
 			lines: each(func(s Sample) float64 { return float64(s.RunningTrainers) }, nil)})
-		panels = append(panels, utilPanel)
+		if scenario == Pools {
+			panels = append(panels, poolPanels...)
+		} else {
+			panels = append(panels, utilPanel)
+		}
 		for _, r := range runs {
 			if r.Variant.Mode == On {
 				panels = append(panels, jobPanel("Trainers Running per job, "+r.Variant.Label()+" (one line per job)", r))
@@ -134,6 +161,18 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 	}
 	path := filepath.Join(dir, string(scenario)+".png")
 	return path, drawFigure(path, panels)
+}
+
+// poolResource is the resource the named pool's utilization counts.
+func poolResource(r *Result, name string) Resource {
+	for _, s := range r.Samples {
+		for _, p := range s.Pools {
+			if p.Name == name {
+				return p.Resource()
+			}
+		}
+	}
+	return CPU
 }
 
 // jobPanel draws one line per job of the trainers it runs.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -19,6 +21,7 @@ import (
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // ClientConfig returns a copy of cfg with a client-side rate limit high
@@ -73,6 +76,82 @@ type Sample struct {
 	WebDesired, WebRunning, WebPending int
 	// PendingPods counts every pod not Running and not being deleted.
 	PendingPods int
+	// Pools are the node pools (nodes labelled PoolLabel), by name; none
+	// when no node has the label.
+	Pools []PoolSample
+}
+
+// PoolSample is one node pool at one instant.
+type PoolSample struct {
+	Name  string
+	Nodes int
+	// Allocatable of the pool's nodes, and the requests of the Running pods
+	// bound to them.
+	CPUAllocMilli, CPURunningMilli int64
+	GPUAlloc, GPURunning           int64
+	// Ideal is the pool's packing bound of its Resource (filled in by the
+	// scenario).
+	Ideal float64
+}
+
+// Resource is what the pool's utilization counts: GPUs in a pool that has
+// them, CPU otherwise.
+func (p PoolSample) Resource() Resource {
+	if p.GPUAlloc > 0 {
+		return GPU
+	}
+	return CPU
+}
+
+// Utilization is Σ requests of Running pods ÷ Σ allocatable of the pool's
+// Resource.
+func (p PoolSample) Utilization() float64 {
+	used, alloc := p.CPURunningMilli, p.CPUAllocMilli
+	if p.Resource() == GPU {
+		used, alloc = p.GPURunning, p.GPUAlloc
+	}
+	if alloc == 0 {
+		return 0
+	}
+	return float64(used) / float64(alloc)
+}
+
+// poolUsage sums, per pool (the value of the nodes' label key), the
+// allocatable of its nodes and the requests of the Running pods bound to
+// them, sorted by name. Nodes without the label are in no pool.
+func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, key string) []PoolSample {
+	byName := map[string]*PoolSample{}
+	poolOf := map[string]*PoolSample{} // by node name
+	for _, n := range nodes {
+		name, ok := n.Labels[key]
+		if !ok {
+			continue
+		}
+		p := byName[name]
+		if p == nil {
+			p = &PoolSample{Name: name}
+			byName[name] = p
+		}
+		p.Nodes++
+		p.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
+		gpu := n.Status.Allocatable[framework.GPUResource]
+		p.GPUAlloc += gpu.Value()
+		poolOf[n.Name] = p
+	}
+	for _, pod := range pods {
+		p := poolOf[pod.Spec.NodeName]
+		if p == nil || pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		p.CPURunningMilli += podCPUMilli(pod)
+		p.GPURunning += podGPU(pod)
+	}
+	out := make([]PoolSample, 0, len(byName))
+	for _, p := range byName {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b PoolSample) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // JobTiming is when one job was submitted and started.
@@ -113,6 +192,7 @@ type Recorder struct {
 	running      map[string]time.Duration
 	web          map[string]*PodWait
 	webDesired   int
+	growth       *growth
 }
 
 // NewRecorder watches every pod and node and the TrainingJobs of namespace
@@ -135,6 +215,7 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		firstTrainer:  map[string]time.Duration{},
 		running:       map[string]time.Duration{},
 		web:           map[string]*PodWait{},
+		growth:        newGrowth(),
 	}
 	pods := r.kubeInformers.Core().V1().Pods()
 	nodes := r.kubeInformers.Core().V1().Nodes()
@@ -146,6 +227,14 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		AddFunc:    func(obj any) { r.observePod(obj, false) },
 		UpdateFunc: func(_, obj any) { r.observePod(obj, false) },
 		DeleteFunc: func(obj any) { r.observePod(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+	replicaSets := r.kubeInformers.Apps().V1().ReplicaSets()
+	r.synced = append(r.synced, replicaSets.Informer().HasSynced)
+	if _, err := replicaSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.observeReplicaSet,
+		UpdateFunc: func(_, obj any) { r.observeReplicaSet(obj) },
 	}); err != nil {
 		return nil, err
 	}
@@ -216,10 +305,11 @@ func (r *Recorder) observePod(obj any, deleted bool) {
 	defer r.mu.Unlock()
 	at := now.Sub(r.origin)
 	running := pod.Status.Phase == corev1.PodRunning && !deleted
-	if job := pod.Labels[v1.LabelTrainer]; job != "" && running {
-		if _, seen := r.firstTrainer[job]; !seen {
+	if job := pod.Labels[v1.LabelTrainer]; job != "" {
+		if _, seen := r.firstTrainer[job]; running && !seen {
 			r.firstTrainer[job] = at
 		}
+		r.growth.pod(pod.UID, pod.Name, job, pod.Spec.NodeSelector[PoolLabel], pod.Spec.NodeName != "", deleted || pod.DeletionTimestamp != nil, at)
 	}
 	if pod.Labels[WebLabel] != WebName {
 		return
@@ -235,6 +325,21 @@ func (r *Recorder) observePod(obj any, deleted bool) {
 	if (deleted || pod.DeletionTimestamp != nil) && w.Deleted < 0 {
 		w.Deleted = at
 	}
+}
+
+// observeReplicaSet feeds the trainer ReplicaSets' replicas to growth.
+func (r *Recorder) observeReplicaSet(obj any) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok || rs.Spec.Replicas == nil {
+		return
+	}
+	job := rs.Labels[v1.LabelTrainer]
+	if job == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.growth.scaled(job, *rs.Spec.Replicas)
 }
 
 func (r *Recorder) observeJob(obj any) {
@@ -304,6 +409,9 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	if s.CPUAllocMilli > 0 {
 		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
 	}
+	if pools := poolUsage(nodes, pods, PoolLabel); len(pools) > 0 {
+		s.Pools = pools
+	}
 
 	for _, j := range jobs {
 		v := JobView{
@@ -335,6 +443,20 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		return 0
 	})
 	return s
+}
+
+// podGPU is the pod's GPU request, as podCPUMilli counts CPU.
+func podGPU(p *corev1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		q := c.Resources.Requests[framework.GPUResource]
+		sum += q.Value()
+	}
+	for _, c := range p.Spec.InitContainers {
+		q := c.Resources.Requests[framework.GPUResource]
+		initMax = max(initMax, q.Value())
+	}
+	return max(sum, initMax)
 }
 
 // podCPUMilli is the pod's CPU request as the scheduler counts it: the sum
@@ -369,22 +491,35 @@ func (r *Recorder) JobTimings() []JobTiming {
 	return out
 }
 
+// GrowthWaits returns the trainer pods EDL's growth added, in creation
+// order, with how long each waited for a node.
+func (r *Recorder) GrowthWaits() []TrainerWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.growth.list()
+}
+
 // WebWaits returns every web pod seen, in creation order.
 func (r *Recorder) WebWaits() []PodWait {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]PodWait, 0, len(r.web))
-	for _, w := range r.web {
-		out = append(out, *w)
+	return inCreationOrder(r.web, func(w PodWait) (time.Duration, string) { return w.Created, w.Name })
+}
+
+// inCreationOrder copies the values of m sorted by their creation time,
+// then name, as key returns them.
+func inCreationOrder[K comparable, T any](m map[K]*T, key func(T) (time.Duration, string)) []T {
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		out = append(out, *v)
 	}
-	slices.SortFunc(out, func(a, b PodWait) int {
-		if a.Created != b.Created {
-			return int(a.Created - b.Created)
+	slices.SortFunc(out, func(a, b T) int {
+		ca, na := key(a)
+		cb, nb := key(b)
+		if ca != cb {
+			return int(ca - cb)
 		}
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
+		return strings.Compare(na, nb)
 	})
 	return out
 }

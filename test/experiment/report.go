@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,6 +47,80 @@ type Summary struct {
 	MeanTrainers float64
 	// Scalings counts edl's trainer scalings over the whole run.
 	Scalings int
+
+	// Pools are the node pools' means over the window, and the waits of
+	// the trainers EDL's growth added to the jobs of each, over the whole
+	// run; none without pools.
+	Pools []PoolSummary
+	// Growth is the same waits over every pool, or the whole cluster.
+	Growth GrowthSummary
+}
+
+// PoolSummary is one pool's figures in a Summary.
+type PoolSummary struct {
+	Name     string
+	Resource Resource
+	// MeanUtilization and MeanIdeal average the pool's utilization of its
+	// Resource and its packing bound over the window's samples.
+	MeanUtilization, MeanIdeal float64
+	Growth                     GrowthSummary
+}
+
+// GrowthSummary is how long the trainer pods EDL's growth added waited for
+// a node.
+type GrowthSummary struct {
+	// Trainers counts the pods; Late those that waited longer than one
+	// autoscale interval.
+	Trainers, Late int
+	// Pending is the sum of their waits (a pod still waiting counts until
+	// the end), Longest the longest.
+	Pending, Longest time.Duration
+}
+
+// add counts one pod that waited d.
+func (g *GrowthSummary) add(d, interval time.Duration) {
+	g.Trainers++
+	g.Pending += d
+	g.Longest = max(g.Longest, d)
+	if d > interval {
+		g.Late++
+	}
+}
+
+// summarizePools averages each pool's utilization and bound over the
+// samples from start on, and sums the growth waits of its jobs' trainers.
+func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait, end, interval time.Duration) []PoolSummary {
+	var out []PoolSummary
+	index := map[string]int{}
+	counts := map[string]int{}
+	for _, x := range samples {
+		if x.At < start {
+			continue
+		}
+		for _, p := range x.Pools {
+			i, ok := index[p.Name]
+			if !ok {
+				i = len(out)
+				index[p.Name] = i
+				out = append(out, PoolSummary{Name: p.Name, Resource: p.Resource()})
+			}
+			out[i].MeanUtilization += p.Utilization()
+			out[i].MeanIdeal += p.Ideal
+			counts[p.Name]++
+		}
+	}
+	for i := range out {
+		n := float64(counts[out[i].Name])
+		out[i].MeanUtilization /= n
+		out[i].MeanIdeal /= n
+	}
+	for _, w := range growth {
+		if i, ok := index[w.Pool]; ok {
+			out[i].Growth.add(w.Wait(end), interval)
+		}
+	}
+	slices.SortFunc(out, func(a, b PoolSummary) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Summarize computes a run's Summary.
@@ -113,6 +188,11 @@ func Summarize(r *Result) Summary {
 		slices.Sort(waits)
 		s.WebP50, s.WebP95, s.WebMax = percentile(waits, 50), percentile(waits, 95), waits[len(waits)-1]
 	}
+
+	s.Pools = summarizePools(r.Samples, r.WindowStart, r.Growth, r.End, r.Size.Interval)
+	for _, w := range r.Growth {
+		s.Growth.add(w.Wait(r.End), r.Size.Interval)
+	}
 	return s
 }
 
@@ -140,7 +220,7 @@ var Original = map[Scenario]Published{
 // then the original's figures. Each run's ideal bound is a row: the demand,
 // and so the bound, differs between EDL on and off in Shared.
 func Table(scenario Scenario, runs []Summary) string {
-	orig := Original[scenario]
+	orig, hasOrig := Original[scenario]
 	var b strings.Builder
 	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
@@ -149,19 +229,32 @@ func Table(scenario Scenario, runs []Summary) string {
 		for _, r := range runs {
 			fmt.Fprintf(&b, " %s |", f(r))
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", origOn, origOff)
+		if hasOrig {
+			fmt.Fprintf(&b, " %s | %s |", origOn, origOff)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "| %s |", scenario)
 	for _, r := range runs {
 		fmt.Fprintf(&b, " %s |", r.Variant.Label())
 	}
-	b.WriteString(" original, EDL on | original, EDL off |\n|---|")
+	if hasOrig {
+		b.WriteString(" original, EDL on | original, EDL off |")
+	}
+	b.WriteString("\n|---|")
 	for range runs {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|\n")
-	row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
-	row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
+	if hasOrig {
+		b.WriteString("---|---|")
+	}
+	b.WriteString("\n")
+	if scenario == Pools {
+		poolRows(runs, row, pct)
+	} else {
+		row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
+		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
+	}
 	switch scenario {
 	case Training:
 		row("mean job pending time (submission → phase Running)", func(s Summary) string { return secs(s.MeanPending) }, orig.PendingOn, orig.PendingOff)
@@ -170,15 +263,60 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("CPU held by waiting jobs (Running pods of jobs not Running), mean / max", func(s Summary) string {
 			return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting)
 		}, "—", "—")
-	case Shared:
+	case Shared, Pools:
 		row("web pod pending time p50 / p95 (max)", func(s Summary) string {
 			return fmt.Sprintf("%.1f s / %.1f s (%.1f s; %d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebMax.Seconds(), s.WebPods)
 		}, "—", "—")
 		row("most web pods pending at once", func(s Summary) string { return strconv.Itoa(s.WebMostPending) }, "—", "—")
 		row("mean trainers Running", func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }, "—", "—")
 	}
+	if scenario == Pools {
+		growth := func(f func(GrowthSummary) string) func(Summary) string {
+			return func(s Summary) string {
+				var parts []string
+				for _, p := range s.Pools {
+					parts = append(parts, p.Name+" "+f(p.Growth))
+				}
+				return strings.Join(parts, ", ")
+			}
+		}
+		row("trainers added by EDL's growth", growth(func(g GrowthSummary) string { return strconv.Itoa(g.Trainers) }), "", "")
+		row("their Pending-seconds (waiting for a node), total", growth(func(g GrowthSummary) string { return secs(g.Pending) }), "", "")
+		row("longest wait of one / waits longer than an interval", growth(func(g GrowthSummary) string {
+			return fmt.Sprintf("%s / %d", secs(g.Longest), g.Late)
+		}), "", "")
+	}
 	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
+}
+
+// poolRows are the rows of each pool's utilization and bound.
+func poolRows(runs []Summary, row func(string, func(Summary) string, string, string), pct func(float64) string) {
+	var pools []PoolSummary
+	for _, r := range runs {
+		if len(r.Pools) > len(pools) {
+			pools = r.Pools
+		}
+	}
+	for i, p := range pools {
+		at := func(s Summary) (PoolSummary, bool) {
+			if i < len(s.Pools) && s.Pools[i].Name == p.Name {
+				return s.Pools[i], true
+			}
+			return PoolSummary{}, false
+		}
+		value := func(f func(PoolSummary) float64) func(Summary) string {
+			return func(s Summary) string {
+				if ps, ok := at(s); ok {
+					return pct(f(ps))
+				}
+				return "—"
+			}
+		}
+		row(fmt.Sprintf("%s pool: mean %s allocation utilization", p.Name, strings.ToUpper(string(p.Resource))),
+			value(func(ps PoolSummary) float64 { return ps.MeanUtilization }), "", "")
+		row(fmt.Sprintf("%s pool: ideal bound (mean)", p.Name), value(func(ps PoolSummary) float64 { return ps.MeanIdeal }), "", "")
+	}
 }
 
 // WriteCSV writes the run's samples, and its jobs' and web pods' timings, as
@@ -218,6 +356,12 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
+	pools := poolNames(r)
+	for _, p := range pools {
+		for _, col := range poolColumns {
+			header = append(header, p+"_"+col.name)
+		}
+	}
 	rows := [][]string{header}
 	for _, s := range r.Samples {
 		load := 0.0
@@ -233,6 +377,17 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 		for _, n := range names {
 			row = append(row, itoa(running[n]))
+		}
+		for _, name := range pools {
+			var p PoolSample
+			for _, x := range s.Pools {
+				if x.Name == name {
+					p = x
+				}
+			}
+			for _, col := range poolColumns {
+				row = append(row, col.format(p))
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -252,7 +407,17 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		return nil, err
 	}
 
-	if r.Scenario == Shared {
+	if len(r.Growth) > 0 {
+		rows = [][]string{{"pod", "job", "pool", "created_s", "bound_s", "deleted_s", "wait_s"}}
+		for _, w := range r.Growth {
+			rows = append(rows, []string{w.Pod, w.Job, w.Pool, sec(w.Created), sec(w.Bound), sec(w.Deleted), sec(w.Wait(r.End))})
+		}
+		if err := write("growth", rows); err != nil {
+			return nil, err
+		}
+	}
+
+	if r.Scenario == Shared || r.Scenario == Pools {
 		rows = [][]string{{"pod", "created_s", "running_s", "deleted_s", "wait_s", "in_window"}}
 		for _, w := range r.Web {
 			wait := ""
@@ -269,6 +434,37 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 	}
 	return paths, nil
+}
+
+// poolColumns are the columns of each pool in the samples CSV, named
+// <pool>_<name>; utilization is derived, for the reader of the CSV.
+var poolColumns = []struct {
+	name   string
+	format func(PoolSample) string
+	parse  func(*PoolSample, float64)
+}{
+	{"utilization", func(p PoolSample) string { return strconv.FormatFloat(p.Utilization(), 'f', 4, 64) }, func(*PoolSample, float64) {}},
+	{"ideal", func(p PoolSample) string { return strconv.FormatFloat(p.Ideal, 'f', 4, 64) }, func(p *PoolSample, v float64) { p.Ideal = v }},
+	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
+	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },
+		func(p *PoolSample, v float64) { p.CPURunningMilli = int64(v) }},
+	{"cpu_allocatable_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPUAllocMilli, 10) },
+		func(p *PoolSample, v float64) { p.CPUAllocMilli = int64(v) }},
+	{"gpu_running", func(p PoolSample) string { return strconv.FormatInt(p.GPURunning, 10) }, func(p *PoolSample, v float64) { p.GPURunning = int64(v) }},
+	{"gpu_allocatable", func(p PoolSample) string { return strconv.FormatInt(p.GPUAlloc, 10) }, func(p *PoolSample, v float64) { p.GPUAlloc = int64(v) }},
+}
+
+// poolNames are the names of every pool seen in the samples, sorted.
+func poolNames(r *Result) []string {
+	seen := map[string]bool{}
+	for _, s := range r.Samples {
+		for _, p := range s.Pools {
+			seen[p.Name] = true
+		}
+	}
+	names := slices.Collect(maps.Keys(seen))
+	slices.Sort(names)
+	return names
 }
 
 // jobNames are the names of every job seen in the samples, sorted.
@@ -307,8 +503,12 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 		return nil, fmt.Errorf("%s is empty", path)
 	}
 	col := map[string]int{}
+	var pools []string
 	for i, name := range rows[0] {
 		col[name] = i
+		if pool, ok := strings.CutSuffix(name, "_"+poolColumns[0].name); ok {
+			pools = append(pools, pool)
+		}
 	}
 	r := &Result{Scenario: scenario, Variant: variant}
 	for _, row := range rows[1:] {
@@ -338,12 +538,19 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
 		}
 		for name, i := range col {
-			if job, ok := strings.CutPrefix(name, "trainers_job"); ok && i < len(row) {
+			if job, ok := strings.CutPrefix(name, "trainers_"); ok && name != "trainers_running" && i < len(row) {
 				n, _ := strconv.Atoi(row[i])
-				s.Jobs = append(s.Jobs, JobView{Name: "job" + job, Running: n})
+				s.Jobs = append(s.Jobs, JobView{Name: job, Running: n})
 			}
 		}
 		slices.SortFunc(s.Jobs, func(a, b JobView) int { return strings.Compare(a.Name, b.Name) })
+		for _, pool := range pools {
+			p := PoolSample{Name: pool}
+			for _, c := range poolColumns {
+				c.parse(&p, num(pool+"_"+c.name))
+			}
+			s.Pools = append(s.Pools, p)
+		}
 		r.Samples = append(r.Samples, s)
 	}
 	if n := len(r.Samples); n > 0 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ type Options struct {
 
 // Result is what one run recorded. Times are relative to the start of the
 // scenario (the first submission in Training, the web Deployment's creation
-// in Shared).
+// in Shared and Pools).
 type Result struct {
 	Scenario Scenario
 	Variant  Variant
@@ -50,9 +51,11 @@ type Result struct {
 	Samples  []Sample
 	Jobs     []JobTiming
 	Web      []PodWait
+	// Growth are the trainer pods EDL's growth added and their waits.
+	Growth []TrainerWait
 	// WindowStart is where the means start: the first submission in
 	// Training, the moment every job ran beside the full web service in
-	// Shared. End is the last sample's time.
+	// Shared and Pools. End is the last sample's time.
 	WindowStart, End time.Duration
 	// Steps are the times of the scenario's steps (submissions, web levels).
 	Steps []time.Duration
@@ -86,12 +89,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if opts.Variant.BinPack {
 		scoring = "MostAllocated"
 	}
-	fmt.Fprintf(progress, "%-8s %-6s starting a control plane with %d kwok nodes of %s CPU / %s (logs in %s)\n",
-		opts.Scenario, label, size.Nodes, size.NodeCPU, size.NodeMemory, filepath.Join(clusterDir, "logs"))
+	nodes := size.NodeSpecs(opts.Scenario)
+	fmt.Fprintf(progress, "%-8s %-6s starting a control plane with kwok nodes: %s (logs in %s)\n",
+		opts.Scenario, label, DescribeNodes(nodes), filepath.Join(clusterDir, "logs"))
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	cp, err := framework.Start(startCtx, framework.Options{Dir: clusterDir, Nodes: []framework.NodeSpec{{
-		Name: "node", CPU: size.NodeCPU, Memory: size.NodeMemory, Pods: size.NodePods, Count: size.Nodes,
-	}}, SchedulerScoring: scoring})
+	cp, err := framework.Start(startCtx, framework.Options{Dir: clusterDir, Nodes: nodes, SchedulerScoring: scoring})
 	cancel()
 	if err != nil {
 		return nil, err
@@ -152,7 +154,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	switch opts.Scenario {
 	case Training:
 		err = d.training(runCtx)
-	case Shared:
+	case Shared, Pools:
 		err = d.shared(runCtx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", opts.Scenario)
@@ -165,6 +167,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	res.Samples = d.samples
 	res.Jobs = rec.JobTimings()
 	res.Web = rec.WebWaits()
+	res.Growth = rec.GrowthWaits()
 	res.WindowStart = d.windowStart
 	res.Steps = d.steps
 	if n := len(res.Samples); n > 0 {
@@ -172,6 +175,26 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res.Wall = time.Since(began)
 	return res, nil
+}
+
+// DescribeNodes says what the node specs are: "27 × 18 CPU / 100Gi", or
+// one such term per pool.
+func DescribeNodes(specs []framework.NodeSpec) string {
+	var parts []string
+	for _, s := range specs {
+		p := fmt.Sprintf("%d × %s CPU / %s", max(s.Count, 1), s.CPU, s.Memory)
+		if s.GPU > 0 {
+			p += fmt.Sprintf(" / %d GPU", s.GPU)
+		}
+		if len(s.Labels) > 0 {
+			p = s.Name + " pool " + p
+		}
+		if len(s.Taints) > 0 {
+			p += " (tainted " + s.Taints[0].ToString() + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // env holds the clients of one run's cluster.
@@ -255,7 +278,7 @@ func (d *driver) sample(ctx context.Context) {
 	defer t.Stop()
 	for {
 		s := d.rec.Sample(time.Now())
-		s.Ideal = d.ideal(s)
+		d.bound(&s)
 		d.mu.Lock()
 		d.samples = append(d.samples, s)
 		d.mu.Unlock()
@@ -267,33 +290,54 @@ func (d *driver) sample(ctx context.Context) {
 	}
 }
 
-// ideal is the packing bound for the demand of the sample's instant.
-func (d *driver) ideal(s Sample) float64 {
+// bound fills in the sample's packing bounds: the whole cluster's CPU in
+// Training and Shared, each pool's in Pools.
+func (d *driver) bound(s *Sample) {
 	size := d.opts.Size
-	var demand []PodDemand
-	trainer := func(lo, hi int) PodDemand {
-		return PodDemand{Name: "trainer", CPUMilli: TrainerSize.cpuMilli(), MemMiB: TrainerSize.memMiB(), Min: lo, Max: hi}
-	}
-	pserver := func(n int) PodDemand {
-		return PodDemand{Name: "pserver", CPUMilli: PserverSize.cpuMilli(), MemMiB: PserverSize.memMiB(), Max: n}
-	}
 	switch d.opts.Scenario {
 	case Training:
 		// Every job wants its maximum in both modes; nobody must come first.
 		k := s.Submitted
-		demand = []PodDemand{trainer(0, k*int(size.TrainerMax)), pserver(k * int(size.Pservers))}
+		s.Ideal = ratio(Ideal(size.node(), size.Nodes, []PodDemand{
+			TrainerSize.demand("trainer", 0, k*int(size.TrainerMax)), PserverSize.demand("pserver", 0, k*int(size.Pservers))}))
 	case Shared:
-		k := s.Submitted
-		lo, hi := k*int(size.SharedTrainerMin), k*int(size.SharedTrainerMax)
-		if d.opts.Variant.Mode == Off {
-			hi = lo // the jobs stay at their minimum
+		s.Ideal = ratio(Ideal(size.node(), size.Nodes, elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
+			size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
+	case Pools:
+		// The pools' demands are apart: CPU jobs and the web service may
+		// use only the CPU pool (the GPU nodes' taint, the web pods'
+		// selector), GPU jobs only the GPU pool (their selector).
+		p := size.Pools
+		cpuJobs := min(s.Submitted, p.CPUJobs)
+		gpuJobs := s.Submitted - cpuJobs
+		for i := range s.Pools {
+			pool := &s.Pools[i]
+			switch pool.Name {
+			case CPUPool:
+				pool.Ideal = ratio(IdealOf(CPU, size.node(), pool.Nodes, elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
+					size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
+			case GPUPool:
+				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
+					size.Pservers, 0, d.opts.Variant.Mode)))
+			}
 		}
-		ps := pserver(k * int(size.Pservers))
-		ps.Min = ps.Max
-		demand = []PodDemand{trainer(lo, hi), ps,
-			{Name: "web", CPUMilli: WebSize.cpuMilli(), MemMiB: WebSize.memMiB(), Min: s.WebDesired, Max: s.WebDesired}}
 	}
-	placed, total, err := Ideal(size.node(), size.Nodes, demand)
+}
+
+// elasticDemand is the demand of k running elastic jobs of trainer sized
+// trainers (lo..hi each, only lo with EDL off: the jobs stay at their
+// minimum) and pservers each, which must all run, beside web pods that must
+// all run.
+func elasticDemand(trainer PodSize, k int, lo, hi, pservers int32, web int, mode Mode) []PodDemand {
+	if mode == Off {
+		hi = lo
+	}
+	ps := k * int(pservers)
+	return []PodDemand{trainer.demand("trainer", k*int(lo), k*int(hi)), PserverSize.demand("pserver", ps, ps), WebSize.demand("web", web, web)}
+}
+
+// ratio is placed ÷ total of a packing bound, 0 when it has none.
+func ratio(placed, total int64, err error) float64 {
 	if err != nil || total == 0 {
 		return 0
 	}
@@ -308,9 +352,17 @@ func (d *driver) step(what string) {
 	d.steps = append(d.steps, at)
 	d.mu.Unlock()
 	s := d.rec.Sample(now)
-	s.Ideal = d.ideal(s)
-	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s util %5.1f%% (ideal %5.1f%%)  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
-		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, 100*s.Utilization, 100*s.Ideal,
+	d.bound(&s)
+	util := fmt.Sprintf("util %5.1f%% (ideal %5.1f%%)", 100*s.Utilization, 100*s.Ideal)
+	if len(s.Pools) > 0 {
+		var pools []string
+		for _, p := range s.Pools {
+			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% (ideal %5.1f%%)", p.Name, p.Resource(), 100*p.Utilization(), 100*p.Ideal))
+		}
+		util = strings.Join(pools, ", ")
+	}
+	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s %s  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
+		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, util,
 		s.PendingJobs, s.Submitted, s.RunningTrainers, s.WebRunning, s.WebDesired, s.WebPending)
 }
 
@@ -372,12 +424,46 @@ func (d *driver) training(ctx context.Context) error {
 	return nil
 }
 
+// jobs are the elastic jobs of Shared, or of Pools: the CPU jobs, then the
+// GPU jobs.
+func (d *driver) jobs() []*v1.TrainingJob {
+	size := d.opts.Size
+	var jobs []*v1.TrainingJob
+	if d.opts.Scenario != Pools {
+		for i := range size.SharedJobs {
+			jobs = append(jobs, TrainingJob(JobName(i), size.SharedTrainerMin, size.SharedTrainerMax, size.Pservers))
+		}
+		return jobs
+	}
+	p := size.Pools
+	for i := range p.CPUJobs {
+		jobs = append(jobs, TrainingJob(JobName(i), p.CPUTrainerMin, p.CPUTrainerMax, size.Pservers))
+	}
+	for i := range p.GPUJobs {
+		jobs = append(jobs, GPUJob(GPUJobName(i), p.GPUTrainerMin, p.GPUTrainerMax, size.Pservers))
+	}
+	return jobs
+}
+
+// web is the web Deployment at replicas, pinned to the CPU pool in Pools,
+// and its levels.
+func (d *driver) web() (*appsv1.Deployment, []int32) {
+	size := d.opts.Size
+	if d.opts.Scenario != Pools {
+		return WebDeployment(Namespace, size.WebSteps[0], WebSize), size.WebSteps
+	}
+	dep := WebDeployment(Namespace, size.Pools.WebSteps[0], WebSize)
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{PoolLabel: CPUPool}
+	return dep, size.Pools.WebSteps
+}
+
 // shared runs the web service at its first level, adds the jobs, waits until
 // they run, then walks the web service through its levels.
 func (d *driver) shared(ctx context.Context) error {
 	size := d.opts.Size
-	first := size.WebSteps[0]
-	if _, err := d.kube.AppsV1().Deployments(Namespace).Create(ctx, WebDeployment(Namespace, first, WebSize), metav1.CreateOptions{}); err != nil {
+	web, levels := d.web()
+	first := levels[0]
+	if _, err := d.kube.AppsV1().Deployments(Namespace).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the web Deployment: %w", err)
 	}
 	d.rec.SetWebDesired(int(first))
@@ -385,20 +471,21 @@ func (d *driver) shared(ctx context.Context) error {
 		return fmt.Errorf("the %d web pods never all ran: %w", first, err)
 	}
 	d.step(fmt.Sprintf("web service at %d", first))
-	for i := range size.SharedJobs {
-		if err := d.submit(ctx, TrainingJob(JobName(i), size.SharedTrainerMin, size.SharedTrainerMax, size.Pservers)); err != nil {
+	jobs := d.jobs()
+	for _, job := range jobs {
+		if err := d.submit(ctx, job); err != nil {
 			return err
 		}
 	}
-	if err := d.waitFor(ctx, 5*time.Minute, func(s Sample) bool { return s.Submitted == size.SharedJobs && s.PendingJobs == 0 }); err != nil {
+	if err := d.waitFor(ctx, 5*time.Minute, func(s Sample) bool { return s.Submitted == len(jobs) && s.PendingJobs == 0 }); err != nil {
 		return fmt.Errorf("the jobs never all ran: %w", err)
 	}
 	d.mu.Lock()
 	d.windowStart = d.rec.Since(time.Now())
 	d.mu.Unlock()
-	d.step(fmt.Sprintf("%d jobs running", size.SharedJobs))
+	d.step(fmt.Sprintf("%d jobs running", len(jobs)))
 	next := time.Now().Add(size.Step)
-	for _, level := range size.WebSteps[1:] {
+	for _, level := range levels[1:] {
 		if err := d.sleepUntil(ctx, next); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
-// Command experiment reproduces the original EDL report's two experiments on
-// the local control plane with kwok nodes, EDL on and off, and writes the
-// samples (CSV), the figures (PNG) and the tables (results.md) into -out.
+// Command experiment reproduces the original EDL report's two experiments,
+// and runs the pools experiment (a CPU pool and a tainted GPU pool), on the
+// local control plane with kwok nodes, EDL on and off, and writes the
+// samples (CSV), the figures (PNG) and the tables (results.md, or
+// results-<scenarios>.md for another choice of scenarios) into -out.
 // make experiment runs it; see docs/experiments.md.
 //
 //	go run ./test/cmd/experiment -size quick -edl bin/edl
@@ -31,10 +33,11 @@ func main() {
 func run() error {
 	var (
 		sizeName  = flag.String("size", "quick", "run size: "+strings.Join(experiment.SizeNames(), ", "))
-		scenarios = flag.String("scenarios", "training,shared", "comma-separated scenarios: training, shared")
+		scenarios = flag.String("scenarios", defaultScenarios, "comma-separated scenarios: training, shared, pools")
 		variants  = map[experiment.Scenario]*string{
 			experiment.Training: flag.String("training_variants", "edl,no-edl", "comma-separated runs of the training scenario: edl (EDL on), no-edl (EDL off), each optionally +load=X (edl -max_load_desired X) and +binpack (kube-scheduler scoring MostAllocated)"),
 			experiment.Shared:   flag.String("shared_variants", "edl,no-edl", "comma-separated runs of the shared scenario, as -training_variants"),
+			experiment.Pools:    flag.String("pools_variants", "edl,no-edl", "comma-separated runs of the pools scenario, as -training_variants"),
 		}
 		edlBin  = flag.String("edl", "bin/edl", "the edl binary (make build)")
 		out     = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
@@ -67,21 +70,22 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	fmt.Printf("size %s: %d nodes × %s CPU / %s; autoscale interval %s (time compressed %.1f×); runs in %s, results in %s\n",
-		size.Name, size.Nodes, size.NodeCPU, size.NodeMemory, size.Interval, size.Compression, *workDir, *out)
+	fmt.Printf("size %s: autoscale interval %s (time compressed %.1f×); runs in %s, results in %s\n",
+		size.Name, size.Interval, size.Compression, *workDir, *out)
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "# EDL experiments, size %s\n\n", size.Name)
-	fmt.Fprintf(&report, "%d kwok nodes of %s CPU / %s; trainers %s CPU / %s, pservers %s CPU / %s, web pods %s CPU / %s; "+
+	fmt.Fprintf(&report, "Trainers %s CPU / %s, pservers %s CPU / %s, web pods %s CPU / %s, GPU trainers (pools) %s CPU / %s / %d GPU; "+
 		"autoscale interval %s (the original's 5 s compressed %.1f×).\n\n",
-		size.Nodes, size.NodeCPU, size.NodeMemory, experiment.TrainerSize.CPU, experiment.TrainerSize.Memory,
-		experiment.PserverSize.CPU, experiment.PserverSize.Memory, experiment.WebSize.CPU, experiment.WebSize.Memory,
-		size.Interval, size.Compression)
+		experiment.TrainerSize.CPU, experiment.TrainerSize.Memory, experiment.PserverSize.CPU, experiment.PserverSize.Memory,
+		experiment.WebSize.CPU, experiment.WebSize.Memory, experiment.GPUTrainerSize.CPU, experiment.GPUTrainerSize.Memory,
+		experiment.GPUTrainerSize.GPU, size.Interval, size.Compression)
 	for _, sc := range split(*scenarios) {
 		scenario := experiment.Scenario(sc)
 		if variants[scenario] == nil {
-			return fmt.Errorf("unknown scenario %q: training or shared", sc)
+			return fmt.Errorf("unknown scenario %q: training, shared or pools", sc)
 		}
+		fmt.Fprintf(&report, "%s: kwok nodes %s.\n\n", scenario, experiment.DescribeNodes(size.NodeSpecs(scenario)))
 		var results []*experiment.Result
 		var summaries []experiment.Summary
 		for _, label := range split(*variants[scenario]) {
@@ -115,11 +119,26 @@ func run() error {
 		fmt.Fprintf(&report, "\n%s\n![%s](%s)\n\n", table, scenario, filepath.Base(png))
 	}
 	fmt.Fprintf(&report, "Total wall time %s.\n", time.Since(began).Round(time.Second))
-	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(report.String()), 0o644); err != nil {
+	path := filepath.Join(*out, reportName(*scenarios))
+	if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("all done in %s; tables in %s\n", time.Since(began).Round(time.Second), filepath.Join(*out, "results.md"))
+	fmt.Printf("all done in %s; tables in %s\n", time.Since(began).Round(time.Second), path)
 	return nil
+}
+
+// defaultScenarios are the original report's two experiments.
+const defaultScenarios = "training,shared"
+
+// reportName is the tables' file: results.md for the default scenarios,
+// results-<scenarios>.md for another choice, so that a run of one scenario
+// keeps the others' tables.
+func reportName(scenarios string) string {
+	names := split(scenarios)
+	if strings.Join(names, ",") == defaultScenarios {
+		return "results.md"
+	}
+	return "results-" + strings.Join(names, "-") + ".md"
 }
 
 // redraw draws each scenario's figure again from the samples CSVs in dir.
@@ -127,7 +146,7 @@ func redraw(dir, scenarios string, variants map[experiment.Scenario]*string) err
 	for _, sc := range split(scenarios) {
 		scenario := experiment.Scenario(sc)
 		if variants[scenario] == nil {
-			return fmt.Errorf("unknown scenario %q: training or shared", sc)
+			return fmt.Errorf("unknown scenario %q: training, shared or pools", sc)
 		}
 		var results []*experiment.Result
 		for _, label := range split(*variants[scenario]) {

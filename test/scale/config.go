@@ -72,7 +72,7 @@ func (c Config) Validate() error {
 
 // WebReplicas is the web service's full size: a third of the cluster's CPU.
 func (c Config) WebReplicas() int32 {
-	return int32(c.Nodes * c.NodeCPU * 1000 / 3 / webMilli)
+	return int32(min(c.Nodes*c.NodeCPU*1000/3/webMilli, math.MaxInt32)) // #nosec G115 -- clamped to int32
 }
 
 // WebShrunk is the web service shrunk by a third.

@@ -128,8 +128,21 @@ func run() error {
 	if err := sh("apply", "-f", filepath.Join(root, "thirdpartyresource.yaml")); err != nil {
 		return err
 	}
-	if err := sh("wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.paddlepaddle.org"); err != nil {
-		return err
+	// kubectl wait fails at once, rather than waiting, while the new CRD has
+	// no status conditions yet; try again for a while.
+	for try := 1; ; try++ {
+		err := sh("wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.paddlepaddle.org")
+		if err == nil {
+			break
+		}
+		if try == 10 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 	if err := experiment.Install(ctx, kube, "default"); err != nil {
 		return err

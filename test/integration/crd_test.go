@@ -97,13 +97,27 @@ func TestControllerFailsInvalidJobsTheSchemaAdmits(t *testing.T) {
 
 	startController(t, ns)
 	for _, c := range admitted {
-		job := waitForJob(t, ns, c.Name, "Failed/Invalid", func(job *v1.TrainingJob) bool {
-			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == v1.ReasonInvalid
-		})
-		assert.Contains(t, job.Status.Message, c.Field, c.Name)
-		assert.Contains(t, job.Status.Message, c.Message, c.Name)
-		assertEventReasons(t, ns, c.Name, []string{v1.ReasonInvalid}, c.Name)
+		assertFailedInvalid(t, ns, c.Name, c.Field, c.Message)
 	}
+	assertNothingCreated(t, ns)
+}
+
+// assertFailedInvalid waits for the job to be Failed/Invalid with each of
+// want in its message, and asserts its one Invalid event.
+func assertFailedInvalid(t *testing.T, ns, name string, want ...string) {
+	t.Helper()
+	job := waitForJob(t, ns, name, "Failed/Invalid", func(job *v1.TrainingJob) bool {
+		return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == v1.ReasonInvalid
+	})
+	for _, w := range want {
+		assert.Contains(t, job.Status.Message, w, name)
+	}
+	assertEventReasons(t, ns, name, []string{v1.ReasonInvalid}, name)
+}
+
+// assertNothingCreated asserts that no ReplicaSet and no Service exists in ns.
+func assertNothingCreated(t *testing.T, ns string) {
+	t.Helper()
 	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, rss.Items, "ReplicaSets created for invalid jobs")
@@ -199,18 +213,9 @@ func TestJobsThatBypassTheSchemaFailInvalid(t *testing.T) {
 
 	startController(t, ns)
 	for _, c := range cases {
-		job := waitForJob(t, ns, c.name, "Failed/Invalid", func(job *v1.TrainingJob) bool {
-			return job.Status.Phase == v1.PhaseFailed && job.Status.Reason == v1.ReasonInvalid
-		})
-		assert.Contains(t, job.Status.Message, c.field, c.name)
-		assertEventReasons(t, ns, c.name, []string{v1.ReasonInvalid}, c.name)
+		assertFailedInvalid(t, ns, c.name, c.field)
 	}
-	rss, err := cp.Client.AppsV1().ReplicaSets(ns).List(testContext(t), metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, rss.Items, "ReplicaSets created for invalid jobs")
-	services, err := cp.Client.CoreV1().Services(ns).List(testContext(t), metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, services.Items, "Services created for invalid jobs")
+	assertNothingCreated(t, ns)
 
 	// With the CRD's rules back, the stored job with the too-long name
 	// still takes status updates: the name rules run on create only, so

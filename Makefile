@@ -36,6 +36,10 @@ verify: ## gofmt, go vet and a check that generated code is current
 	go vet ./...
 	hack/verify-codegen.sh
 
+.PHONY: verify-fresh
+verify-fresh: ## make verify and the edl build with empty Go module, build and EDL caches and HOME, as on a new machine (CI runs it)
+	hack/verify-fresh.sh
+
 # The linters install through the Go module proxy into the cache, one
 # directory per version, and never into go.mod.
 TOOLS_DIR := $(EDL_CACHE_DIR)/tools

@@ -91,17 +91,6 @@ fi
 export GOWORK=off CGO_ENABLED=0
 GO_BUILD=(go build -trimpath -buildvcs=false -mod=readonly)
 
-# The release's publication time as the build date keeps the build reproducible.
-K8S_BUILD_DATE="$(cd "${TOOLS}/k8s" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes 2>/dev/null || true)"
-K8S_MINOR="$(echo "${K8S_VERSION}" | cut -d. -f2)"
-K8S_LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	K8S_LDFLAGS+=" -X ${pkg}.gitVersion=${K8S_VERSION}"
-	K8S_LDFLAGS+=" -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${K8S_MINOR}"
-	K8S_LDFLAGS+=" -X ${pkg}.gitCommit= -X ${pkg}.gitTreeState=clean"
-	K8S_LDFLAGS+=" -X ${pkg}.buildDate=${K8S_BUILD_DATE:-1970-01-01T00:00:00Z}"
-done
-
 START=${SECONDS}
 
 # build runs one go build in the background and reports every 30 s, so a long
@@ -146,6 +135,19 @@ for d in etcd kwok k8s; do
 	echo "  downloading the modules of hack/tools/${d} ..."
 	(cd "${TOOLS}/${d}" && go mod download)
 done
+
+# The release's publication time as the build date keeps the build reproducible;
+# go mod download above put the module's .info file, which holds it, in the cache.
+K8S_BUILD_DATE="$(cd "${TOOLS}/k8s" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)"
+K8S_MINOR="$(echo "${K8S_VERSION}" | cut -d. -f2)"
+K8S_LDFLAGS="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	K8S_LDFLAGS+=" -X ${pkg}.gitVersion=${K8S_VERSION}"
+	K8S_LDFLAGS+=" -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${K8S_MINOR}"
+	K8S_LDFLAGS+=" -X ${pkg}.gitCommit= -X ${pkg}.gitTreeState=clean"
+	K8S_LDFLAGS+=" -X ${pkg}.buildDate=${K8S_BUILD_DATE:-1970-01-01T00:00:00Z}"
+done
+
 build etcd "${TOOLS}/etcd" go.etcd.io/etcd/server/v3 "-s -w"
 build kwok "${TOOLS}/kwok" sigs.k8s.io/kwok/cmd/kwok "-s -w"
 build kube-apiserver "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-apiserver "${K8S_LDFLAGS}"

@@ -5,7 +5,8 @@
 #     applyconfigurations under pkg/generated/, with code-generator's kube_codegen.sh,
 #   - the TrainingJob CustomResourceDefinition in thirdpartyresource.yaml, with
 #     controller-gen, so that the schema cannot drift from the Go types.
-# Both generators are pinned in go.mod (tool directives); nothing else is needed.
+# Both generators are pinned in go.mod (tool directives) and downloaded from the
+# Go module proxy by this script; nothing else is needed.
 #
 # Usage: hack/update-codegen.sh [OUTPUT_ROOT]
 #   OUTPUT_ROOT defaults to the repository; hack/verify-codegen.sh passes a
@@ -17,8 +18,18 @@ ROOT="${1:-${REPO_ROOT}}"
 cd "${ROOT}"
 
 MODULE="github.com/paddlepaddle/edl"
+# kube_codegen.sh is a file of the code-generator module, so the module's files
+# must be in the module cache: `go list -m` alone names the directory without
+# downloading it (an empty name on a fresh machine), and `go tool` downloads
+# only what it builds. `go mod download` fetches the version go.mod pins and
+# checks it against go.sum.
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
 CODEGEN_VERSION="$(go list -m -f '{{.Version}}' k8s.io/code-generator)"
+if [[ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+    echo "update-codegen.sh: no kube_codegen.sh in k8s.io/code-generator's directory '${CODEGEN_PKG}'" >&2
+    exit 1
+fi
 # kube_codegen.sh installs its generators into GOBIN; keep them in a cache of
 # their own version instead of the user's GOPATH/bin.
 export GOBIN="${EDL_CACHE_DIR:-${HOME}/.cache/edl}/codegen-${CODEGEN_VERSION}/bin"

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -21,7 +20,6 @@ import (
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // ClientConfig returns a copy of cfg with a client-side rate limit high
@@ -33,125 +31,6 @@ func ClientConfig(cfg *rest.Config) *rest.Config {
 	c.QPS, c.Burst = 200, 400
 	c.UserAgent = "edl-experiment"
 	return c
-}
-
-// JobView is one job in a Sample.
-type JobView struct {
-	Name  string
-	Phase v1.TrainingJobPhase
-	// Running counts the trainer pods Running and not being deleted;
-	// Desired is the trainer ReplicaSet's replicas as the job's status has it.
-	Running, Desired int
-	Min, Max         int
-	// Fulfillment is (Running − Min) / (Max − Min), 1 when Min == Max.
-	Fulfillment float64
-}
-
-// Sample is the cluster at one instant.
-type Sample struct {
-	// At is the time since the recorder's origin.
-	At time.Duration
-	// Utilization is Σ CPU requests of Running pods ÷ Σ allocatable CPU.
-	Utilization     float64
-	CPURunningMilli int64
-	CPUAllocMilli   int64
-	// CPUPendingMilli is Σ CPU requests of the live pods not Running: with
-	// CPURunningMilli it is the load the autoscaler compares with
-	// max_load_desired.
-	CPUPendingMilli int64
-	// CPUHeldWaitingMilli is Σ CPU requests of the Running pods of the jobs
-	// not Running (nor finished): what jobs that cannot run yet hold, their
-	// pservers and masters most of all.
-	CPUHeldWaitingMilli int64
-	// Ideal is the utilization a perfect packer reaches with the demand of
-	// this instant (filled in by the scenario; 0 when not computed).
-	Ideal float64
-	// Submitted jobs, of which Pending are not in phase Running.
-	Submitted, PendingJobs int
-	Jobs                   []JobView
-	// RunningTrainers counts all Running trainer pods.
-	RunningTrainers int
-	// Web pods: the Deployment's replicas (set by the scenario), Running, and
-	// pending (not Running and not being deleted).
-	WebDesired, WebRunning, WebPending int
-	// PendingPods counts every pod not Running and not being deleted.
-	PendingPods int
-	// Pools are the node pools (nodes labelled PoolLabel), by name; none
-	// when no node has the label.
-	Pools []PoolSample
-}
-
-// PoolSample is one node pool at one instant.
-type PoolSample struct {
-	Name  string
-	Nodes int
-	// Allocatable of the pool's nodes, and the requests of the Running pods
-	// bound to them.
-	CPUAllocMilli, CPURunningMilli int64
-	GPUAlloc, GPURunning           int64
-	// Ideal is the pool's packing bound of its Resource (filled in by the
-	// scenario).
-	Ideal float64
-}
-
-// Resource is what the pool's utilization counts: GPUs in a pool that has
-// them, CPU otherwise.
-func (p PoolSample) Resource() Resource {
-	if p.GPUAlloc > 0 {
-		return GPU
-	}
-	return CPU
-}
-
-// Utilization is Σ requests of Running pods ÷ Σ allocatable of the pool's
-// Resource.
-func (p PoolSample) Utilization() float64 {
-	used, alloc := p.CPURunningMilli, p.CPUAllocMilli
-	if p.Resource() == GPU {
-		used, alloc = p.GPURunning, p.GPUAlloc
-	}
-	if alloc == 0 {
-		return 0
-	}
-	return float64(used) / float64(alloc)
-}
-
-// poolUsage sums, per pool (the value of the nodes' label key), the
-// allocatable of its nodes and the requests of the Running pods bound to
-// them, sorted by name. Nodes without the label are in no pool.
-func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, key string) []PoolSample {
-	byName := map[string]*PoolSample{}
-	poolOf := map[string]*PoolSample{} // by node name
-	for _, n := range nodes {
-		name, ok := n.Labels[key]
-		if !ok {
-			continue
-		}
-		p := byName[name]
-		if p == nil {
-			p = &PoolSample{Name: name}
-			byName[name] = p
-		}
-		p.Nodes++
-		p.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
-		gpu := n.Status.Allocatable[framework.GPUResource]
-		p.GPUAlloc += gpu.Value()
-		poolOf[n.Name] = p
-	}
-	for _, pod := range pods {
-		p := poolOf[pod.Spec.NodeName]
-		if p == nil || pod.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		p.CPURunningMilli += podCPUMilli(pod)
-		p.GPURunning += podGPU(pod)
-	}
-	out := make([]PoolSample, 0, len(byName))
-	for _, p := range byName {
-		out = append(out, *p)
-	}
-	slices.SortFunc(out, func(a, b PoolSample) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 // JobTiming is when one job was submitted and started.
@@ -353,123 +232,6 @@ func (r *Recorder) observeJob(obj any) {
 	if _, seen := r.running[job.Name]; !seen {
 		r.running[job.Name] = now.Sub(r.origin)
 	}
-}
-
-// Sample takes a sample of the cluster now.
-func (r *Recorder) Sample(now time.Time) Sample {
-	r.mu.Lock()
-	s := Sample{At: now.Sub(r.origin), WebDesired: r.webDesired, Submitted: len(r.submitted)}
-	submitted := make(map[string]bool, len(r.submitted))
-	for name := range r.submitted {
-		submitted[name] = true
-	}
-	r.mu.Unlock()
-
-	nodes, _ := r.nodes.List(labels.Everything())
-	for _, n := range nodes {
-		s.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
-	}
-	jobs, _ := r.jobs.List(labels.Everything())
-	waiting := map[string]bool{}
-	for _, j := range jobs {
-		switch j.Status.Phase {
-		case v1.PhaseRunning, v1.PhaseSucceeded, v1.PhaseFailed:
-		default:
-			waiting[j.Name] = true
-		}
-	}
-	pods, _ := r.pods.List(labels.Everything())
-	running := map[string]int{}
-	for _, p := range pods {
-		isRunning := p.Status.Phase == corev1.PodRunning
-		if isRunning {
-			s.CPURunningMilli += podCPUMilli(p)
-			if job, _, ok := v1.JobOf(p.Labels); ok && waiting[job] && p.DeletionTimestamp == nil {
-				s.CPUHeldWaitingMilli += podCPUMilli(p)
-			}
-		}
-		live := p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-		if live && !isRunning {
-			s.PendingPods++
-			s.CPUPendingMilli += podCPUMilli(p)
-		}
-		if job := p.Labels[v1.LabelTrainer]; job != "" && isRunning && p.DeletionTimestamp == nil {
-			running[job]++
-			s.RunningTrainers++
-		}
-		if p.Labels[WebLabel] == WebName {
-			switch {
-			case isRunning:
-				s.WebRunning++
-			case live:
-				s.WebPending++
-			}
-		}
-	}
-	if s.CPUAllocMilli > 0 {
-		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
-	}
-	if pools := poolUsage(nodes, pods, PoolLabel); len(pools) > 0 {
-		s.Pools = pools
-	}
-
-	for _, j := range jobs {
-		v := JobView{
-			Name: j.Name, Phase: j.Status.Phase,
-			Running: running[j.Name], Desired: int(j.Status.Trainers.Desired),
-			Min: int(j.Spec.Trainer.MinInstance), Max: int(j.Spec.Trainer.MaxInstance),
-			Fulfillment: 1,
-		}
-		if v.Max > v.Min {
-			v.Fulfillment = float64(v.Running-v.Min) / float64(v.Max-v.Min)
-		}
-		s.Jobs = append(s.Jobs, v)
-		if len(submitted) == 0 || submitted[j.Name] {
-			if j.Status.Phase != v1.PhaseRunning {
-				s.PendingJobs++
-			}
-		}
-	}
-	if len(submitted) == 0 {
-		s.Submitted = len(jobs)
-	}
-	slices.SortFunc(s.Jobs, func(a, b JobView) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	return s
-}
-
-// podGPU is the pod's GPU request, as podCPUMilli counts CPU.
-func podGPU(p *corev1.Pod) int64 {
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		q := c.Resources.Requests[framework.GPUResource]
-		sum += q.Value()
-	}
-	for _, c := range p.Spec.InitContainers {
-		q := c.Resources.Requests[framework.GPUResource]
-		initMax = max(initMax, q.Value())
-	}
-	return max(sum, initMax)
-}
-
-// podCPUMilli is the pod's CPU request as the scheduler counts it: the sum
-// over its containers, or the largest init container if that is more.
-func podCPUMilli(p *corev1.Pod) int64 {
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		sum += c.Resources.Requests.Cpu().MilliValue()
-	}
-	for _, c := range p.Spec.InitContainers {
-		initMax = max(initMax, c.Resources.Requests.Cpu().MilliValue())
-	}
-	return max(sum, initMax)
 }
 
 // JobTimings returns every submitted job's timing, by name.

@@ -2,27 +2,22 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -256,265 +251,6 @@ func ScaleWeb(ctx context.Context, kube kubernetes.Interface, namespace string, 
 		return fmt.Errorf("scale the web Deployment to %d: %w", replicas, err)
 	}
 	return nil
-}
-
-// driver runs one scenario.
-type driver struct {
-	*env
-	rec      *Recorder
-	opts     Options
-	progress io.Writer
-	edl      *framework.EDL
-
-	mu          sync.Mutex
-	samples     []Sample
-	windowStart time.Duration
-	steps       []time.Duration
-}
-
-// sample records a sample every interval until ctx is done.
-func (d *driver) sample(ctx context.Context) {
-	t := time.NewTicker(d.opts.Size.Interval)
-	defer t.Stop()
-	for {
-		s := d.rec.Sample(time.Now())
-		d.bound(&s)
-		d.mu.Lock()
-		d.samples = append(d.samples, s)
-		d.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// bound fills in the sample's packing bounds: the whole cluster's CPU in
-// Training and Shared, each pool's in Pools.
-func (d *driver) bound(s *Sample) {
-	size := d.opts.Size
-	switch d.opts.Scenario {
-	case Training:
-		// Every job wants its maximum in both modes; nobody must come first.
-		k := s.Submitted
-		s.Ideal = ratio(Ideal(size.node(), size.Nodes, []PodDemand{
-			TrainerSize.demand("trainer", 0, k*int(size.TrainerMax)), PserverSize.demand("pserver", 0, k*int(size.Pservers))}))
-	case Shared:
-		s.Ideal = ratio(Ideal(size.node(), size.Nodes, elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
-			size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
-	case Pools:
-		// The pools' demands are apart: CPU jobs and the web service may
-		// use only the CPU pool (the GPU nodes' taint, the web pods'
-		// selector), GPU jobs only the GPU pool (their selector).
-		p := size.Pools
-		cpuJobs := min(s.Submitted, p.CPUJobs)
-		gpuJobs := s.Submitted - cpuJobs
-		for i := range s.Pools {
-			pool := &s.Pools[i]
-			switch pool.Name {
-			case CPUPool:
-				pool.Ideal = ratio(IdealOf(CPU, size.node(), pool.Nodes, elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
-					size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
-			case GPUPool:
-				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
-					size.Pservers, 0, d.opts.Variant.Mode)))
-			}
-		}
-	}
-}
-
-// elasticDemand is the demand of k running elastic jobs of trainer sized
-// trainers (lo..hi each, only lo with EDL off: the jobs stay at their
-// minimum) and pservers each, which must all run, beside web pods that must
-// all run.
-func elasticDemand(trainer PodSize, k int, lo, hi, pservers int32, web int, mode Mode) []PodDemand {
-	if mode == Off {
-		hi = lo
-	}
-	ps := k * int(pservers)
-	return []PodDemand{trainer.demand("trainer", k*int(lo), k*int(hi)), PserverSize.demand("pserver", ps, ps), WebSize.demand("web", web, web)}
-}
-
-// ratio is placed ÷ total of a packing bound, 0 when it has none.
-func ratio(placed, total int64, err error) float64 {
-	if err != nil || total == 0 {
-		return 0
-	}
-	return float64(placed) / float64(total)
-}
-
-// step records a step and prints its progress line.
-func (d *driver) step(what string) {
-	now := time.Now()
-	at := d.rec.Since(now)
-	d.mu.Lock()
-	d.steps = append(d.steps, at)
-	d.mu.Unlock()
-	s := d.rec.Sample(now)
-	d.bound(&s)
-	util := fmt.Sprintf("util %5.1f%% (ideal %5.1f%%)", 100*s.Utilization, 100*s.Ideal)
-	if len(s.Pools) > 0 {
-		var pools []string
-		for _, p := range s.Pools {
-			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% (ideal %5.1f%%)", p.Name, p.Resource(), 100*p.Utilization(), 100*p.Ideal))
-		}
-		util = strings.Join(pools, ", ")
-	}
-	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s %s  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
-		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, util,
-		s.PendingJobs, s.Submitted, s.RunningTrainers, s.WebRunning, s.WebDesired, s.WebPending)
-}
-
-// sleepUntil waits until t, failing early if edl exits or ctx ends.
-func (d *driver) sleepUntil(ctx context.Context, t time.Time) error {
-	for {
-		if exited, err := d.edl.Exited(); exited {
-			return fmt.Errorf("edl exited during the run: %v", err)
-		}
-		left := time.Until(t)
-		if left <= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(min(left, time.Second)):
-		}
-	}
-}
-
-func (d *driver) submit(ctx context.Context, job *v1.TrainingJob) error {
-	now := time.Now()
-	if _, err := d.tj.PaddlepaddleV1().TrainingJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("submit %s: %w", job.Name, err)
-	}
-	d.rec.Submitted(job.Name, now)
-	return nil
-}
-
-// training submits the jobs one by one, then watches for Settle.
-func (d *driver) training(ctx context.Context) error {
-	size := d.opts.Size
-	lo, hi := size.TrainerMin, size.TrainerMax
-	if d.opts.Variant.Mode == Off {
-		lo = hi // without EDL a job asks for its maximum
-	}
-	start := time.Now()
-	for i := range size.Jobs {
-		if err := d.sleepUntil(ctx, start.Add(time.Duration(i)*size.JobInterval)); err != nil {
-			return err
-		}
-		if err := d.submit(ctx, TrainingJob(JobName(i), lo, hi, size.Pservers)); err != nil {
-			return err
-		}
-		d.step(fmt.Sprintf("submitted %s (%d/%d)", JobName(i), i+1, size.Jobs))
-	}
-	last := start.Add(time.Duration(size.Jobs-1) * size.JobInterval)
-	for t := 30 * time.Second; t < size.Settle; t += 30 * time.Second {
-		if err := d.sleepUntil(ctx, last.Add(t)); err != nil {
-			return err
-		}
-		d.step(fmt.Sprintf("settling, %s after the last", t))
-	}
-	if err := d.sleepUntil(ctx, last.Add(size.Settle)); err != nil {
-		return err
-	}
-	d.step("end")
-	return nil
-}
-
-// jobs are the elastic jobs of Shared, or of Pools: the CPU jobs, then the
-// GPU jobs.
-func (d *driver) jobs() []*v1.TrainingJob {
-	size := d.opts.Size
-	var jobs []*v1.TrainingJob
-	if d.opts.Scenario != Pools {
-		for i := range size.SharedJobs {
-			jobs = append(jobs, TrainingJob(JobName(i), size.SharedTrainerMin, size.SharedTrainerMax, size.Pservers))
-		}
-		return jobs
-	}
-	p := size.Pools
-	for i := range p.CPUJobs {
-		jobs = append(jobs, TrainingJob(JobName(i), p.CPUTrainerMin, p.CPUTrainerMax, size.Pservers))
-	}
-	for i := range p.GPUJobs {
-		jobs = append(jobs, GPUJob(GPUJobName(i), p.GPUTrainerMin, p.GPUTrainerMax, size.Pservers))
-	}
-	return jobs
-}
-
-// web is the web Deployment at replicas, pinned to the CPU pool in Pools,
-// and its levels.
-func (d *driver) web() (*appsv1.Deployment, []int32) {
-	size := d.opts.Size
-	if d.opts.Scenario != Pools {
-		return WebDeployment(Namespace, size.WebSteps[0], WebSize), size.WebSteps
-	}
-	dep := WebDeployment(Namespace, size.Pools.WebSteps[0], WebSize)
-	dep.Spec.Template.Spec.NodeSelector = map[string]string{PoolLabel: CPUPool}
-	return dep, size.Pools.WebSteps
-}
-
-// shared runs the web service at its first level, adds the jobs, waits until
-// they run, then walks the web service through its levels.
-func (d *driver) shared(ctx context.Context) error {
-	size := d.opts.Size
-	web, levels := d.web()
-	first := levels[0]
-	if _, err := d.kube.AppsV1().Deployments(Namespace).Create(ctx, web, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the web Deployment: %w", err)
-	}
-	d.rec.SetWebDesired(int(first))
-	if err := d.waitFor(ctx, 5*time.Minute, func(s Sample) bool { return s.WebRunning == int(first) }); err != nil {
-		return fmt.Errorf("the %d web pods never all ran: %w", first, err)
-	}
-	d.step(fmt.Sprintf("web service at %d", first))
-	jobs := d.jobs()
-	for _, job := range jobs {
-		if err := d.submit(ctx, job); err != nil {
-			return err
-		}
-	}
-	if err := d.waitFor(ctx, 5*time.Minute, func(s Sample) bool { return s.Submitted == len(jobs) && s.PendingJobs == 0 }); err != nil {
-		return fmt.Errorf("the jobs never all ran: %w", err)
-	}
-	d.mu.Lock()
-	d.windowStart = d.rec.Since(time.Now())
-	d.mu.Unlock()
-	d.step(fmt.Sprintf("%d jobs running", len(jobs)))
-	next := time.Now().Add(size.Step)
-	for _, level := range levels[1:] {
-		if err := d.sleepUntil(ctx, next); err != nil {
-			return err
-		}
-		if err := ScaleWeb(ctx, d.kube, Namespace, level); err != nil {
-			return err
-		}
-		d.rec.SetWebDesired(int(level))
-		d.step(fmt.Sprintf("web service to %d", level))
-		next = next.Add(size.Step)
-	}
-	if err := d.sleepUntil(ctx, next); err != nil {
-		return err
-	}
-	d.step("end")
-	return nil
-}
-
-// waitFor polls the recorder until cond holds.
-func (d *driver) waitFor(ctx context.Context, timeout time.Duration, cond func(Sample) bool) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		if exited, err := d.edl.Exited(); exited {
-			return false, fmt.Errorf("edl exited during the run: %v", err)
-		}
-		return cond(d.rec.Sample(time.Now())), nil
-	})
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("not within %s", timeout)
-	}
-	return err
 }
 
 // countLines counts the lines of a file that contain s.

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// options are the command-line flags.
+type options struct {
+	kubeconfig     string
+	logLevel       string
+	maxLoadDesired float64
+	workers        int
+	resync         time.Duration
+	showVersion    bool
+
+	autoscaleInterval time.Duration
+	cooldownCycles    int
+	maxGrowPerCycle   int
+	rebalanceGap      float64
+	dryRun            bool
+	gangAdmission     bool
+	gpuResources      string
+
+	httpAddr string
+
+	kubeAPIQPS   float64
+	kubeAPIBurst int
+
+	leaderElect   bool
+	leaderElectNS string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+}
+
+// parseFlags parses args; every problem is one line naming the flag.
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("edl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addFlags(fs, &o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: edl [flags]\n       edl explain [flags] [-n NAMESPACE] [-o table|json] [JOB]")
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, fmt.Errorf("%v (run 'edl -help' for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
+	}
+	return o, validate(o)
+}
+
+// addFlags defines the controller's flags on fs, into o. edl explain
+// defines the same, so that it plans with the options of the controller it
+// explains.
+func addFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
+	fs.StringVar(&o.logLevel, "log_level", "info", "log level: debug, info, warn, error or crit")
+	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
+	fs.IntVar(&o.workers, "workers", 2, "TrainingJobs synced in parallel")
+	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every job is synced even without events (0 disables)")
+	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", 5*time.Second, "time between two autoscaling plans")
+	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", 3, "autoscale intervals a job scaled down is not grown again (0 disables)")
+	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
+	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
+	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
+	fs.BoolVar(&o.gangAdmission, "gang_admission", true, "create a new job's pods with the scheduling gate "+v1.SchedulingGateAdmission+" and remove it only once the job's whole minimum fits (off with -dry_run)")
+	fs.StringVar(&o.gpuResources, "gpu_resources", string(cluster.DefaultGPUResourceName), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
+	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
+	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", 30, "requests edl may send at once above -kube_api_qps")
+	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
+	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
+	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 12*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 8*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", time.Second, "time between two attempts to acquire or renew the lease")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
+}
+
+// validate checks the flags' values; every problem is one line naming the
+// flag.
+func validate(o options) error {
+	if o.workers < 1 {
+		return fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers)
+	}
+	if o.resync < 0 {
+		return fmt.Errorf("invalid value %v for flag -resync: must not be negative", o.resync)
+	}
+	if o.autoscaleInterval <= 0 {
+		return fmt.Errorf("invalid value %v for flag -autoscale_interval: must be positive", o.autoscaleInterval)
+	}
+	if o.cooldownCycles < 0 {
+		return fmt.Errorf("invalid value %d for flag -cooldown_cycles: must not be negative", o.cooldownCycles)
+	}
+	if o.maxGrowPerCycle < 0 || o.maxGrowPerCycle > math.MaxInt32 {
+		return fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
+	}
+	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
+		return fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
+	}
+	if len(gpuResourceNames(o.gpuResources)) == 0 {
+		return fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)
+	}
+	if o.maxLoadDesired <= 0 || o.maxLoadDesired > 1 {
+		return fmt.Errorf("invalid value %v for flag -max_load_desired: must be greater than 0 and at most 1", o.maxLoadDesired)
+	}
+	if !(o.kubeAPIQPS > 0) || math.IsInf(o.kubeAPIQPS, 0) {
+		return fmt.Errorf("invalid value %v for flag -kube_api_qps: must be positive", o.kubeAPIQPS)
+	}
+	if o.kubeAPIBurst < 1 {
+		return fmt.Errorf("invalid value %d for flag -kube_api_burst: must be at least 1", o.kubeAPIBurst)
+	}
+	if o.httpAddr != "" {
+		if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
+			return fmt.Errorf("invalid value %q for flag -http_addr: must be host:port or :port", o.httpAddr)
+		}
+	}
+	return validateElection(o)
+}
+
+// validateElection checks the -leader_elect_* flags the way the elector
+// would, but as one line naming the flag.
+func validateElection(o options) error {
+	if !o.leaderElect {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(o.leaderElectNS); len(errs) > 0 {
+		return fmt.Errorf("invalid value %q for flag -leader_elect_namespace: %s", o.leaderElectNS, errs[0])
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"-leader_elect_lease_duration", o.leaseDuration},
+		{"-leader_elect_renew_deadline", o.renewDeadline},
+		{"-leader_elect_retry_period", o.retryPeriod},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("invalid value %v for flag %s: must be positive", d.value, d.name)
+		}
+	}
+	if o.renewDeadline >= o.leaseDuration {
+		return fmt.Errorf("invalid value %v for flag -leader_elect_renew_deadline: must be less than -leader_elect_lease_duration (%v)", o.renewDeadline, o.leaseDuration)
+	}
+	if float64(o.renewDeadline) <= leaderelection.JitterFactor*float64(o.retryPeriod) {
+		return fmt.Errorf("invalid value %v for flag -leader_elect_retry_period: %v times it must be less than -leader_elect_renew_deadline (%v)",
+			o.retryPeriod, leaderelection.JitterFactor, o.renewDeadline)
+	}
+	return nil
+}
+
+// gpuResourceNames splits the -gpu_resources flag.
+func gpuResourceNames(flagValue string) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, n := range strings.Split(flagValue, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, corev1.ResourceName(n))
+		}
+	}
+	return names
+}

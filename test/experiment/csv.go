@@ -1,0 +1,253 @@
+package experiment
+
+import (
+	"encoding/csv"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteCSV writes the run's samples, and its jobs' and web pods' timings, as
+// <scenario>-<mode>-{samples,jobs,web}.csv into dir; it returns the paths.
+func WriteCSV(dir string, r *Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s", r.Scenario, r.Variant.Label()))
+	var paths []string
+	write := func(suffix string, rows [][]string) error {
+		path := base + "-" + suffix + ".csv"
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		w := csv.NewWriter(f)
+		if err := w.WriteAll(rows); err != nil {
+			f.Close()
+			return err
+		}
+		paths = append(paths, path)
+		return f.Close()
+	}
+	sec := func(d time.Duration) string {
+		if d < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
+	}
+	ratio := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	itoa := strconv.Itoa
+
+	names := jobNames(r)
+	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli"}
+	for _, n := range names {
+		header = append(header, "trainers_"+n)
+	}
+	pools := poolNames(r)
+	for _, p := range pools {
+		for _, col := range poolColumns {
+			header = append(header, p+"_"+col.name)
+		}
+	}
+	rows := [][]string{header}
+	for _, s := range r.Samples {
+		load := 0.0
+		if s.CPUAllocMilli > 0 {
+			load = float64(s.CPURunningMilli+s.CPUPendingMilli) / float64(s.CPUAllocMilli)
+		}
+		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
+			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10)}
+		running := map[string]int{}
+		for _, j := range s.Jobs {
+			running[j.Name] = j.Running
+		}
+		for _, n := range names {
+			row = append(row, itoa(running[n]))
+		}
+		for _, name := range pools {
+			var p PoolSample
+			for _, x := range s.Pools {
+				if x.Name == name {
+					p = x
+				}
+			}
+			for _, col := range poolColumns {
+				row = append(row, col.format(p))
+			}
+		}
+		rows = append(rows, row)
+	}
+	if err := write("samples", rows); err != nil {
+		return nil, err
+	}
+
+	rows = [][]string{{"job", "submitted_s", "first_trainer_s", "running_s", "pending_s", "never_running"}}
+	for _, j := range r.Jobs {
+		end, never := j.Running, j.Running < 0
+		if never {
+			end = r.End
+		}
+		rows = append(rows, []string{j.Name, sec(j.Submitted), sec(j.FirstTrainer), sec(j.Running), sec(end - j.Submitted), strconv.FormatBool(never)})
+	}
+	if err := write("jobs", rows); err != nil {
+		return nil, err
+	}
+
+	if len(r.Growth) > 0 {
+		rows = [][]string{{"pod", "job", "pool", "created_s", "bound_s", "deleted_s", "wait_s"}}
+		for _, w := range r.Growth {
+			rows = append(rows, []string{w.Pod, w.Job, w.Pool, sec(w.Created), sec(w.Bound), sec(w.Deleted), sec(w.Wait(r.End))})
+		}
+		if err := write("growth", rows); err != nil {
+			return nil, err
+		}
+	}
+
+	if r.Scenario == Shared || r.Scenario == Pools {
+		rows = [][]string{{"pod", "created_s", "running_s", "deleted_s", "wait_s", "in_window"}}
+		for _, w := range r.Web {
+			wait := ""
+			switch {
+			case w.Running >= 0:
+				wait = sec(w.Running - w.Created)
+			case w.Deleted < 0:
+				wait = sec(r.End - w.Created)
+			}
+			rows = append(rows, []string{w.Name, sec(w.Created), sec(w.Running), sec(w.Deleted), wait, strconv.FormatBool(w.Created >= r.WindowStart)})
+		}
+		if err := write("web", rows); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// poolColumns are the columns of each pool in the samples CSV, named
+// <pool>_<name>; utilization is derived, for the reader of the CSV.
+var poolColumns = []struct {
+	name   string
+	format func(PoolSample) string
+	parse  func(*PoolSample, float64)
+}{
+	{"utilization", func(p PoolSample) string { return strconv.FormatFloat(p.Utilization(), 'f', 4, 64) }, func(*PoolSample, float64) {}},
+	{"ideal", func(p PoolSample) string { return strconv.FormatFloat(p.Ideal, 'f', 4, 64) }, func(p *PoolSample, v float64) { p.Ideal = v }},
+	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
+	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },
+		func(p *PoolSample, v float64) { p.CPURunningMilli = int64(v) }},
+	{"cpu_allocatable_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPUAllocMilli, 10) },
+		func(p *PoolSample, v float64) { p.CPUAllocMilli = int64(v) }},
+	{"gpu_running", func(p PoolSample) string { return strconv.FormatInt(p.GPURunning, 10) }, func(p *PoolSample, v float64) { p.GPURunning = int64(v) }},
+	{"gpu_allocatable", func(p PoolSample) string { return strconv.FormatInt(p.GPUAlloc, 10) }, func(p *PoolSample, v float64) { p.GPUAlloc = int64(v) }},
+}
+
+// poolNames are the names of every pool seen in the samples, sorted.
+func poolNames(r *Result) []string {
+	seen := map[string]bool{}
+	for _, s := range r.Samples {
+		for _, p := range s.Pools {
+			seen[p.Name] = true
+		}
+	}
+	names := slices.Collect(maps.Keys(seen))
+	slices.Sort(names)
+	return names
+}
+
+// jobNames are the names of every job seen in the samples, sorted.
+func jobNames(r *Result) []string {
+	seen := map[string]bool{}
+	for _, j := range r.Jobs {
+		seen[j.Name] = true
+	}
+	for _, s := range r.Samples {
+		for _, j := range s.Jobs {
+			seen[j.Name] = true
+		}
+	}
+	var names []string
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ReadResult reads back what WriteCSV wrote for one run: its samples (with
+// the trainers Running per job), enough to draw its figure again.
+func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error) {
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-samples.csv", scenario, variant.Label()))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	col := map[string]int{}
+	var pools []string
+	for i, name := range rows[0] {
+		col[name] = i
+		if pool, ok := strings.CutSuffix(name, "_"+poolColumns[0].name); ok {
+			pools = append(pools, pool)
+		}
+	}
+	r := &Result{Scenario: scenario, Variant: variant}
+	for _, row := range rows[1:] {
+		num := func(name string) float64 {
+			i, ok := col[name]
+			if !ok || i >= len(row) {
+				return 0
+			}
+			v, _ := strconv.ParseFloat(row[i], 64)
+			return v
+		}
+		s := Sample{
+			At:              time.Duration(num("t_s") * float64(time.Second)),
+			Utilization:     num("utilization"),
+			Ideal:           num("ideal"),
+			CPURunningMilli: int64(num("cpu_running_milli")),
+			CPUPendingMilli: int64(num("cpu_pending_milli")),
+			CPUAllocMilli:   int64(num("cpu_allocatable_milli")),
+			Submitted:       int(num("jobs_submitted")),
+			PendingJobs:     int(num("jobs_pending")),
+			RunningTrainers: int(num("trainers_running")),
+			WebDesired:      int(num("web_desired")),
+			WebRunning:      int(num("web_running")),
+			WebPending:      int(num("web_pending")),
+			PendingPods:     int(num("pods_pending")),
+
+			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
+		}
+		for name, i := range col {
+			if job, ok := strings.CutPrefix(name, "trainers_"); ok && name != "trainers_running" && i < len(row) {
+				n, _ := strconv.Atoi(row[i])
+				s.Jobs = append(s.Jobs, JobView{Name: job, Running: n})
+			}
+		}
+		slices.SortFunc(s.Jobs, func(a, b JobView) int { return strings.Compare(a.Name, b.Name) })
+		for _, pool := range pools {
+			p := PoolSample{Name: pool}
+			for _, c := range poolColumns {
+				c.parse(&p, num(pool+"_"+c.name))
+			}
+			s.Pools = append(s.Pools, p)
+		}
+		r.Samples = append(r.Samples, s)
+	}
+	if n := len(r.Samples); n > 0 {
+		r.End = r.Samples[n-1].At
+	}
+	return r, nil
+}

@@ -36,6 +36,6 @@ cd "${ROOT}"
 start=${SECONDS}
 echo "verify-fresh: make verify and the edl build with empty caches under ${tmp}"
 make --no-print-directory verify
-hack/build.sh "${tmp}/edl" fresh >/dev/null
-version="$("${tmp}/edl" -version)"
+hack/build.sh "${tmp}/bin/edl" fresh >/dev/null
+version="$("${tmp}/bin/edl" -version)"
 echo "verify-fresh: passed in $((SECONDS - start))s (built ${version}; downloaded $(du -sh "${GOMODCACHE}" | cut -f1) of modules)"

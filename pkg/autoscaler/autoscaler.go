@@ -217,7 +217,7 @@ func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
 	objects := make(map[string]*v1.TrainingJob, len(all))
 	for _, tj := range all {
 		spec := &tj.Spec
-		if tj.Status.Phase != v1.PhaseRunning || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
+		if tj.Status.Phase != v1.PhaseRunning || spec.Suspend || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
 			continue
 		}
 		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))

@@ -16,8 +16,8 @@ import (
 // queuedJobs are the jobs that wait for admission (condition Queued True)
 // and whose ReplicaSets all exist, as Decide's input, and the jobs by key.
 // A queued job's minimum is read from its ReplicaSets' templates, which is
-// what its pods will be: one master for a fault-tolerant job, the pserver
-// ReplicaSet's replicas, and min-instance trainers.
+// what its pods will be: one master for a fault-tolerant job,
+// pserver.min-instance pservers and trainer.min-instance trainers.
 func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
@@ -27,7 +27,7 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 	var queue []QueuedJob
 	objects := map[string]*v1.TrainingJob{}
 	for _, tj := range all {
-		if !meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) ||
+		if !meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) || tj.Spec.Suspend ||
 			tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
 			continue
 		}
@@ -47,8 +47,13 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 				complete = false
 				break
 			}
-			count := *rs.Spec.Replicas
-			if role == v1.RoleTrainer {
+			// A queued job's ReplicaSets are held at 0 replicas: its
+			// minimum is what admission scales them to.
+			count := int32(1)
+			switch role {
+			case v1.RolePserver:
+				count = tj.Spec.Pserver.MinInstance
+			case v1.RoleTrainer:
 				count = tj.Spec.Trainer.MinInstance
 			}
 			template := &rs.Spec.Template.Spec

@@ -16,28 +16,42 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-// Gang admission: a job's pods are created with the scheduling gate
-// v1.SchedulingGateAdmission while the job is queued, so that kube-scheduler
-// binds none of them and a job that does not fit holds nothing. The
-// autoscaler admits a job by setting its condition Queued to False; from then
-// on the controller builds the templates without the gate and removes it from
-// the pods that still carry it. The condition is the stored fact: it survives
-// a restart of edl, and a crash between the admission and the removal of the
-// gates is repaired by the next sync.
+// Gang admission: a queued job's ReplicaSets exist with 0 replicas, and
+// their templates carry the scheduling gate v1.SchedulingGateAdmission, so
+// that a queued job holds no node and no quota, and a pod created anyway
+// (someone scaled a ReplicaSet) is not scheduled. The autoscaler admits a
+// job by setting its condition Queued to False; from then on the controller
+// scales the ReplicaSets up with templates without the gate, and removes it
+// from pods that still carry it (created before edl held queued jobs at 0,
+// or by someone else). The condition is the stored fact: it survives a
+// restart of edl, and a crash between the admission and the scale-up is
+// repaired by the next sync.
+//
+// spec.suspend takes a job out of the queue and scales it to 0 wherever it
+// was; cleared, it puts the job back in the queue (condition Suspended, True
+// while suspended, tells a resumed job from one never suspended). The
+// autoscaler preempts a job by setting its condition Queued to True again
+// (reason Preempted): the job is then queued like any other, at 0 replicas.
 
 // waitingMessage is the Queued condition's message until the autoscaler
 // writes the job's position.
 const waitingMessage = "waiting for the autoscaler to admit the job once its minimum fits"
 
 // isQueued reports whether the job waits for admission. With gang
-// admission off, no job does. A job with the condition Queued follows it. A
-// job without it is queued when it is new (none of its ReplicaSets exists)
-// or when a ReplicaSet's template carries the gate (created just before a
-// restart that lost the status write); any other job was stored before gang
-// admission existed, or while it was off, and keeps running.
+// admission off, no job does, and neither does a suspended or a finished
+// one. A resumed job (spec.suspend cleared while its condition Suspended is
+// still True) goes back to the queue. A job with the condition Queued
+// follows it. A job without it is queued when it is new (none of its
+// ReplicaSets exists) or when a ReplicaSet's template carries the gate
+// (created just before a restart that lost the status write); any other job
+// was stored before gang admission existed, or while it was off, and keeps
+// running.
 func isQueued(job *v1.TrainingJob, obs observed, gang bool) bool {
-	if !gang || job.Status.Phase == v1.PhaseSucceeded || job.Status.Phase == v1.PhaseFailed {
+	if !gang || job.Spec.Suspend || job.Status.Phase == v1.PhaseSucceeded || job.Status.Phase == v1.PhaseFailed {
 		return false
+	}
+	if isTrue(job.Status.Conditions, v1.ConditionSuspended) {
+		return true
 	}
 	if c := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionQueued); c != nil {
 		return c.Status == metav1.ConditionTrue
@@ -54,29 +68,39 @@ func isQueued(job *v1.TrainingJob, obs observed, gang bool) bool {
 }
 
 // setQueued keeps the Queued condition: True (with the autoscaler's message,
-// once it wrote one) while the job is queued; turned False when a queued
-// job is released because gang admission was turned off. The autoscaler
-// turns it False when it admits the job.
-func setQueued(status *v1.TrainingJobStatus, generation int64, queued bool) {
+// once it wrote one) while the job is queued, set True again when a resumed
+// job returns to the queue; turned False when a queued job leaves the queue
+// without admission: suspended, or released because gang admission was
+// turned off. The autoscaler turns it False when it admits the job.
+func setQueued(status *v1.TrainingJobStatus, job *v1.TrainingJob, queued bool) {
 	c := meta.FindStatusCondition(status.Conditions, v1.ConditionQueued)
+	set := func(ok bool, reason, message string) {
+		setCondition(status, job.Generation, v1.ConditionQueued, ok, reason, message)
+	}
 	switch {
-	case queued && c == nil:
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionTrue,
-			Reason: v1.ReasonWaitingForAdmission, Message: waitingMessage, ObservedGeneration: generation})
+	case queued && (c == nil || c.Status != metav1.ConditionTrue):
+		set(true, v1.ReasonWaitingForAdmission, waitingMessage)
+	case !queued && c != nil && c.Status == metav1.ConditionTrue && job.Spec.Suspend:
+		set(false, v1.ReasonSuspended, "left the queue: spec.suspend is true")
 	case !queued && c != nil && c.Status == metav1.ConditionTrue:
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionFalse,
-			Reason: v1.ReasonAdmissionOff, Message: "released without admission: gang admission is off", ObservedGeneration: generation})
+		set(false, v1.ReasonAdmissionOff, "released without admission: gang admission is off")
 	}
 }
 
 // queuedVerdict is the phase of a queued job, with the Queued condition's
-// message: its position and what it waits for.
+// reason (what kind of wait; the autoscaler's) and message: its position
+// and what it waits for.
 func queuedVerdict(job *v1.TrainingJob) verdict {
-	msg := waitingMessage
-	if c := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue && c.Message != "" {
-		msg = c.Message
+	v := verdict{v1.PhaseQueued, v1.ReasonWaitingForAdmission, waitingMessage}
+	if c := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue {
+		if c.Message != "" {
+			v.message = c.Message
+		}
+		if c.Reason != "" {
+			v.reason = c.Reason
+		}
 	}
-	return verdict{v1.PhaseQueued, v1.ReasonWaitingForAdmission, msg}
+	return v
 }
 
 // gateIndex returns the index of the admission gate in the pod's scheduling

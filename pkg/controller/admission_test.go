@@ -23,11 +23,11 @@ func gated() podMutator {
 }
 
 // addGatedJobObjects seeds the objects the controller creates for a queued
-// job: ReplicaSets whose templates carry the admission gate.
+// job: ReplicaSets of 0 replicas whose templates carry the admission gate.
 func (f *fixture) addGatedJobObjects(job *v1.TrainingJob) {
 	f.t.Helper()
 	for _, role := range roles(job) {
-		f.addReplicaSet(gate(ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)))
+		f.addReplicaSet(gate(ReplicaSet(job, role, 0, nil)))
 		if role != v1.RoleTrainer {
 			f.addService(Service(job, role))
 		}
@@ -53,6 +53,7 @@ func TestSyncGatesANewJobAndQueuesIt(t *testing.T) {
 	for _, name := range []string{"mnist-master", "mnist-pserver", "mnist-trainer"} {
 		rs := f.getReplicaSet(name)
 		assert.True(t, templateGated(rs), "%s's template carries the admission gate", name)
+		assert.Equal(t, int32(0), *rs.Spec.Replicas, "%s: a queued job holds no pod, so no node and no quota", name)
 		want := gate(ReplicaSet(job, map[string]v1.Role{"mnist-master": v1.RoleMaster, "mnist-pserver": v1.RolePserver,
 			"mnist-trainer": v1.RoleTrainer}[name], *rs.Spec.Replicas, nil))
 		assert.Equal(t, want.Annotations[AnnotationTemplateHash], rs.Annotations[AnnotationTemplateHash], "the hash covers the gate")
@@ -113,6 +114,8 @@ func TestSyncReleasesAnAdmittedJob(t *testing.T) {
 	for _, name := range []string{"mnist-pserver", "mnist-trainer"} {
 		assert.False(t, templateGated(f.getReplicaSet(name)), "%s: trainers added later carry no gate", name)
 	}
+	assert.Equal(t, job.Spec.Pserver.MinInstance, *f.getReplicaSet("mnist-pserver").Spec.Replicas, "admitted: scaled up whole")
+	assert.Equal(t, job.Spec.Trainer.MinInstance, *f.getReplicaSet("mnist-trainer").Spec.Replicas, "admitted: scaled up whole")
 	assert.NotEqual(t, v1.PhaseQueued, f.getJob("mnist").Status.Phase)
 	assert.Equal(t, metav1.ConditionFalse, condition(f.getJob("mnist").Status, v1.ConditionQueued).Status)
 }
@@ -130,6 +133,27 @@ func TestSyncKeepsAJobStoredBeforeGangAdmission(t *testing.T) {
 	}
 	assert.Nil(t, condition(f.getJob("mnist").Status, v1.ConditionQueued))
 	assert.Equal(t, v1.PhaseRunning, f.getJob("mnist").Status.Phase)
+}
+
+func TestSyncHoldsAQueuedJobOfAnEarlierVersionAtZero(t *testing.T) {
+	// Queued jobs used to get their pods, gated: such a job's ReplicaSets
+	// are scaled to 0, so that it holds no quota while it waits.
+	f := newFixture(t, withGang(true))
+	job := f.addJob(newJob("mnist", withPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
+		withCondition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission)))
+	for _, role := range roles(job) {
+		f.addReplicaSet(gate(ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)))
+		if role != v1.RoleTrainer {
+			f.addService(Service(job, role))
+		}
+	}
+	f.addServerPods(newPod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
+	require.NoError(t, f.sync("mnist"))
+	assert.ElementsMatch(t, []string{"patch replicasets mnist-pserver", "patch replicasets mnist-trainer"}, f.writesOf("replicasets"))
+	assert.Empty(t, f.writesOf("pods"), "a queued job's gates stay")
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-pserver").Spec.Replicas)
+	assert.Equal(t, v1.PhaseQueued, f.getJob("mnist").Status.Phase)
 }
 
 func TestSyncQueuesAJobWhoseStatusWriteWasLost(t *testing.T) {

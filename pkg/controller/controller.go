@@ -269,6 +269,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	obs.queued = isQueued(job, obs, c.gang)
 	status := computeStatus(job, obs, jobRoles)
 	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
+	stop := stopReason(job, final, obs.queued)
 
 	var errs, refused []error
 	var refusals []refusal
@@ -288,7 +289,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					report(err)
 				}
 			}
-			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], final, obs.queued); err != nil {
+			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], stop, obs.queued); err != nil {
 				report(err)
 			}
 		}
@@ -394,8 +395,8 @@ func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bo
 }
 
 // recordEdges records an event when the job enters a phase, becomes
-// blocked, meets a refusal its last status did not report, or a master or
-// pserver starts failing.
+// blocked, is suspended or resumed, meets a refusal its last status did not
+// report, or a master or pserver starts failing.
 func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatus, refused []refusal) {
 	key := job.Namespace + "/" + job.Name
 	if status.Phase != job.Status.Phase {
@@ -410,6 +411,7 @@ func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatu
 			c.recorder.Event(job, corev1.EventTypeWarning, v1.EventFailed, status.Message)
 		}
 	}
+	c.recordSuspension(job, status)
 	if isTrue(status.Conditions, v1.ConditionBlocked) && !isTrue(job.Status.Conditions, v1.ConditionBlocked) {
 		c.log.Warn("job blocked by a foreign object", "job", key, "message", status.Message)
 		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventBlocked, status.Message)

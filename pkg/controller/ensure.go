@@ -17,10 +17,14 @@ import (
 )
 
 // ensureReplicaSet creates a role's ReplicaSet, or JSON-patches the replicas
-// and the template that drifted from what the job asks for. The template of
-// a queued job carries the admission gate.
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, final, queued bool) error {
+// and the template that drifted from what the job asks for. A job stopped
+// for stop (stopReason) gets 0 replicas; the template of a queued job
+// carries the admission gate.
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, stop string, queued bool) error {
 	build := func(replicas int32) *appsv1.ReplicaSet {
+		if stop != "" {
+			replicas = 0
+		}
 		rs := ReplicaSet(job, role, replicas, c.gpus)
 		if queued {
 			gate(rs)
@@ -28,7 +32,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return rs
 	}
 	if existing == nil {
-		if final {
+		if stop == stopFinished {
 			return nil
 		}
 		rs := build(desiredReplicas(job, role, nil, false))
@@ -44,7 +48,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return nil
 	}
 
-	want := build(desiredReplicas(job, role, existing.Spec.Replicas, final))
+	want := build(desiredReplicas(job, role, existing.Spec.Replicas, stop == stopFinished))
 	have := int32(1)
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas
@@ -78,8 +82,10 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	if have != *want.Spec.Replicas {
 		why := fmt.Sprintf("clamped into [%d, %d]", job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance)
 		switch {
-		case final:
-			why = "the job finished"
+		case stop != "":
+			why = stop
+		case have == 0 && (job.Status.Phase == v1.PhaseQueued || job.Status.Phase == v1.PhaseSuspended):
+			why = "the job starts"
 		case role != v1.RoleTrainer:
 			why = "the spec asks for it"
 		}

@@ -57,7 +57,8 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	}
 	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message
 	setConditions(&status, job.Generation, v, obs)
-	setQueued(&status, job.Generation, obs.queued)
+	setQueued(&status, job, obs.queued)
+	setSuspended(&status, job, v.phase == v1.PhaseSucceeded || v.phase == v1.PhaseFailed)
 	if job.Spec.FaultTolerant {
 		setRoleFailing(&status, job, obs)
 	}
@@ -86,6 +87,9 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 				return verdict{v1.PhaseFailed, v1.ReasonTooManyRestarts, msg}
 			}
 		}
+	}
+	if job.Spec.Suspend {
+		return suspendedVerdict(obs, roles)
 	}
 	if len(obs.blocked) > 0 {
 		return verdict{v1.PhasePending, v1.ReasonBlocked, blockedMessage(obs.blocked)}

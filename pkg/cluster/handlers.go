@@ -172,7 +172,7 @@ func (t *Tracker) onQuota(obj interface{}) {
 	if !ok {
 		return
 	}
-	left, modelled := t.reader.quotaLeft(q)
+	entry, modelled := t.reader.quotaOf(q)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.dirtyQuotas = true
@@ -181,10 +181,10 @@ func (t *Tracker) onQuota(obj interface{}) {
 		delete(qs, q.Name)
 	} else {
 		if qs == nil {
-			qs = map[string]Quota{}
+			qs = map[string]quotaEntry{}
 			t.quotas[q.Namespace] = qs
 		}
-		qs[q.Name] = left
+		qs[q.Name] = entry
 	}
 	if len(qs) == 0 {
 		delete(t.quotas, q.Namespace)

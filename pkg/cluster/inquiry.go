@@ -87,6 +87,9 @@ func (t *Tracker) collect() (Snapshot, built) {
 		for job := range t.trainers {
 			t.dirtyJobs[job] = struct{}{}
 		}
+		for job := range t.servers {
+			t.dirtyJobs[job] = struct{}{}
+		}
 		t.dirtyPending, t.dirtyQuotas = true, true
 	}
 	var b built
@@ -119,17 +122,32 @@ func (t *Tracker) collect() (Snapshot, built) {
 			}
 		}
 	}
-	r.Quotas = last.Quotas
+	r.Servers = last.Servers
+	if len(t.dirtyJobs) > 0 || r.Servers == nil {
+		r.Servers = make(map[string][]TrainerPod, len(t.servers))
+		for job, list := range last.Servers {
+			if _, dirty := t.dirtyJobs[job]; !dirty {
+				r.Servers[job] = list
+			}
+		}
+		for job := range t.dirtyJobs {
+			if pods := t.servers[job]; len(pods) > 0 {
+				r.Servers[job] = trainerPods(pods)
+			}
+		}
+	}
+	r.Quotas, r.QuotaHard = last.Quotas, last.QuotaHard
 	if t.dirtyQuotas {
-		r.Quotas = nil
+		r.Quotas, r.QuotaHard = nil, nil
 		if len(t.quotas) > 0 {
 			r.Quotas = make(map[string]Quota, len(t.quotas))
+			r.QuotaHard = make(map[string]Quota, len(t.quotas))
 			for ns, qs := range t.quotas {
-				left := NoQuota
+				left, hard := NoQuota, NoQuota
 				for _, q := range qs {
-					left = left.tighter(q)
+					left, hard = left.tighter(q.left), hard.tighter(q.hard)
 				}
-				r.Quotas[ns] = left
+				r.Quotas[ns], r.QuotaHard[ns] = left, hard
 			}
 		}
 	}

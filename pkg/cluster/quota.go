@@ -4,10 +4,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// quotaLeft returns the room one ResourceQuota leaves, hard minus used, and
-// false for a quota that applies to some pods only (scopes or a scope
+// quotaEntry is what one ResourceQuota allows: the room it leaves, hard
+// minus used, and its hard limits.
+type quotaEntry struct{ left, hard Quota }
+
+// quotaOf returns the room one ResourceQuota leaves and its hard limits,
+// and false for a quota that applies to some pods only (scopes or a scope
 // selector), which is not modelled.
-func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota) (Quota, bool) {
+func (rr resourceReader) quotaOf(q *corev1.ResourceQuota) (quotaEntry, bool) {
+	left, ok := rr.quotaLeft(q, true)
+	if !ok {
+		return quotaEntry{}, false
+	}
+	hard, _ := rr.quotaLeft(q, false)
+	return quotaEntry{left: left, hard: hard}, true
+}
+
+// quotaLeft returns the room one ResourceQuota leaves, hard minus used (its
+// hard limits when used is false), and false for a quota that applies to
+// some pods only.
+func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota, used bool) (Quota, bool) {
 	if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil {
 		return Quota{}, false
 	}
@@ -21,6 +37,9 @@ func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota) (Quota, bool) {
 		}
 		for _, n := range names {
 			if hard, ok := q.Spec.Hard[n]; ok {
+				if !used {
+					return max(0, read(hard)), true
+				}
 				return max(0, read(hard)-read(q.Status.Used[n])), true
 			}
 		}

@@ -42,8 +42,9 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 			corev1.ResourcePods: resource.MustParse("3"),
 		}},
 	}
-	left, ok := rr.quotaLeft(q)
+	entry, ok := rr.quotaOf(q)
 	assert.True(t, ok)
+	left := entry.left
 	assert.Equal(t, Quota{
 		Requests: Resources{CPUMilli: 7500, MemoryMega: 16 * 1024, GPU: 3},
 		Limits:   Resources{CPUMilli: 0, MemoryMega: Unlimited, GPU: 3},
@@ -52,8 +53,14 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 
 	scoped := q.DeepCopy()
 	scoped.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
-	_, ok = rr.quotaLeft(scoped)
+	_, ok = rr.quotaOf(scoped)
 	assert.False(t, ok, "scoped quotas are not modelled")
+
+	assert.Equal(t, Quota{
+		Requests: Resources{CPUMilli: 10000, MemoryMega: 20 * 1024, GPU: 4},
+		Limits:   Resources{CPUMilli: 12000, MemoryMega: Unlimited, GPU: 4},
+		Pods:     8,
+	}, entry.hard, "the hard limits, whatever is used")
 
 	assert.Equal(t, int64(5), NoQuota.tighter(left).Pods)
 	assert.Equal(t, int64(Unlimited), NoQuota.tighter(NoQuota).Requests.CPUMilli)

@@ -64,7 +64,8 @@ type Tracker struct {
 	pending   map[string]*podRecord
 	unplaced  map[string]*podRecord   // job pods not bound and not (yet) unschedulable
 	trainers  map[string][]*podRecord // per job, oldest first: kept sorted, as both keys are immutable
-	quotas    map[string]map[string]Quota
+	servers   map[string][]*podRecord // per job, its masters and pservers, in the same order
+	quotas    map[string]map[string]quotaEntry
 	nodeCount int
 	// The totals are over the counted nodes only, the requests and limits
 	// too, so that the load's numerator and denominator agree: a cordoned
@@ -188,7 +189,8 @@ func newTracker(cfg Config) *Tracker {
 		pending:  map[string]*podRecord{},
 		unplaced: map[string]*podRecord{},
 		trainers: map[string][]*podRecord{},
-		quotas:   map[string]map[string]Quota{},
+		servers:  map[string][]*podRecord{},
+		quotas:   map[string]map[string]quotaEntry{},
 
 		dirtyNodes: map[string]struct{}{},
 		dirtyJobs:  map[string]struct{}{},
@@ -274,29 +276,47 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 // trainer reports whether the pod belongs in its job's trainer list.
 func (r *podRecord) trainer() bool { return r.live && r.job != "" && !r.terminating }
 
+// server reports whether the pod belongs in its job's list of masters and
+// pservers.
+func (r *podRecord) server() bool { return r.live && r.member != "" && r.job == "" && !r.terminating }
+
+// listOf returns the per-job list the pod belongs in, trainers or servers,
+// and its job; nil for a pod in neither.
+func (t *Tracker) listOf(r *podRecord) (map[string][]*podRecord, string) {
+	switch {
+	case r.trainer():
+		return t.trainers, r.job
+	case r.server():
+		return t.servers, r.member
+	}
+	return nil, ""
+}
+
 func (t *Tracker) addTrainerLocked(r *podRecord) {
-	if !r.trainer() {
+	lists, job := t.listOf(r)
+	if lists == nil {
 		return
 	}
-	pods := t.trainers[r.job]
+	pods := lists[job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); !found {
-		t.trainers[r.job] = slices.Insert(pods, i, r)
-		t.dirtyJobs[r.job] = struct{}{}
+		lists[job] = slices.Insert(pods, i, r)
+		t.dirtyJobs[job] = struct{}{}
 	}
 }
 
 func (t *Tracker) removeTrainerLocked(r *podRecord) {
-	if !r.trainer() {
+	lists, job := t.listOf(r)
+	if lists == nil {
 		return
 	}
-	pods := t.trainers[r.job]
+	pods := lists[job]
 	if i, found := slices.BinarySearchFunc(pods, r, olderRecord); found {
-		t.dirtyJobs[r.job] = struct{}{}
+		t.dirtyJobs[job] = struct{}{}
 		pods = slices.Delete(pods, i, i+1)
 		if len(pods) == 0 {
-			delete(t.trainers, r.job)
+			delete(lists, job)
 		} else {
-			t.trainers[r.job] = pods
+			lists[job] = pods
 		}
 	}
 }

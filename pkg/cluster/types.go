@@ -139,9 +139,19 @@ type Snapshot struct {
 	// then by name.
 	Trainers map[string][]TrainerPod
 
+	// Servers maps "namespace/job" to the job's live master and pserver
+	// pods (labelled for the role and controlled by the job's ReplicaSet of
+	// it, not terminating), in the same order: with Trainers, all of a
+	// running job's pods, which preempting the job frees.
+	Servers map[string][]TrainerPod
+
 	// Quotas is the room the ResourceQuotas of each namespace that has any
 	// leave; a namespace without one is not in the map (NoQuota).
 	Quotas map[string]Quota
+	// QuotaHard is the hard limits of the same quotas, the smallest per
+	// dimension: what the namespace could hold if nothing in it ran. It has
+	// the same keys as Quotas.
+	QuotaHard map[string]Quota
 
 	// Unplaced lists the pods of TrainingJobs that are neither bound nor
 	// reported unschedulable, nor being deleted: pods the scheduler has not
@@ -153,6 +163,14 @@ type Snapshot struct {
 // Quota returns the room namespace ns's quotas leave.
 func (r Snapshot) Quota(ns string) Quota {
 	if q, ok := r.Quotas[ns]; ok {
+		return q
+	}
+	return NoQuota
+}
+
+// HardQuota returns the hard limits of namespace ns's quotas.
+func (r Snapshot) HardQuota(ns string) Quota {
+	if q, ok := r.QuotaHard[ns]; ok {
 		return q
 	}
 	return NoQuota
@@ -225,10 +243,19 @@ func (r Snapshot) DeepCopy() Snapshot {
 	if r.Quotas != nil {
 		out.Quotas = maps.Clone(r.Quotas)
 	}
+	if r.QuotaHard != nil {
+		out.QuotaHard = maps.Clone(r.QuotaHard)
+	}
 	if r.Trainers != nil {
 		out.Trainers = make(map[string][]TrainerPod, len(r.Trainers))
 		for k, v := range r.Trainers {
 			out.Trainers[k] = slices.Clone(v)
+		}
+	}
+	if r.Servers != nil {
+		out.Servers = make(map[string][]TrainerPod, len(r.Servers))
+		for k, v := range r.Servers {
+			out.Servers[k] = slices.Clone(v)
 		}
 	}
 	return out

@@ -6,57 +6,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
-// QueuedJob is a TrainingJob that waits for admission: its pods exist but
-// carry the admission scheduling gate, so they hold no node. The caller
-// fills it from the job and its ReplicaSets' templates.
-type QueuedJob struct {
-	// Key is "namespace/name".
-	Key string
-	// Priority is the job's pod priority, resolved from its priorityClassName.
-	Priority int32
-	// Created is the job's creationTimestamp: of equal priorities, the
-	// oldest job is admitted first.
-	Created time.Time
-	// Pods are the job's minimum: its master, its pservers and min-instance
-	// trainers. The job is admitted only when all of them fit at once.
-	Pods []PodSet
-}
-
-// PodSet is Count pods of one role of a queued job, each requesting Request
-// (as admission will leave it) and restricted to Placement.
-type PodSet struct {
-	// Role names the pods in reasons: "master", "pserver" or "trainer".
-	Role      string
-	Count     int32
-	Request   Resources
-	Placement *cluster.Placement
-}
-
-// Admission is a queued job the plan admits: its whole minimum fits.
-type Admission struct {
-	Job string
-	// Reason says what the minimum needs and how it fits.
-	Reason string
-}
-
-// Waiting is a queued job the plan does not admit, with its place in the
-// queue (1-based, of Of queued jobs) and what it waits for.
-type Waiting struct {
-	Job          string
-	Position, Of int
-	Reason       string
-}
-
 // gangPod is one pod of a queued job's minimum as the planner places it.
 type gangPod struct {
-	role string
-	req  vec
-	elig *eligible
+	role     string
+	req, lim vec
+	elig     *eligible
 }
 
 // admitFor notes, on a job that gave trainers for admissions, the queued
@@ -68,37 +27,80 @@ type admitFor struct {
 }
 
 // admit admits queued jobs in order — the highest priority first, then the
-// oldest, then by key — each when its whole minimum fits at once on nodes
-// its pods may use: first in the room nobody holds or waits for (after
-// reserve and yieldToMinimum served what waits for a node, which comes
-// first), else by taking trainers above their minimum from running jobs of a
-// lower or its own priority, the minimum rule's way (makeRoom). A job that
+// oldest, then by key. A job is admitted when its whole minimum fits its
+// namespace's quota and, at once, on nodes its pods may use: first in the
+// room nobody holds or waits for (after reserve and yieldToMinimum served
+// what waits for a node, which comes first), else by taking trainers above
+// their minimum from running jobs of a lower or its own priority, the
+// minimum rule's way (makeRoom), else, with Options.Preemption, by stopping
+// whole the fewest running jobs of a lower priority (preempt.go). A job that
 // does not fit takes nothing, not even what a part of it would fit in, and
-// waits; the jobs behind it may still be admitted in the room left (best
-// effort, not strict, FIFO). The room an admitted job takes is withheld
-// from growth.
-func (p *planner) admit(queue []QueuedJob) (admitted []Admission, waiting []Waiting) {
-	order := queueOrder(queue)
-	for _, i := range order {
-		q := &queue[i]
+// waits.
+//
+// The first job that waits for room on nodes is the head of the queue: the
+// nodes it could use are reserved for it, and the jobs behind it are
+// admitted only onto other nodes, so that a stream of small jobs cannot
+// keep it waiting (reservation.go). The first job of each namespace that
+// waits holds its minimum's share of the namespace's quota the same way.
+// A job that can never start as things stand — its minimum above a quota's
+// hard limit, or a pod of it bigger than every node it may use — holds no
+// reservation. The room and quota an admitted job takes are withheld from
+// growth.
+func (p *planner) admit(queue Queue) (admitted []Admission, waiting []Waiting, preempted []Preemption) {
+	jobs := queue.Jobs
+	var head *reservation
+	quotaHeld := map[string]bool{}
+	for _, i := range queueOrder(jobs) {
+		q := &jobs[i]
+		ns := namespaceOf(q.Key)
 		pods, need, what, ok := p.gangOf(q)
-		var reason string
-		if ok {
-			reason, ok = p.fitGang(q, pods, need, what)
-		} else {
-			reason = fmt.Sprintf("its minimum, %s, has a negative request", what)
+		use := gangUse(pods)
+		w := Waiting{Job: q.Key, Kind: v1.ReasonWaitingForAdmission}
+		switch {
+		case !ok:
+			w.Reason = fmt.Sprintf("its minimum, %s, has a negative request", what)
+		case p.aboveHard(ns, use) != "":
+			w.Kind, w.Reason = v1.ReasonExceedsQuota, fmt.Sprintf("its minimum, %s, %s", what, p.aboveHard(ns, use))
+		case !p.placeableEmpty(pods):
+			w.Kind, w.Reason = v1.ReasonUnplaceable, fmt.Sprintf("its minimum, %s, needs %s; %s", what, need.resources(), p.unplaceable(pods))
+		case p.quotaShort(ns, use) != "":
+			w.Kind, w.Reason = v1.ReasonWaitingForQuota, p.quotaShort(ns, use)
+		default:
+			restricted := head.restrict(p, pods)
+			reason, fits := p.fitGang(q, restricted, need, what)
+			if !fits && p.opts.Preemption {
+				var stopped []Preemption
+				if r, ok := p.preempt(q, restricted, need, what, queue.Running); ok {
+					reason, fits, stopped = r.reason, true, r.victims
+				}
+				preempted = append(preempted, stopped...)
+			}
+			if fits {
+				p.spendQuota(ns, use)
+				admitted = append(admitted, Admission{Job: q.Key, Reason: reason})
+				continue
+			}
+			w.Reason = reason
+			switch {
+			case head == nil:
+				head, w.Head = p.reserveFor(q.Key, pods), true
+			case p.fitsUnreserved(pods):
+				w.Kind = v1.ReasonReservedForHead
+				w.Reason = fmt.Sprintf("its minimum, %s, needs %s and would fit, but only on nodes kept for %s, ahead in the queue",
+					what, need.resources(), head.job)
+			}
 		}
-		if ok {
-			admitted = append(admitted, Admission{Job: q.Key, Reason: reason})
-			continue
+		if w.Kind != v1.ReasonExceedsQuota && w.Kind != v1.ReasonUnplaceable && ok && !quotaHeld[ns] {
+			quotaHeld[ns] = true
+			p.spendQuota(ns, use)
 		}
-		waiting = append(waiting, Waiting{Job: q.Key, Reason: reason})
+		waiting = append(waiting, w)
 	}
 	for k := range waiting {
 		waiting[k].Position, waiting[k].Of = k+1, len(waiting)
 		waiting[k].Reason = fmt.Sprintf("position %d of %d in the queue: %s", k+1, len(waiting), waiting[k].Reason)
 	}
-	return admitted, waiting
+	return admitted, waiting, preempted
 }
 
 // reserveUnplaced keeps room for the pods of TrainingJobs that the
@@ -171,7 +173,7 @@ func (p *planner) gangOf(q *QueuedJob) (pods []gangPod, need vec, what string, o
 		}
 		elig := p.classes.set(s.Placement)
 		for range s.Count {
-			pods = append(pods, gangPod{role: s.Role, req: req, elig: elig})
+			pods = append(pods, gangPod{role: s.Role, req: req, lim: vecOf(s.Limits), elig: elig})
 			need = need.plus(req)
 		}
 	}

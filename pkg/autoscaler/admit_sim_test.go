@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,7 +29,7 @@ func (s *sim) gangCycle() []ScaleAction {
 					{Role: "trainer", Count: j.min, Request: j.req.resources(), Placement: j.placement}}})
 		}
 	}
-	d := Decide(snap, jobs, queue, s.opts)
+	d := Decide(snap, jobs, Queue{Jobs: queue}, s.opts)
 	s.admitted = len(d.Admitted) > 0
 	s.check(snap, jobs, d.Actions)
 	s.admitted = false
@@ -119,26 +120,56 @@ func (s *sim) checkGangFixedPoint() {
 				s.t.Fatalf("tick %d: pod %s of queued job %s is bound", s.tick, p.name, j.key)
 			}
 		}
-		room := maps.Clone(free)
-		fits := true
-		for _, set := range [][2]any{{j.pservers, j.psReq}, {j.min, j.req}} {
-			for range set[0].(int32) {
-				placed := false
-				for _, n := range s.nodes {
-					pod := &simPod{member: j}
-					if s.mayRun(pod, n) && set[1].(vec).fitsIn(room[n.name]) {
-						room[n.name] = room[n.name].minus(set[1].(vec))
-						placed = true
-						break
-					}
-				}
-				fits = fits && placed
-			}
-		}
-		if fits {
+	}
+	// In queue order: no queued job fits in the room left, the head's
+	// reserved nodes left out for the jobs behind it.
+	queue := slices.DeleteFunc(slices.Clone(s.jobs), func(j *simJob) bool { return !j.queued })
+	slices.SortStableFunc(queue, func(a, b *simJob) int {
+		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.created, b.created), cmp.Compare(a.key, b.key))
+	})
+	reserved := map[string]bool{}
+	headSet := false
+	for _, j := range queue {
+		usable := func(n *simNode) bool { return !n.cordoned && !reserved[n.name] }
+		if fits, _ := s.gangFits(j, free, usable); fits {
 			s.t.Fatalf("tick %d: queued job %s fits in the room left and was not admitted", s.tick, j.key)
 		}
+		empty := map[string]vec{}
+		for _, n := range s.nodes {
+			empty[n.name] = n.alloc
+		}
+		if fits, _ := s.gangFits(j, empty, func(n *simNode) bool { return !n.cordoned }); fits && !headSet {
+			headSet = true
+			for _, n := range s.nodes {
+				pod := &simPod{member: j}
+				if s.mayRun(pod, n) && (j.req.fitsIn(n.alloc) || j.psReq.fitsIn(n.alloc)) {
+					reserved[n.name] = true
+				}
+			}
+		}
 	}
+}
+
+// gangFits places a job's minimum first fit in room on the nodes usable
+// allows.
+func (s *sim) gangFits(j *simJob, free map[string]vec, usable func(*simNode) bool) (bool, map[string]vec) {
+	room := maps.Clone(free)
+	fits := true
+	for _, set := range [][2]any{{j.pservers, j.psReq}, {j.min, j.req}} {
+		for range set[0].(int32) {
+			placed := false
+			for _, n := range s.nodes {
+				pod := &simPod{member: j}
+				if usable(n) && s.mayRun(pod, n) && set[1].(vec).fitsIn(room[n.name]) {
+					room[n.name] = room[n.name].minus(set[1].(vec))
+					placed = true
+					break
+				}
+			}
+			fits = fits && placed
+		}
+	}
+	return fits, room
 }
 
 // TestGangAdmissionOverManyCycles runs the simulated cluster with gang

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
@@ -103,7 +104,7 @@ func TestDecideAdmitsInOrderOfPriorityThenAge(t *testing.T) {
 		queued("ns/young-high", 2*time.Minute, queuedPriority(100)),
 		queued("ns/young-low", time.Minute),
 	}
-	d := Decide(clusterOf(ns, nil), nil, queue, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil), nil, Queue{Jobs: queue}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/young-high"}, admittedKeys(d), "the highest priority first, though youngest")
 	assert.Equal(t, []string{"ns/old-low", "ns/young-low"}, waitingKeys(d), "then the oldest")
 	require.Len(t, d.Waiting, 2)
@@ -113,32 +114,42 @@ func TestDecideAdmitsInOrderOfPriorityThenAge(t *testing.T) {
 
 	// With the high job gone and room for two, the two low ones go in age
 	// order: both fit.
-	d = Decide(clusterOf(nodes("n", 2, res(4, 64, 0)), nil), nil, queue[:1:1], Options{Now: t0})
+	d = Decide(clusterOf(nodes("n", 2, res(4, 64, 0)), nil), nil, Queue{Jobs: queue[:1:1]}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/old-low"}, admittedKeys(d))
 	assert.Empty(t, d.Waiting)
 	assert.Contains(t, d.Admitted[0].Reason, "its minimum, 1 pserver, 2 trainers, needs 3 CPU, 3072 MiB memory, 0 GPU and fits on 1 node")
 }
 
 func TestDecideKeepsAJobWhoseMinimumDoesNotFitGated(t *testing.T) {
-	// 2 nodes of 10 CPU, 1 used on each: 9 CPU the most free. The job needs
-	// a master, 2 pservers of 1 CPU and 3 trainers of 3.5 CPU: 13.5 CPU, and
-	// two of its trainers fit on no node beside the third's.
-	ns := nodes("n", 2, res(10, 64, 0))
-	others := []otherPod{{name: "a", node: "n-0", req: res(1, 1, 0)}, {name: "b", node: "n-1", req: res(1, 1, 0)}}
+	// 3 nodes of 10 CPU, 1 used on two, the third full: 9 CPU the most
+	// free. The job needs a master, 2 pservers of 1 CPU and 5 trainers of
+	// 3.5 CPU, which fit on the empty nodes, not beside what runs.
+	ns := nodes("n", 3, res(10, 64, 0))
+	others := []otherPod{{name: "a", node: "n-0", req: res(1, 1, 0)}, {name: "b", node: "n-1", req: res(1, 1, 0)},
+		{name: "c", node: "n-2", req: res(10, 1, 0)}}
 	q := queued("ns/big", 0, gang(true, 2, res(1, 1, 0), 3, res(3.5, 1, 0)))
 	q.Pods[2].Count = 5 // 17.5 + 3 = 20.5 CPU > 18 free
-	d := Decide(clusterOf(ns, nil, others...), nil, []QueuedJob{q}, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil, others...), nil, Queue{Jobs: []QueuedJob{q}}, Options{Now: t0})
 	assert.Empty(t, d.Admitted)
 	require.Len(t, d.Waiting, 1)
+	assert.Equal(t, v1.ReasonWaitingForAdmission, d.Waiting[0].Kind)
+	assert.True(t, d.Waiting[0].Head, "the head of the queue")
 	r := d.Waiting[0].Reason
 	assert.Contains(t, r, "position 1 of 1 in the queue: its minimum, 1 master, 2 pservers, 5 trainers, needs 20.5 CPU, 8192 MiB memory, 0 GPU")
-	assert.Contains(t, r, "the nodes a trainer (3.5 CPU, 1024 MiB memory, 0 GPU) may use have at most 9 CPU, 64512 MiB memory, 0 GPU free on one node, 18 CPU, 129024 MiB memory, 0 GPU in all")
+	assert.Contains(t, r, "the nodes a trainer (3.5 CPU, 1024 MiB memory, 0 GPU) may use have at most 9 CPU, 64512 MiB memory, 0 GPU free on one node, 18 CPU, 193536 MiB memory, 0 GPU in all")
 
 	// Nothing was taken for it: an elastic job grows into all the room.
 	grower := newJob("ns/e", withRange(1, 20), runningOn("n-0"))
-	d = Decide(clusterOf(ns, []Job{grower}, others...), []Job{grower}, []QueuedJob{q}, Options{Now: t0})
+	d = Decide(clusterOf(ns, []Job{grower}, others...), []Job{grower}, Queue{Jobs: []QueuedJob{q}}, Options{Now: t0})
 	assert.Empty(t, d.Admitted)
-	assert.Equal(t, int32(17), toOf(d.Actions, grower), "19 CPU of requests ≤ 0.97 × 20")
+	assert.Equal(t, int32(17), toOf(d.Actions, grower), "29 CPU of requests ≤ 0.97 × 30")
+
+	// On two such nodes it could never start: it waits without a reservation.
+	d = Decide(clusterOf(ns[:2], nil, others[:2]...), nil, Queue{Jobs: []QueuedJob{q}}, Options{Now: t0})
+	require.Len(t, d.Waiting, 1)
+	assert.Equal(t, v1.ReasonUnplaceable, d.Waiting[0].Kind)
+	assert.False(t, d.Waiting[0].Head)
+	assert.Contains(t, d.Waiting[0].Reason, "the 2 nodes its pods may use could not hold them all even empty (20 CPU")
 }
 
 func TestDecideAdmitsOneOfTwoJobsThatFitOnlyAlone(t *testing.T) {
@@ -148,7 +159,7 @@ func TestDecideAdmitsOneOfTwoJobsThatFitOnlyAlone(t *testing.T) {
 	ns := nodes("n", 2, res(4, 64, 0))
 	a := queued("ns/a", 0, gang(false, 1, res(1, 1, 0), 2, res(2, 1, 0)))
 	b := queued("ns/b", time.Second, gang(false, 1, res(1, 1, 0), 2, res(2, 1, 0)))
-	d := Decide(clusterOf(ns, nil), nil, []QueuedJob{b, a}, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{b, a}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/a"}, admittedKeys(d))
 	assert.Equal(t, []string{"ns/b"}, waitingKeys(d))
 
@@ -156,12 +167,12 @@ func TestDecideAdmitsOneOfTwoJobsThatFitOnlyAlone(t *testing.T) {
 	// left, and a is not elastic above its minimum.
 	running := gangOnNodes(a, ns, nil)
 	require.Len(t, running, 3)
-	d = Decide(clusterOf(ns, nil, running...), nil, []QueuedJob{b}, Options{Now: t0})
+	d = Decide(clusterOf(ns, nil, running...), nil, Queue{Jobs: []QueuedJob{b}}, Options{Now: t0})
 	assert.Empty(t, d.Admitted)
 	assert.Empty(t, d.Actions)
 
 	// When a is deleted, b is admitted.
-	d = Decide(clusterOf(ns, nil), nil, []QueuedJob{b}, Options{Now: t0})
+	d = Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{b}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/b"}, admittedKeys(d))
 }
 
@@ -169,7 +180,7 @@ func TestDecideBackfillsBehindAJobThatDoesNotFit(t *testing.T) {
 	ns := nodes("n", 1, res(4, 64, 0))
 	big := queued("ns/big", 0, gang(false, 1, res(1, 1, 0), 4, res(1, 1, 0)))
 	small := queued("ns/small", time.Second)
-	d := Decide(clusterOf(ns, nil), nil, []QueuedJob{big, small}, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{big, small}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/small"}, admittedKeys(d))
 	require.Len(t, d.Waiting, 1)
 	assert.Equal(t, "ns/big", d.Waiting[0].Job)
@@ -198,7 +209,7 @@ func TestDecideAdmissionTakesTrainersAboveOtherJobsMinimums(t *testing.T) {
 			snap := clusterOf(ns, jobs)
 			q := queued("ns/new", 0, queuedPriority(tt.high)) // 3 CPU
 			opts := Options{Now: t0, MaxLoadDesired: 1}
-			d := Decide(snap, jobs, []QueuedJob{q}, opts)
+			d := Decide(snap, jobs, Queue{Jobs: []QueuedJob{q}}, opts)
 			assertWellFormed(t, snap, jobs, opts, d.Actions)
 			if !tt.admitted {
 				assert.Empty(t, d.Admitted)
@@ -227,15 +238,24 @@ func TestDecideTakesNothingForAJobThatDoesNotFitWhole(t *testing.T) {
 	snap := clusterOf(ns, jobs)
 	q := queued("ns/new", 0, gang(false, 2, res(1, 1, 0), 4, res(1, 1, 0)))
 	opts := Options{Now: t0, MaxLoadDesired: 1}
-	d := Decide(snap, jobs, []QueuedJob{q}, opts)
+	d := Decide(snap, jobs, Queue{Jobs: []QueuedJob{q}}, opts)
 	assert.Empty(t, d.Admitted)
 	assert.Empty(t, d.Actions, "a gang that does not fit whole takes nothing")
 	require.Len(t, d.Waiting, 1)
 	assert.Contains(t, d.Waiting[0].Reason, "not even where trainers above other jobs' minimums could give way")
 
-	// A second queued job that fits in the 4 CPU low gives is admitted.
+	// A second queued job that would fit in the 4 CPU low gives waits: the
+	// room is the head's, which needs it and more.
 	small := queued("ns/small", time.Second, gang(false, 1, res(1, 1, 0), 3, res(1, 1, 0)))
-	d = Decide(snap, jobs, []QueuedJob{q, small}, opts)
+	d = Decide(snap, jobs, Queue{Jobs: []QueuedJob{q, small}}, opts)
+	assert.Empty(t, d.Admitted)
+	assert.Empty(t, d.Actions)
+	require.Len(t, d.Waiting, 2)
+	assert.True(t, d.Waiting[0].Head)
+	assert.Contains(t, d.Waiting[1].Reason, "position 2 of 2 in the queue")
+
+	// Alone, it is admitted.
+	d = Decide(snap, jobs, Queue{Jobs: []QueuedJob{small}}, opts)
 	assert.Equal(t, []string{"ns/small"}, admittedKeys(d))
 	assert.Equal(t, int32(12), toOf(d.Actions, low))
 }
@@ -246,17 +266,18 @@ func TestDecideAdmitsOnlyOntoNodesTheJobMayUse(t *testing.T) {
 	cpu := nodeSpec{name: "cpu-0", alloc: res(2, 64, 0), labels: map[string]string{"pool": "cpu"}}
 	ns := []nodeSpec{cpu, gpu}
 	q := queued("ns/j", 0) // 3 CPU, no toleration: only cpu-0, which has 2
-	d := Decide(clusterOf(ns, nil), nil, []QueuedJob{q}, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{q}}, Options{Now: t0})
 	assert.Empty(t, d.Admitted, "the tainted node's room is not the job's")
 	require.Len(t, d.Waiting, 1)
-	assert.Contains(t, d.Waiting[0].Reason, "at most 2 CPU, 65536 MiB memory, 0 GPU free on one node")
+	assert.Equal(t, v1.ReasonUnplaceable, d.Waiting[0].Kind)
+	assert.Contains(t, d.Waiting[0].Reason, "the 1 node its pods may use could not hold them all even empty (2 CPU")
 
 	tol := cluster.PlacementOf(&corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}})
-	d = Decide(clusterOf(ns, nil), nil, []QueuedJob{queued("ns/j", 0, placedAt(tol))}, Options{Now: t0})
+	d = Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{queued("ns/j", 0, placedAt(tol))}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/j"}, admittedKeys(d))
 
 	sel := cluster.PlacementOf(&corev1.PodSpec{NodeSelector: map[string]string{"pool": "none"}})
-	d = Decide(clusterOf(ns, nil), nil, []QueuedJob{queued("ns/j", 0, placedAt(sel))}, Options{Now: t0})
+	d = Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{queued("ns/j", 0, placedAt(sel))}}, Options{Now: t0})
 	require.Len(t, d.Waiting, 1)
 	assert.Contains(t, d.Waiting[0].Reason, "may run on no node")
 }
@@ -266,7 +287,7 @@ func TestDecideWithholdsAdmittedRoomFromGrowth(t *testing.T) {
 	e := newJob("ns/e", withRange(1, 20), runningOn("n-0"))
 	jobs := []Job{e}
 	q := queued("ns/q", 0) // 3 CPU
-	d := Decide(clusterOf(ns, jobs), jobs, []QueuedJob{q}, Options{Now: t0})
+	d := Decide(clusterOf(ns, jobs), jobs, Queue{Jobs: []QueuedJob{q}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/q"}, admittedKeys(d))
 	assert.Equal(t, int32(6), toOf(d.Actions, e), "1 + 5 trainers and the 3 CPU admitted: 9 CPU ≤ 9.7")
 }
@@ -276,7 +297,7 @@ func TestDecideWaitsForPodsThatWaitFirst(t *testing.T) {
 	// the queue: the room it will take is not admitted to anyone.
 	ns := nodes("n", 1, res(4, 64, 0))
 	others := []otherPod{{name: "p", priority: 0, req: res(2, 1, 0), job: "ns/started", notTrainer: true}}
-	d := Decide(clusterOf(ns, nil, others...), nil, []QueuedJob{queued("ns/q", 0)}, Options{Now: t0})
+	d := Decide(clusterOf(ns, nil, others...), nil, Queue{Jobs: []QueuedJob{queued("ns/q", 0)}}, Options{Now: t0})
 	assert.Empty(t, d.Admitted)
 }
 
@@ -288,7 +309,7 @@ func TestDecideWithoutQueueIsPlan(t *testing.T) {
 			if opts.Now.IsZero() {
 				opts.Now = t0
 			}
-			d := Decide(snap, tc.jobs, nil, opts)
+			d := Decide(snap, tc.jobs, Queue{}, opts)
 			assert.Equal(t, Plan(snap, tc.jobs, opts), d.Actions)
 			assert.Empty(t, d.Admitted)
 			assert.Empty(t, d.Waiting)
@@ -309,11 +330,11 @@ func TestDecideIsPureAndDeterministic(t *testing.T) {
 	}
 	snapCopy, jobsCopy := snap.DeepCopy(), append([]Job(nil), jobs...)
 	queueCopy := append([]QueuedJob(nil), queue...)
-	first := Decide(snap, jobs, queue, Options{Now: t0})
+	first := Decide(snap, jobs, Queue{Jobs: queue}, Options{Now: t0})
 	assert.Equal(t, snapCopy, snap)
 	assert.Equal(t, jobsCopy, jobs)
 	assert.Equal(t, queueCopy, queue)
-	assert.Equal(t, first, Decide(snap, jobs, queue, Options{Now: t0}))
+	assert.Equal(t, first, Decide(snap, jobs, Queue{Jobs: queue}, Options{Now: t0}))
 	assert.Equal(t, []string{"ns/a", "ns/b"}, admittedKeys(first))
 	assert.Equal(t, []string{"ns/c"}, waitingKeys(first))
 }
@@ -331,12 +352,12 @@ func BenchmarkDecide(b *testing.B) {
 				queue[k] = queued(fmt.Sprintf("ns/q-%03d", k), time.Duration(k)*time.Second, queuedPriority(int32(k%3)),
 					gang(false, 2, res(1, 2, 0), int32(1+k%40), res(2, 4, 0)))
 			}
-			d := Decide(snap, jobs, queue, Options{})
+			d := Decide(snap, jobs, Queue{Jobs: queue}, Options{})
 			b.ReportAllocs()
 			b.ResetTimer()
 			before := cpuTime()
 			for range b.N {
-				Decide(snap, jobs, queue, Options{})
+				Decide(snap, jobs, Queue{Jobs: queue}, Options{})
 			}
 			b.ReportMetric(float64((cpuTime()-before).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(len(d.Admitted)), "admitted")

@@ -147,7 +147,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	if a.cfg.GangAdmission {
 		queue, queued = a.queuedJobs()
 	}
-	decision := Decide(snap, jobs, queue, a.options(now))
+	decision := Decide(snap, jobs, Queue{Jobs: queue}, a.options(now))
 	actions := decision.Actions
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, jobs)

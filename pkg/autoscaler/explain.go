@@ -52,6 +52,10 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 	e := Explanation{Job: j.key, From: j.in.Current, To: int32(j.desired), // #nosec G115 -- desired stays within [Min, Max] or at Current
 		Min: j.in.Min, Max: j.in.Max, Priority: j.priority, Placed: j.placed, Fulfillment: j.fulfillment()}
 	switch {
+	case j.preempted:
+		e.Limit, e.Pods = LimitYieldedToPriority, []string{j.preemptedBy}
+		e.Message = fmt.Sprintf("stopped whole for queued %s of priority %d, above its %d; it waits in the queue to start again",
+			j.preemptedBy, j.preemptedByPriority, j.priority)
 	case !j.movable:
 		e.Limit, e.Message = LimitNotElastic, notElastic(j)
 	case act != nil && p.opts.DryRun:

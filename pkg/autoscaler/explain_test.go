@@ -258,7 +258,7 @@ func TestExplanations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
 			snap.Quotas = tc.quotas
-			d := Decide(snap, tc.jobs, nil, tc.opts)
+			d := Decide(snap, tc.jobs, Queue{}, tc.opts)
 			assert.Equal(t, Plan(snap, tc.jobs, tc.opts), d.Actions, "Decide's actions are Plan's")
 			assertExplained(t, tc.jobs, tc.opts, d)
 			byJob := map[string]Explanation{}
@@ -276,7 +276,7 @@ func TestExplanations(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, byJob)
 			}
-			assert.Equal(t, d, Decide(snap, tc.jobs, nil, tc.opts), "Decide is not deterministic")
+			assert.Equal(t, d, Decide(snap, tc.jobs, Queue{}, tc.opts), "Decide is not deterministic")
 		})
 	}
 }

@@ -151,12 +151,12 @@ func FuzzPlan(f *testing.F) {
 		snap := clusterOf(ns, jobs, others...)
 		wantSnap, wantJobs := snap.DeepCopy(), applyPlan(jobs, nil)
 
-		d := Decide(snap, jobs, nil, opts) // returning at all is the termination check
+		d := Decide(snap, jobs, Queue{}, opts) // returning at all is the termination check
 		actions := d.Actions
 		assertExplained(t, jobs, opts, d)
 		dry := opts
 		dry.DryRun = true
-		dd := Decide(snap, jobs, nil, dry)
+		dd := Decide(snap, jobs, Queue{}, dry)
 		require.Equal(t, actions, dd.Actions, "a dry run changed the plan")
 		assertExplained(t, jobs, dry, dd)
 

@@ -26,7 +26,8 @@ func growFirst(a, b *jobState) bool {
 // startGrowth takes stock once every reservation and removal that needs
 // room is done: growth (and rebalancing, which plans for it) may use each
 // node's free capacity less what pods that are going still hold, and each
-// namespace's quota less what its jobs' unplaced replicas will take.
+// namespace's quota less what its jobs' unplaced replicas will take and
+// what admission took or holds for the queue.
 func (p *planner) startGrowth() {
 	growFree := make([]vec, len(p.free))
 	for n := range p.free {
@@ -39,14 +40,9 @@ func (p *planner) startGrowth() {
 		}
 	}
 	p.grower = newFitter(p.classes, growFree)
-	p.quotas = map[string]*cluster.Quota{}
 	for _, j := range p.jobs {
-		q := p.quotas[j.ns]
-		if q == nil {
-			left := p.snap.Quota(j.ns)
-			q = &left
-			p.quotas[j.ns] = q
-		}
+		// What admission took is gone already (quotaFor).
+		q := p.quotaFor(j.ns)
 		// Replicas not created yet are not in the quota's used figures.
 		for k := j.next; k < len(j.victims); k++ {
 			if !j.victims[k].created {

@@ -21,21 +21,23 @@ import (
 // Request, or a duplicate Key are never moved, but their trainers are still
 // accounted.
 func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
-	return Decide(snap, jobs, nil, opts).Actions
+	return Decide(snap, jobs, Queue{}, opts).Actions
 }
 
 // Decide is Plan with gang admission and explanations: after the room for
 // what waits for a node is reserved and made, it admits the queued jobs whose
-// whole minimum fits, in order (admit.go), before the phases that shed load
-// and grow; and it says why every job has the trainers it has after the plan
-// (explain.go): one Explanation per job, sorted by key. With no queued jobs
-// its actions are Plan's.
-func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) Decision {
-	placements := make([]*cluster.Placement, 0, len(queue)+len(snap.Unplaced))
+// whole minimum fits their nodes and their namespace's quota, in order, with
+// a reservation for the head of the queue and, with Options.Preemption, by
+// stopping whole running jobs of a lower priority (admit.go, preempt.go),
+// before the phases that shed load and grow; and it says why every job has
+// the trainers it has after the plan (explain.go): one Explanation per job,
+// sorted by key. With no queued jobs its actions are Plan's.
+func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
+	placements := make([]*cluster.Placement, 0, len(queue.Jobs)+len(snap.Unplaced))
 	for i := range snap.Unplaced {
 		placements = append(placements, snap.Unplaced[i].Placement)
 	}
-	for _, q := range queue {
+	for _, q := range queue.Jobs {
 		for _, s := range q.Pods {
 			placements = append(placements, s.Placement)
 		}
@@ -43,9 +45,9 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue []QueuedJob, opts Options) 
 	p := newPlanner(snap, jobs, opts, placements...)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
-	p.reserveUnplaced(snap.Unplaced, queue)
+	p.reserveUnplaced(snap.Unplaced, queue.Jobs)
 	var d Decision
-	d.Admitted, d.Waiting = p.admit(queue)
+	d.Admitted, d.Waiting, d.Preempted = p.admit(queue)
 	p.yieldToLoad()
 	p.trimStuck()
 	p.startGrowth()

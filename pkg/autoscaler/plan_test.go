@@ -38,7 +38,7 @@ func runPlanCase(t *testing.T, tc planCase) []ScaleAction {
 		}
 	}
 	assertWellFormed(t, snap, tc.jobs, tc.opts, actions)
-	assertExplained(t, tc.jobs, tc.opts, Decide(snap, tc.jobs, nil, tc.opts))
+	assertExplained(t, tc.jobs, tc.opts, Decide(snap, tc.jobs, Queue{}, tc.opts))
 	return actions
 }
 

@@ -63,7 +63,7 @@ func (a *Autoscaler) Explain() Report {
 	jobs, _ := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
-	decision := Decide(snap, jobs, nil, opts)
+	decision := Decide(snap, jobs, Queue{}, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap)}
 	explained := make(map[string]*Explanation, len(decision.Jobs))

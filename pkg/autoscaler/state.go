@@ -28,7 +28,11 @@ type planner struct {
 	// grower finds room for growth: over free − hold, built once the
 	// phases that reserve and remove are done.
 	grower *fitter
-	quotas map[string]*cluster.Quota // room left per namespace, as growth uses it
+	// emptyFit is over every node's allocatable, to tell a queued job that
+	// could never start; built when first needed.
+	emptyFit *fitter
+	quotas   map[string]*cluster.Quota // room left per namespace, as admission and growth use it (quotaFor)
+	stopped  map[string]bool           // the jobs preemption stops whole in this plan
 	snap   *cluster.Snapshot
 
 	total     vec
@@ -78,6 +82,12 @@ type jobState struct {
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
 	coolingDown   bool
 	quotaHeld     bool // growth stopped at its namespace's quota
+	// stopping is set while a trial of preempt.go counts the job's pods as
+	// gone; preempted once the plan stops the job whole, for by (of
+	// priority byPriority).
+	stopping, preempted bool
+	preemptedBy         string
+	preemptedByPriority int32
 
 	// Why growth let the job go, for its explanation.
 	stop       growStop

@@ -78,6 +78,11 @@ type Options struct {
 	// would scale is explained as held by the dry run. It changes no
 	// action.
 	DryRun bool
+	// Preemption lets a queued job whose minimum does not fit even with
+	// every job of a lower priority at its minimum stop whole the fewest
+	// running jobs of a lower priority (Queue.Running) that make it fit
+	// (preempt.go).
+	Preemption bool
 }
 
 // Decision is a plan with its explanations.
@@ -88,9 +93,11 @@ type Decision struct {
 	// Explanation per distinct key.
 	Jobs []Explanation
 	// Admitted are the queued jobs admitted (admit.go), Waiting those that
-	// still wait, in queue order.
-	Admitted []Admission
-	Waiting  []Waiting
+	// still wait, in queue order, and Preempted the running jobs stopped
+	// whole for admitted ones (preempt.go).
+	Admitted  []Admission
+	Waiting   []Waiting
+	Preempted []Preemption
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from

@@ -129,7 +129,7 @@ func (e *eviction) better(o *eviction) bool {
 
 // yieldable reports whether j may lose trainers to c.
 func (p *planner) yieldable(j *jobState, c claim) bool {
-	return j.movable && j.slack() > 0 && j.key != c.own &&
+	return j.movable && !j.stopping && j.slack() > 0 && j.key != c.own &&
 		((j.priority < c.priority && !c.never) || (c.share && j.priority == c.priority))
 }
 

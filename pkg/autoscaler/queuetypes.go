@@ -1,0 +1,89 @@
+package autoscaler
+
+import (
+	"time"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// Queue is what gang admission decides on: the jobs that wait, and the
+// running jobs that a queued job of a higher priority may stop whole.
+type Queue struct {
+	// Jobs wait for admission.
+	Jobs []QueuedJob
+	// Running are the admitted jobs that hold pods (Creating or Running),
+	// which preemption may stop whole (Options.Preemption); their pods are
+	// the snapshot's Trainers and Servers.
+	Running []RunningJob
+}
+
+// RunningJob is an admitted job, as preemption sees it.
+type RunningJob struct {
+	// Key is "namespace/name".
+	Key string
+	// Priority is the job's pod priority.
+	Priority int32
+	// Created is the job's creationTimestamp: of equal priorities, the
+	// newest job is stopped first.
+	Created time.Time
+}
+
+// QueuedJob is a TrainingJob that waits for admission: its ReplicaSets
+// exist at 0 replicas, so it holds no node and no quota. The caller fills
+// it from the job and its ReplicaSets' templates.
+type QueuedJob struct {
+	// Key is "namespace/name".
+	Key string
+	// Priority is the job's pod priority, resolved from its priorityClassName.
+	Priority int32
+	// Created is the job's creationTimestamp: of equal priorities, the
+	// oldest job is admitted first.
+	Created time.Time
+	// Pods are the job's minimum: its master, its pservers and min-instance
+	// trainers. The job is admitted only when all of them fit at once.
+	Pods []PodSet
+}
+
+// PodSet is Count pods of one role of a queued job, each requesting Request
+// with Limits (as admission will leave them) and restricted to Placement.
+type PodSet struct {
+	// Role names the pods in reasons: "master", "pserver" or "trainer".
+	Role            string
+	Count           int32
+	Request, Limits Resources
+	Placement       *cluster.Placement
+}
+
+// Admission is a queued job the plan admits: its whole minimum fits.
+type Admission struct {
+	Job string
+	// Reason says what the minimum needs and how it fits.
+	Reason string
+}
+
+// Waiting is a queued job the plan does not admit, with its place in the
+// queue (1-based, of Of queued jobs) and what it waits for.
+type Waiting struct {
+	Job          string
+	Position, Of int
+	// Kind is what kind of wait, the reason of the job's Queued condition:
+	// v1.ReasonWaitingForAdmission (room on nodes), ReasonWaitingForQuota,
+	// ReasonExceedsQuota, ReasonUnplaceable or ReasonReservedForHead.
+	Kind   string
+	Reason string
+	// Head is set on the job the plan keeps room for: the first in the
+	// queue that waits for room on nodes.
+	Head bool
+}
+
+// Preemption is a running job the plan stops whole so that a queued job of
+// a higher priority fits.
+type Preemption struct {
+	Job      string
+	Priority int32
+	// By is the queued job it is stopped for, of priority ByPriority.
+	By         string
+	ByPriority int32
+	Reason     string
+}
+

@@ -86,4 +86,3 @@ type Preemption struct {
 	ByPriority int32
 	Reason     string
 }
-

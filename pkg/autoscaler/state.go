@@ -33,7 +33,7 @@ type planner struct {
 	emptyFit *fitter
 	quotas   map[string]*cluster.Quota // room left per namespace, as admission and growth use it (quotaFor)
 	stopped  map[string]bool           // the jobs preemption stops whole in this plan
-	snap   *cluster.Snapshot
+	snap     *cluster.Snapshot
 
 	total     vec
 	requested vec // the load the shrinking phases test: pods bound to counted nodes that stay

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -217,7 +218,39 @@ func filterReport(r autoscaler.Report, ns, name string) (autoscaler.Report, erro
 		return r, usagef("TrainingJob %s/%s not found", ns, name)
 	}
 	r.Jobs = kept
+	mine := func(key string) bool {
+		jns, jname, _ := strings.Cut(key, "/")
+		return (ns == "" || jns == ns) && (name == "" || jname == name)
+	}
+	r.Queue = slices.DeleteFunc(r.Queue, func(w autoscaler.Waiting) bool { return !mine(w.Job) })
+	r.Admitted = slices.DeleteFunc(r.Admitted, func(a autoscaler.Admission) bool { return !mine(a.Job) })
+	r.Preempted = slices.DeleteFunc(r.Preempted, func(p autoscaler.Preemption) bool { return !mine(p.Job) && !mine(p.By) })
 	return r, nil
+}
+
+// queueText lists the admission queue: what the next cycle admits and
+// preempts, and each job it leaves waiting, with its place and what it
+// waits for; "" when there is none.
+func queueText(r autoscaler.Report) string {
+	if len(r.Queue) == 0 && len(r.Admitted) == 0 && len(r.Preempted) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("queue:\n")
+	for _, a := range r.Admitted {
+		fmt.Fprintf(&b, "  admitted     %s: %s\n", a.Job, a.Reason)
+	}
+	for _, p := range r.Preempted {
+		fmt.Fprintf(&b, "  preempted    %s (priority %d) for %s (priority %d): %s\n", p.Job, p.Priority, p.By, p.ByPriority, p.Reason)
+	}
+	for _, w := range r.Queue {
+		kind := w.Kind
+		if w.Head {
+			kind += ", head of the queue: its nodes are reserved"
+		}
+		fmt.Fprintf(&b, "  waiting      %s (%s): %s\n", w.Job, kind, w.Reason)
+	}
+	return b.String() + "\n"
 }
 
 // printReport writes the report as a block per job and the cluster line, or
@@ -258,6 +291,7 @@ func printReport(w io.Writer, r autoscaler.Report, opts explainOptions) error {
 		}
 		fmt.Fprintf(&b, "  limited by   %s: %s\n\n", limit, j.Message)
 	}
+	b.WriteString(queueText(r))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}

@@ -315,6 +315,7 @@ func newScaler(opts options, w *watch, kubeClient kubernetes.Interface, tjClient
 		RebalanceGap:          opts.rebalanceGap,
 		DryRun:                opts.dryRun,
 		GangAdmission:         opts.gangAdmission && !opts.dryRun,
+		Preemption:            opts.preemption,
 		Metrics:               m,
 	})
 }

@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"errors"
+	"maps"
 	"sort"
 	"time"
 
@@ -58,6 +59,11 @@ type Config struct {
 	// whole minimum fits (admit.go, queue.go); the controller gates their
 	// pods until then. Off, no job is queued.
 	GangAdmission bool
+	// Preemption lets a queued job of a higher priority that does not fit
+	// even with every job of a lower priority at its minimum stop the fewest
+	// running jobs of a lower priority whole (preempt.go); only with
+	// GangAdmission, which requeues them.
+	Preemption bool
 	// Metrics receives the measurements of every cycle; nil reports nothing.
 	Metrics Metrics
 }
@@ -142,12 +148,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	snap := a.tracker.InquiryResource()
 	jobs, objects := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
-	var queue []QueuedJob
-	var queued map[string]*v1.TrainingJob
-	if a.cfg.GangAdmission {
-		queue, queued = a.queuedJobs()
+	queue, queued := a.queue()
+	decision := Decide(snap, jobs, queue, a.options(now))
+	stopped := make(map[string]bool, len(decision.Preempted))
+	for _, pre := range decision.Preempted {
+		stopped[pre.Job] = true
 	}
-	decision := Decide(snap, jobs, Queue{Jobs: queue}, a.options(now))
 	actions := decision.Actions
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, jobs)
@@ -177,8 +183,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		}
 		a.written = written
 		for _, e := range decision.Jobs {
-			if failed[e.Job] {
-				continue // the condition would describe a scaling that did not happen
+			if failed[e.Job] || stopped[e.Job] {
+				continue // the condition would describe a scaling that did not happen, or a job being stopped
 			}
 			switch err := a.recordLimit(ctx, objects[e.Job], &e, now); {
 			case errors.Is(err, errStale):
@@ -192,6 +198,23 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	return actions
 }
 
+// queue is Decide's queue — with gang admission, the queued jobs and, with
+// preemption too, the running jobs it may stop — and those jobs by key.
+func (a *Autoscaler) queue() (Queue, map[string]*v1.TrainingJob) {
+	var queue Queue
+	if !a.cfg.GangAdmission {
+		return queue, nil
+	}
+	var objects map[string]*v1.TrainingJob
+	queue.Jobs, objects = a.queuedJobs()
+	if a.cfg.Preemption && len(queue.Jobs) > 0 {
+		var running map[string]*v1.TrainingJob
+		queue.Running, running = a.runningJobs()
+		maps.Copy(objects, running)
+	}
+	return queue, objects
+}
+
 // options are the Plan options of the cycle at now.
 func (a *Autoscaler) options(now time.Time) Options {
 	return Options{
@@ -201,6 +224,7 @@ func (a *Autoscaler) options(now time.Time) Options {
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 		RebalanceGap:    a.cfg.RebalanceGap,
 		DryRun:          a.cfg.DryRun,
+		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 	}
 }
 

@@ -57,8 +57,8 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 				count = tj.Spec.Trainer.MinInstance
 			}
 			template := &rs.Spec.Template.Spec
-			req, _ := a.tracker.PodRequestAndLimits(template)
-			q.Pods = append(q.Pods, PodSet{Role: role.Name(), Count: count, Request: req, Placement: cluster.PlacementOf(template)})
+			req, lim := a.tracker.PodRequestAndLimits(template)
+			q.Pods = append(q.Pods, PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
 		}
 		if !complete {
 			continue // the controller is still creating it
@@ -69,19 +69,75 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 	return queue, objects
 }
 
-// admit records the admissions and the queue's positions in the jobs'
-// status; the controller removes the gates of an admitted job's pods. A
-// failed write is retried by the next plan, which decides again.
+// runningJobs are the admitted jobs that may hold pods — not queued,
+// suspended or finished, past Pending — as the running jobs preemption may
+// stop, and the jobs by key.
+func (a *Autoscaler) runningJobs() ([]RunningJob, map[string]*v1.TrainingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		a.log.Error("list TrainingJobs", "err", err)
+		return nil, nil
+	}
+	var running []RunningJob
+	objects := map[string]*v1.TrainingJob{}
+	for _, tj := range all {
+		if tj.Spec.Suspend || meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) ||
+			(tj.Status.Phase != v1.PhaseRunning && tj.Status.Phase != v1.PhaseCreating) {
+			continue
+		}
+		running = append(running, RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time})
+		objects[key(tj)] = tj
+	}
+	return running, objects
+}
+
+// admit records the plan's preemptions, admissions and the queue's
+// positions in the jobs' status; the controller scales an admitted job up
+// and a preempted one down. A preemption is written before the admission it
+// makes room for, and a job whose preemptions were not all written is not
+// admitted: the next plan decides again. A failed write is retried by the
+// next plan.
 func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob) {
-	for _, adm := range d.Admitted {
-		if a.cfg.DryRun {
+	if a.cfg.DryRun {
+		for _, pre := range d.Preempted {
+			a.log.Info("dry run: would preempt job", "job", pre.Job, "for", pre.By, "reason", pre.Reason)
+		}
+		for _, adm := range d.Admitted {
 			a.log.Info("dry run: would admit job", "job", adm.Job, "reason", adm.Reason)
+		}
+		return
+	}
+	blocked := map[string]bool{}
+	for _, pre := range d.Preempted {
+		tj := objects[pre.Job]
+		if tj == nil {
+			blocked[pre.By] = true
+			continue
+		}
+		queued := metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1.ReasonPreempted,
+			Message: fmt.Sprintf("preempted by %s (priority %d): waits in the queue to start again", pre.By, pre.ByPriority)}
+		preempted := metav1.Condition{Type: v1.ConditionPreempted, Status: metav1.ConditionTrue, Reason: v1.ReasonPreempted,
+			Message: fmt.Sprintf("stopped whole for %s of priority %d, above its %d: %s", pre.By, pre.ByPriority, pre.Priority, pre.Reason)}
+		if err := a.writeQueued(ctx, tj, "", queued, preempted); err != nil {
+			blocked[pre.By] = true
+			a.log.Warn("preempting the job failed; the next plan retries", "job", pre.Job, "for", pre.By, "err", err)
+			continue
+		}
+		a.log.Info("preempted job", "job", pre.Job, "for", pre.By, "priority", pre.Priority, "for_priority", pre.ByPriority)
+		a.recorder.Eventf(tj, corev1.EventTypeWarning, v1.EventPreempted, "Preempted by %s (priority %d): %s", pre.By, pre.ByPriority, pre.Reason)
+	}
+	for _, adm := range d.Admitted {
+		if blocked[adm.Job] {
 			continue
 		}
 		tj := objects[adm.Job]
-		cond := metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1.ReasonAdmitted,
-			Message: "admitted: " + adm.Reason}
-		if err := a.writeQueued(ctx, tj, cond, ""); err != nil {
+		conds := []metav1.Condition{{Type: v1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1.ReasonAdmitted,
+			Message: "admitted: " + adm.Reason}}
+		if meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionPreempted) {
+			conds = append(conds, metav1.Condition{Type: v1.ConditionPreempted, Status: metav1.ConditionFalse, Reason: v1.ReasonReadmitted,
+				Message: "admitted again: " + adm.Reason})
+		}
+		if err := a.writeQueued(ctx, tj, "", conds...); err != nil {
 			a.log.Warn("admitting the job failed; the next plan retries", "job", adm.Job, "err", err)
 			continue
 		}
@@ -90,33 +146,35 @@ func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*
 	}
 	for _, w := range d.Waiting {
 		tj := objects[w.Job]
-		if c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued); c != nil && c.Message == w.Reason {
+		kind := w.Kind
+		if kind == v1.ReasonWaitingForAdmission && meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionPreempted) {
+			kind = v1.ReasonPreempted // a preempted job says so until it is back
+		}
+		if c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued); c != nil && c.Message == w.Reason && c.Reason == kind {
 			continue
 		}
-		if a.cfg.DryRun {
-			a.log.Debug("dry run: job waits", "job", w.Job, "reason", w.Reason)
-			continue
-		}
-		cond := metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionTrue, Reason: v1.ReasonWaitingForAdmission,
-			Message: w.Reason}
-		if err := a.writeQueued(ctx, tj, cond, w.Reason); err != nil {
+		cond := metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionTrue, Reason: kind, Message: w.Reason}
+		if err := a.writeQueued(ctx, tj, w.Reason, cond); err != nil {
 			a.log.Debug("recording the job's place in the queue failed; the next plan retries", "job", w.Job, "err", err)
 		}
 	}
 }
 
-// writeQueued sets the job's Queued condition, and the status message of a
-// Queued phase to message when it is not "", with an update that fails if
-// the job changed since the informer saw it.
-func (a *Autoscaler) writeQueued(ctx context.Context, tj *v1.TrainingJob, cond metav1.Condition, message string) error {
+// writeQueued sets the job's conditions (Queued, Preempted), and the phase's
+// reason and message of a Queued job to the Queued condition's when message
+// is not "", with an update that fails if the job changed since the
+// informer saw it.
+func (a *Autoscaler) writeQueued(ctx context.Context, tj *v1.TrainingJob, message string, conds ...metav1.Condition) error {
 	update := tj.DeepCopy()
-	cond.ObservedGeneration = tj.Generation
-	meta.SetStatusCondition(&update.Status.Conditions, cond)
-	if message != "" && update.Status.Phase == v1.PhaseQueued {
-		update.Status.Message = message
-		// The Ready condition carries the phase's message too.
-		if r := meta.FindStatusCondition(update.Status.Conditions, v1.ConditionReady); r != nil && r.Reason == v1.ReasonWaitingForAdmission {
-			r.Message = message
+	for _, cond := range conds {
+		cond.ObservedGeneration = tj.Generation
+		meta.SetStatusCondition(&update.Status.Conditions, cond)
+		if cond.Type == v1.ConditionQueued && message != "" && update.Status.Phase == v1.PhaseQueued {
+			update.Status.Reason, update.Status.Message = cond.Reason, message
+			// The Ready condition carries the phase's reason and message too.
+			if r := meta.FindStatusCondition(update.Status.Conditions, v1.ConditionReady); r != nil && r.Status == metav1.ConditionFalse {
+				r.Reason, r.Message = cond.Reason, message
+			}
 		}
 	}
 	_, err := a.tjClient.PaddlepaddleV1().TrainingJobs(tj.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})

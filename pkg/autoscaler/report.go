@@ -20,6 +20,12 @@ type Report struct {
 	Options Options     `json:"options"`
 	Cluster ClusterLine `json:"cluster"`
 	Jobs    []JobReport `json:"jobs"`
+	// Queue lists the queued jobs the next cycle would leave waiting, in
+	// queue order, with what each waits for; Admitted those it would admit,
+	// and Preempted the running jobs it would stop whole for them.
+	Queue     []Waiting    `json:"queue,omitempty"`
+	Admitted  []Admission  `json:"admitted,omitempty"`
+	Preempted []Preemption `json:"preempted,omitempty"`
 }
 
 // ClusterLine sums up the snapshot the plan read.
@@ -63,9 +69,11 @@ func (a *Autoscaler) Explain() Report {
 	jobs, _ := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
-	decision := Decide(snap, jobs, Queue{}, opts)
+	queue, _ := a.queue()
+	decision := Decide(snap, jobs, queue, opts)
 
-	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap)}
+	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),
+		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted}
 	explained := make(map[string]*Explanation, len(decision.Jobs))
 	for i := range decision.Jobs {
 		explained[decision.Jobs[i].Job] = &decision.Jobs[i]

@@ -123,12 +123,28 @@ func (p *planner) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
 	case CausePriority:
 		e.Limit = LimitYieldedToPriority
 		e.Pods, e.PodPriority = p.waitingPods(func(prio int32, _ string) bool { return prio > j.priority })
+		if len(e.Pods) == 0 && len(j.admitted) > 0 {
+			// It gave way to the minimum of a queued job, whose pods do not
+			// exist yet.
+			e.Message = fmt.Sprintf("%s: %s", by, p.admitReason(j))
+			for _, a := range j.admitted {
+				e.Pods, e.PodPriority = append(e.Pods, a.key), max(e.PodPriority, a.priority)
+			}
+			return
+		}
 		e.Message = fmt.Sprintf("%s for %s of priority up to %d (%s)", by, plural(len(e.Pods), "pod"), e.PodPriority, podList(e.Pods))
 	case CauseMinimum:
 		e.Limit = LimitYieldedToMinimum
 		e.Pods, e.PodPriority = p.waitingPods(func(prio int32, job string) bool {
 			return prio == j.priority && job != "" && job != j.key
 		})
+		if len(e.Pods) == 0 && len(j.admitted) > 0 {
+			e.Message = fmt.Sprintf("%s: %s", by, p.admitReason(j))
+			for _, a := range j.admitted {
+				e.Pods, e.PodPriority = append(e.Pods, a.key), a.priority
+			}
+			return
+		}
 		e.Message = fmt.Sprintf("%s for %s of jobs of its priority below their minimum (%s)", by, plural(len(e.Pods), "pod"), podList(e.Pods))
 	case CauseRebalance:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.rebalanceTo.key, j.rebalanceTo.fulfillment()

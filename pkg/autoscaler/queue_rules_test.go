@@ -72,7 +72,7 @@ func reasonOf(d Decision, key string) string {
 func TestDecideQueueRules(t *testing.T) {
 	ns := nodes("n", 2, res(16, 64, 0))
 	big := queued("team-a/big", 0, gang(false, 2, res(1, 1, 0), 12, res(1, 1, 0))) // 14 CPU, 14 pods
-	small := queued("team-a/small", time.Second)                                    // 3 CPU, 3 pods
+	small := queued("team-a/small", time.Second)                                   // 3 CPU, 3 pods
 	other := queued("team-b/small", 2*time.Second)
 	for _, tc := range []struct {
 		name     string
@@ -88,8 +88,8 @@ func TestDecideQueueRules(t *testing.T) {
 			withQuota(&s, "team-a", 6, 20, -1, 0)
 			return s
 		},
-		queue: []QueuedJob{big},
-		kinds: map[string]string{"team-a/big": v1.ReasonWaitingForQuota},
+		queue:  []QueuedJob{big},
+		kinds:  map[string]string{"team-a/big": v1.ReasonWaitingForQuota},
 		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: namespace team-a quota requests.cpu: 6 CPU left, the minimum needs 14 CPU"},
 	}, {
 		name: "a minimum above the quota's hard limit is refused at once and holds nothing back",
@@ -139,8 +139,8 @@ func TestDecideQueueRules(t *testing.T) {
 			// 10 CPU used on each node: 12 free, 6 on each; big needs 14.
 			return clusterOf(ns, nil, otherPod{name: "x", node: "n-0", req: res(10, 1, 0)}, otherPod{name: "y", node: "n-1", req: res(10, 1, 0)})
 		},
-		queue: []QueuedJob{big, small},
-		kinds: map[string]string{"team-a/big": v1.ReasonWaitingForAdmission, "team-a/small": v1.ReasonReservedForHead},
+		queue:  []QueuedJob{big, small},
+		kinds:  map[string]string{"team-a/big": v1.ReasonWaitingForAdmission, "team-a/small": v1.ReasonReservedForHead},
 		reason: map[string]string{"team-a/small": "would fit, but only on nodes kept for team-a/big, ahead in the queue"},
 	}, {
 		name: "a job behind the head is admitted onto a node the head may not use",

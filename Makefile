@@ -77,16 +77,18 @@ FUZZTIME ?= 10s
 LONG_FUZZTIME ?= 5m
 
 .PHONY: test
-test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race), a short fuzz of the planner, the integration tests on a real control plane, and make demo-check
+test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race), a short fuzz of the planner and its queue, the integration tests on a real control plane, and make demo-check
 	hack/verify-codegen.sh
 	go test -race -count=1 ./cmd/... ./pkg/...
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
+	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
 	$(MAKE) --no-print-directory demo-check
 
 .PHONY: fuzz
-fuzz: ## fuzz the planner for LONG_FUZZTIME (5m); the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
+fuzz: ## fuzz the planner and its queue for LONG_FUZZTIME (5m) each; the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
+	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
 	go test -count=1 -run '^TestPlanOverManyCycles$$' ./pkg/autoscaler -args -long
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 

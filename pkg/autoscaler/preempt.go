@@ -71,6 +71,11 @@ func (p *planner) preempt(q *QueuedJob, pods []gangPod, need vec, what string, r
 	if !try(chosen) {
 		panic("preempt: a set of victims that made room no longer does") // the trial is deterministic
 	}
+	for k, j := range p.movable {
+		if j.shrunk > saved.jobs[k].shrunk {
+			j.admitted = append(j.admitted, admitFor{key: q.Key, need: need, priority: q.Priority})
+		}
+	}
 	keys := make([]string, 0, len(chosen))
 	res := preemptResult{}
 	for _, c := range chosen {

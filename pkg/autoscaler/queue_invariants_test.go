@@ -88,9 +88,19 @@ func assertQueueInvariants(t *testing.T, snap cluster.Snapshot, jobs []Job, queu
 		}
 	}
 	for _, j := range jobs {
+		// Trainers a scale-down removes, or the ReplicaSet is removing
+		// already (more pods than replicas), at most the largest each.
+		gone := int64(max(0, len(j.Trainers)-int(j.Current)))
 		if a, ok := actionFor(d.Actions, j.Key); ok && a.To < a.From {
-			room = room.plus(vecOf(j.Request).times(int64(a.From - a.To)))
+			gone += int64(a.From - a.To)
 		}
+		largest := vecOf(j.Request)
+		for _, tp := range j.Trainers {
+			for r := range numRes {
+				largest[r] = max(largest[r], vecOf(tp.Request)[r])
+			}
+		}
+		room = room.plus(largest.times(gone))
 	}
 	running := map[string]RunningJob{}
 	for _, r := range queue.Running {

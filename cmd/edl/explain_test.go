@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 )
 
@@ -186,4 +187,35 @@ func TestFilterReport(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, printReport(&out, r, explainOptions{namespace: "empty", output: "table"}))
 	assert.True(t, strings.HasPrefix(out.String(), "No TrainingJobs in namespace empty.\n"), out.String())
+}
+
+func TestExplainPrintsTheQueue(t *testing.T) {
+	r := sampleReport()
+	r.Admitted = []autoscaler.Admission{{Job: "ns/small", Reason: "its minimum, 1 trainer, needs 1 CPU and fits on 1 node"}}
+	r.Preempted = []autoscaler.Preemption{{Job: "other/low", Priority: 0, By: "ns/urgent", ByPriority: 1000, Reason: "stopped whole"}}
+	r.Queue = []autoscaler.Waiting{
+		{Job: "ns/big", Position: 1, Of: 2, Kind: v1.ReasonWaitingForAdmission, Head: true, Reason: "position 1 of 2 in the queue: its minimum needs 14 CPU"},
+		{Job: "other/q", Position: 2, Of: 2, Kind: v1.ReasonWaitingForQuota, Reason: "position 2 of 2 in the queue: namespace other quota requests.cpu: 6 CPU left, the minimum needs 14 CPU"},
+	}
+	var out bytes.Buffer
+	require.NoError(t, printReport(&out, r, explainOptions{output: "table"}))
+	text := out.String()
+	assert.Contains(t, text, "queue:\n  admitted     ns/small: its minimum, 1 trainer, needs 1 CPU and fits on 1 node\n")
+	assert.Contains(t, text, "  preempted    other/low (priority 0) for ns/urgent (priority 1000): stopped whole\n")
+	assert.Contains(t, text, "  waiting      ns/big (WaitingForAdmission, head of the queue: its nodes are reserved): position 1 of 2")
+	assert.Contains(t, text, "  waiting      other/q (WaitingForQuota): position 2 of 2 in the queue: namespace other quota requests.cpu: 6 CPU left")
+	assert.Less(t, strings.Index(text, "queue:"), strings.Index(text, "cluster:"), "the queue comes before the cluster line")
+
+	// Filtered to a namespace, the queue keeps its jobs, and a preemption
+	// for or of them.
+	f, err := filterReport(r, "other", "")
+	require.NoError(t, err)
+	require.Len(t, f.Queue, 1)
+	assert.Equal(t, "other/q", f.Queue[0].Job)
+	assert.Empty(t, f.Admitted)
+	assert.Len(t, f.Preempted, 1)
+
+	out.Reset()
+	require.NoError(t, printReport(&out, sampleReport(), explainOptions{output: "table"}))
+	assert.NotContains(t, out.String(), "queue:", "no queue, no section")
 }

@@ -136,6 +136,26 @@ func (p *planner) reserveUnplaced(unplaced []cluster.PendingPod, queue []QueuedJ
 	}
 }
 
+// reserveStarting keeps room, where they fit, for the pods of jobs admitted
+// by an earlier plan that the ReplicaSet controller has not created yet, so
+// that the room is neither admitted to another job nor grown into first.
+func (p *planner) reserveStarting(starting []QueuedJob) {
+	for i := range starting {
+		pods, _, _, ok := p.gangOf(&starting[i])
+		if !ok {
+			continue
+		}
+		// Pods not created yet are not in the quota's used figures either.
+		p.spendQuota(namespaceOf(starting[i].Key), gangUse(pods))
+		for _, g := range pods {
+			if n := p.fit.firstFit(g.req, g.elig); n >= 0 {
+				p.fit.take(n, g.req)
+				p.growLoad = p.growLoad.plus(g.req)
+			}
+		}
+	}
+}
+
 // queueOrder returns the indexes of the queued jobs in admission order,
 // without duplicate keys (a caller's mistake: the first in that order
 // counts).

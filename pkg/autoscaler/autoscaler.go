@@ -148,7 +148,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	snap := a.tracker.InquiryResource()
 	jobs, objects := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
-	queue, queued := a.queue()
+	queue, queued := a.queue(snap)
 	decision := Decide(snap, jobs, queue, a.options(now))
 	stopped := make(map[string]bool, len(decision.Preempted))
 	for _, pre := range decision.Preempted {
@@ -198,15 +198,17 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	return actions
 }
 
-// queue is Decide's queue — with gang admission, the queued jobs and, with
-// preemption too, the running jobs it may stop — and those jobs by key.
-func (a *Autoscaler) queue() (Queue, map[string]*v1.TrainingJob) {
+// queue is Decide's queue — with gang admission, the queued jobs, the
+// admitted ones whose pods are not all created yet and, with preemption
+// too, the running jobs it may stop — and those jobs by key.
+func (a *Autoscaler) queue(snap cluster.Snapshot) (Queue, map[string]*v1.TrainingJob) {
 	var queue Queue
 	if !a.cfg.GangAdmission {
 		return queue, nil
 	}
 	var objects map[string]*v1.TrainingJob
 	queue.Jobs, objects = a.queuedJobs()
+	queue.Starting = a.startingJobs(snap)
 	if a.cfg.Preemption && len(queue.Jobs) > 0 {
 		var running map[string]*v1.TrainingJob
 		queue.Running, running = a.runningJobs()

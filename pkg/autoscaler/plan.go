@@ -1,6 +1,8 @@
 package autoscaler
 
 import (
+	"slices"
+
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
@@ -37,7 +39,7 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decisi
 	for i := range snap.Unplaced {
 		placements = append(placements, snap.Unplaced[i].Placement)
 	}
-	for _, q := range queue.Jobs {
+	for _, q := range append(slices.Clip(queue.Jobs), queue.Starting...) {
 		for _, s := range q.Pods {
 			placements = append(placements, s.Placement)
 		}
@@ -46,6 +48,7 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decisi
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
 	p.reserveUnplaced(snap.Unplaced, queue.Jobs)
+	p.reserveStarting(queue.Starting)
 	var d Decision
 	d.Admitted, d.Waiting, d.Preempted = p.admit(queue)
 	p.yieldToLoad()

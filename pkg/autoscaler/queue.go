@@ -15,9 +15,6 @@ import (
 
 // queuedJobs are the jobs that wait for admission (condition Queued True)
 // and whose ReplicaSets all exist, as Decide's input, and the jobs by key.
-// A queued job's minimum is read from its ReplicaSets' templates, which is
-// what its pods will be: one master for a fault-tolerant job,
-// pserver.min-instance pservers and trainer.min-instance trainers.
 func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
@@ -31,42 +28,88 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 			tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
 			continue
 		}
-		roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
-		if tj.Spec.FaultTolerant {
-			roles = append(roles, v1.RoleMaster)
-		}
-		q := QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time}
-		complete := true
-		for _, role := range roles {
-			rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
-			if err != nil || rs.Spec.Replicas == nil {
-				complete = false
-				break
-			}
-			if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
-				complete = false
-				break
-			}
-			// A queued job's ReplicaSets are held at 0 replicas: its
-			// minimum is what admission scales them to.
-			count := int32(1)
-			switch role {
-			case v1.RolePserver:
-				count = tj.Spec.Pserver.MinInstance
-			case v1.RoleTrainer:
-				count = tj.Spec.Trainer.MinInstance
-			}
-			template := &rs.Spec.Template.Spec
-			req, lim := a.tracker.PodRequestAndLimits(template)
-			q.Pods = append(q.Pods, PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
-		}
-		if !complete {
+		q, ok := a.minimumOf(tj)
+		if !ok {
 			continue // the controller is still creating it
 		}
 		queue = append(queue, q)
 		objects[q.Key] = tj
 	}
 	return queue, objects
+}
+
+// minimumOf returns a job's minimum, read from its ReplicaSets' templates,
+// which is what its pods will be: one master for a fault-tolerant job,
+// pserver.min-instance pservers and trainer.min-instance trainers; false
+// while one of its ReplicaSets is missing.
+func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
+	roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
+	if tj.Spec.FaultTolerant {
+		roles = append(roles, v1.RoleMaster)
+	}
+	q := QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time}
+	for _, role := range roles {
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
+		if err != nil || rs.Spec.Replicas == nil {
+			return q, false
+		}
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
+			return q, false
+		}
+		// A queued job's ReplicaSets are held at 0 replicas: its minimum
+		// is what admission scales them to.
+		count := int32(1)
+		switch role {
+		case v1.RolePserver:
+			count = tj.Spec.Pserver.MinInstance
+		case v1.RoleTrainer:
+			count = tj.Spec.Trainer.MinInstance
+		}
+		template := &rs.Spec.Template.Spec
+		req, lim := a.tracker.PodRequestAndLimits(template)
+		q.Pods = append(q.Pods, PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
+	}
+	return q, true
+}
+
+// startingJobs are the jobs admitted but not Running yet whose minimum's
+// pods do not all exist yet, with the pods that are missing: the room an
+// earlier plan admitted them into, which no other job may take before the
+// ReplicaSet controller creates them.
+func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		return nil
+	}
+	var out []QueuedJob
+	for _, tj := range all {
+		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || tj.Spec.Suspend ||
+			tj.Status.Phase == v1.PhaseRunning || tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		q, ok := a.minimumOf(tj)
+		if !ok {
+			continue
+		}
+		trainers, servers := int32(len(snap.TrainerPods(q.Key))), int32(len(snap.Servers[q.Key]))
+		missing := false
+		for i := range q.Pods {
+			s := &q.Pods[i]
+			have := &servers
+			if s.Role == v1.RoleTrainer.Name() {
+				have = &trainers
+			}
+			took := min(*have, s.Count)
+			*have -= took
+			s.Count -= took
+			missing = missing || s.Count > 0
+		}
+		if missing {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // runningJobs are the admitted jobs that may hold pods — not queued,

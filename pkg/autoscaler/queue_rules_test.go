@@ -260,3 +260,23 @@ func TestDecidePreemption(t *testing.T) {
 		assert.Empty(t, d.Actions)
 	})
 }
+
+func TestDecideKeepsTheRoomOfAnAdmittedJobWhosePodsDoNotExistYet(t *testing.T) {
+	// started was admitted by the last plan: its 3 CPU are free in the
+	// snapshot until its pods are created. next needs them too.
+	ns := nodes("n", 1, res(4, 64, 0))
+	started := queued("team-a/started", 0)
+	next := queued("team-a/next", time.Second)
+	snap := clusterOf(ns, nil)
+	withQuota(&snap, "team-a", 5, 10, -1, 0)
+	d := decideQueue(t, snap, nil, Queue{Jobs: []QueuedJob{next}, Starting: []QueuedJob{started}}, Options{Now: t0})
+	assert.Empty(t, d.Admitted, "the room is the admitted job's")
+	assert.Equal(t, v1.ReasonWaitingForQuota, kindOf(d, "team-a/next"), "and so is the quota its pods will take")
+
+	d = decideQueue(t, clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{next}, Starting: []QueuedJob{started}}, Options{Now: t0})
+	assert.Empty(t, d.Admitted)
+	assert.Contains(t, reasonOf(d, "team-a/next"), "at most 1 CPU")
+
+	d = decideQueue(t, clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{next}}, Options{Now: t0})
+	assert.Equal(t, []string{"team-a/next"}, admittedKeys(d), "once its pods exist, they are the snapshot's")
+}

@@ -11,6 +11,10 @@ import (
 type Queue struct {
 	// Jobs wait for admission.
 	Jobs []QueuedJob
+	// Starting are jobs an earlier plan admitted whose minimum's pods are
+	// not all created yet, with only the pods that are missing: their room
+	// is kept, like that of pods the scheduler has not tried.
+	Starting []QueuedJob
 	// Running are the admitted jobs that hold pods (Creating or Running),
 	// which preemption may stop whole (Options.Preemption); their pods are
 	// the snapshot's Trainers and Servers.

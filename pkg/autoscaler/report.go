@@ -69,7 +69,7 @@ func (a *Autoscaler) Explain() Report {
 	jobs, _ := a.elasticJobs()
 	jobs = JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
-	queue, _ := a.queue()
+	queue, _ := a.queue(snap)
 	decision := Decide(snap, jobs, queue, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),

@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,7 +93,9 @@ func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
 		if !ok {
 			continue
 		}
-		trainers, servers := int32(len(snap.TrainerPods(q.Key))), int32(len(snap.Servers[q.Key]))
+		// Clamped: more than a minimum's worth leaves nothing missing.
+		trainers := int32(min(len(snap.TrainerPods(q.Key)), math.MaxInt32)) // #nosec G115 -- clamped to MaxInt32
+		servers := int32(min(len(snap.Servers[q.Key]), math.MaxInt32))      // #nosec G115 -- clamped to MaxInt32
 		missing := false
 		for i := range q.Pods {
 			s := &q.Pods[i]

@@ -106,9 +106,9 @@ func TestSyncResumesASuspendedJobThroughTheQueue(t *testing.T) {
 
 func TestSyncResumesASuspendedJobAtOnceWithoutGangAdmission(t *testing.T) {
 	f := newFixture(t)
-	job := f.addJob(newJob("mnist", suspended(true)))
+	f.addJob(newJob("mnist", suspended(true)))
 	f.settle("mnist")
-	job = f.getJob("mnist")
+	job := f.getJob("mnist")
 	job.Spec.Suspend = false
 	f.updateJob(job)
 	f.settle("mnist")

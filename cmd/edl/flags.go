@@ -84,7 +84,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
-	fs.BoolVar(&o.gangAdmission, "gang_admission", true, "create a new job's pods with the scheduling gate "+v1.SchedulingGateAdmission+" and remove it only once the job's whole minimum fits (off with -dry_run)")
+	fs.BoolVar(&o.gangAdmission, "gang_admission", true, "hold a new job's ReplicaSets at 0 replicas, their templates gated with "+v1.SchedulingGateAdmission+", until the job's whole minimum fits its namespace's quota and the nodes (off with -dry_run)")
 	fs.BoolVar(&o.preemption, "preemption", true, "with -gang_admission, a queued job that does not fit even with every job of a lower priority at its minimum stops whole the fewest running jobs of a lower priority, which wait in the queue to start again")
 	fs.StringVar(&o.gpuResources, "gpu_resources", string(cluster.DefaultGPUResourceName), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")

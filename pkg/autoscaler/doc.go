@@ -14,8 +14,11 @@
 // original's defects and where each is avoided.
 //
 // Decide is Plan with gang admission: it also admits, in priority and age
-// order, the queued jobs whose whole minimum fits (admit.go), so that no job
-// starts half and no two jobs wait on each other; the Autoscaler records the
-// admissions in the jobs' status (queue.go) and the controller removes the
-// scheduling gate from their pods.
+// order, the queued jobs whose whole minimum fits their namespace's quota
+// and the nodes (admit.go, admitquota.go), so that no job starts half and no
+// two jobs wait on each other; the head of the queue has its nodes reserved
+// so that smaller jobs cannot starve it (reservation.go), and a job that
+// fits only if running jobs of a lower priority stop may stop them whole
+// (preempt.go). The Autoscaler records the admissions and preemptions in
+// the jobs' status (queue.go) and the controller scales the ReplicaSets.
 package autoscaler

@@ -1,9 +1,10 @@
 // Package controller runs TrainingJobs. For each job it creates and owns a
 // ReplicaSet per role (master, pservers, trainers) and the Services that let
 // them find each other, follows the pods to the job's phase (Pending,
-// Queued, Creating, Running, Succeeded, Failed), and writes the status
-// subresource. With gang admission a new job's pods carry a scheduling gate
-// until the autoscaler admits the job (admission.go).
+// Queued, Suspended, Creating, Running, Succeeded, Failed), and writes the
+// status subresource. With gang admission a new job's ReplicaSets are held
+// at 0 replicas, their templates gated, until the autoscaler admits the job
+// (admission.go); spec.suspend scales them to 0 (suspend.go).
 //
 // It is the classic client-go controller: informer event handlers only map
 // events to job keys (handlers.go); a rate-limited workqueue feeds a few

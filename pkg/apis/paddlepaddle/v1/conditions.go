@@ -11,9 +11,10 @@ const (
 	ConditionComplete = "Complete"
 	// ConditionFailed is True once the job failed.
 	ConditionFailed = "Failed"
-	// ConditionQueued is True while the job waits for admission (its pods
-	// carry SchedulingGateAdmission), with its position and what it waits
-	// for in the message; False once admitted. A job without it was never
+	// ConditionQueued is True while the job waits for admission (its
+	// ReplicaSets are held at 0 replicas, their templates gated with
+	// SchedulingGateAdmission), with what kind of wait in the reason and its
+	// position and what it waits for in the message; False once admitted. A job without it was never
 	// queued: it was stored before gang admission, or with it turned off.
 	ConditionQueued = "Queued"
 	// ConditionSuspended is True while spec.suspend holds the job's pods at

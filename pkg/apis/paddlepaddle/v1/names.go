@@ -25,9 +25,10 @@ const (
 // on trainers; the pod informer's transform keeps it.
 const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
-// SchedulingGateAdmission is the scheduling gate a queued job's pods carry
-// (spec.schedulingGates): kube-scheduler leaves them alone until the
-// autoscaler admits the job and the controller removes it.
+// SchedulingGateAdmission is the scheduling gate in a queued job's pod
+// templates (spec.schedulingGates): a pod created while the job is queued
+// is left alone by kube-scheduler until the autoscaler admits the job and
+// the controller removes the gate.
 const SchedulingGateAdmission = "paddlepaddle.org/admission"
 
 // naming is how the objects of one role are named and labelled. It is no

@@ -264,9 +264,10 @@ const (
 	PhaseSucceeded TrainingJobPhase = "Succeeded"
 	// PhaseFailed: the job cannot go on; reason and message say why.
 	PhaseFailed TrainingJobPhase = "Failed"
-	// PhaseQueued: the job's pods exist but carry the admission scheduling
-	// gate: the autoscaler admits the job once its whole minimum fits (the
-	// condition Queued says its position and what it waits for).
+	// PhaseQueued: the job waits for admission, its ReplicaSets at 0
+	// replicas: the autoscaler admits the job once its whole minimum fits
+	// its namespace's quota and the nodes (the condition Queued says its
+	// position and what it waits for).
 	PhaseQueued TrainingJobPhase = "Queued"
 	// PhaseSuspended: spec.suspend is true; every ReplicaSet is scaled to 0
 	// and the job holds no pod (the condition Suspended says since when).

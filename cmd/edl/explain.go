@@ -113,7 +113,7 @@ func parseExplainFlags(args []string, stdout io.Writer) (explainOptions, error) 
 	if o.output != "table" && o.output != "json" {
 		return o, usagef("invalid value %q for flag -o: must be table or json", o.output)
 	}
-	if err := validate(o.options); err != nil {
+	if err := applyConfig(fs, &o.options, validate); err != nil {
 		return o, &usageError{err.Error()}
 	}
 	return o, nil

@@ -39,6 +39,7 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/config"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
@@ -166,6 +167,8 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		}
 	}
 	logger.Info("connected to the API server", "host", cfg.Host, "version", version)
+	logger.Info("effective configuration", append([]any{"file", opts.configFile}, config.KeyValues(opts.effective)...)...)
+	m.SetOptions(opts.autoscaleInterval, opts.maxLoadDesired)
 
 	h := &health{}
 	if opts.leaderElect {
@@ -237,14 +240,18 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		m.SetLeader(true)
 		return work(ctx)
 	}
+	identity := newIdentity()
 	return runElected(ctx, election{
+		publish: func(ctx context.Context) error {
+			return config.Publish(ctx, leaseClient.CoordinationV1(), opts.leaderElectNS, identity, version, opts.effective)
+		},
 		client:        leaseClient,
 		recorder:      recorder,
 		watchdog:      h.watchdog,
 		log:           logger,
 		setLeader:     m.SetLeader,
 		namespace:     opts.leaderElectNS,
-		identity:      newIdentity(),
+		identity:      identity,
 		leaseDuration: opts.leaseDuration,
 		renewDeadline: opts.renewDeadline,
 		retryPeriod:   opts.retryPeriod,

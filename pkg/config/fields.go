@@ -115,9 +115,12 @@ func Missing(c *EDLConfiguration) []string {
 }
 
 // KeyValues are c's set fields as alternating paths and values, for a log
-// line.
+// line; none for a nil c.
 func KeyValues(c *EDLConfiguration) []any {
 	var kv []any
+	if c == nil {
+		return nil
+	}
 	for _, f := range Fields {
 		if v, ok := f.get(c); ok {
 			kv = append(kv, f.Path, v)

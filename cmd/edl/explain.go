@@ -152,7 +152,7 @@ func explainLive(ctx context.Context, opts explainOptions, stderr io.Writer) (ex
 		return explain.Result{}, err
 	}
 	if warning != "" {
-		fmt.Fprintf(stderr, "edl explain: %s\n", warning)
+		fmt.Fprintf(stderr, "edl explain: warning: %s\n", warning)
 	}
 	report, err := explain.Live(ctx, kubeClient, tjClient, res.Configuration, logger)
 	if err != nil {

@@ -45,7 +45,11 @@ func Configuration(ctx context.Context, leases coordinationv1.LeasesGetter, name
 	p, err := config.Published(ctx, leases, namespace)
 	switch {
 	case errors.Is(err, config.ErrNotPublished):
-		return config.Merge(config.Default(), given), "the defaults", err.Error() + "; planning with the default options", nil
+		source = "the defaults"
+		if len(config.KeyValues(given)) > 0 {
+			source += ", with the options given over them"
+		}
+		return config.Merge(config.Default(), given), source, err.Error() + "; planning with the default options", nil
 	case err != nil:
 		return nil, "", "", err
 	}

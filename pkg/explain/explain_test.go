@@ -52,7 +52,7 @@ func TestConfigurationIsTheControllersWithTheGivenOverIt(t *testing.T) {
 
 	cfg, source, warning, err = Configuration(ctx, client.CoordinationV1(), "elsewhere", given)
 	require.NoError(t, err)
-	assert.Equal(t, "the defaults", source)
+	assert.Equal(t, "the defaults, with the options given over them", source)
 	assert.Equal(t, "no Lease elsewhere/edl-controller: no edl controller runs with leader election in namespace elsewhere; planning with the default options", warning)
 	assert.Equal(t, 1, *cfg.Autoscaler.CooldownCycles)
 	assert.Equal(t, 0.97, *cfg.Autoscaler.MaxLoadDesired)

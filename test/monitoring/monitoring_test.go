@@ -187,3 +187,25 @@ func TestRegisteredCatchesARename(t *testing.T) {
 	assert.False(t, registered(known, "edl_autoscaler_plan_seconds_bucket"))
 	assert.False(t, registered(known, "edl_leaders"))
 }
+
+// TestOperationsGuideListsTheAlerts: docs/operations.md's alert table
+// names exactly the alerts of the rules file.
+func TestOperationsGuideListsTheAlerts(t *testing.T) {
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	require.NoError(t, err)
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(EDL\\w+)` \\|").FindAllStringSubmatch(string(guide), -1) {
+		documented = append(documented, m[1])
+	}
+	groups, errs := rulefmt.Parse(monitoringFile(t, "edl-alerts.rules.yaml"), false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	var alerts []string
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			alerts = append(alerts, r.Alert)
+		}
+	}
+	assert.Equal(t, alerts, documented)
+}

@@ -78,6 +78,16 @@ type Metrics interface {
 	Scaled(act ScaleAction)
 	// Explained reports what limits each job planned for after the cycle.
 	Explained(jobs []Explanation)
+	// ScaleFailed reports an action whose ReplicaSet patch failed: lost
+	// says it lost to a concurrent writer (the next plan starts from what
+	// that wrote), else the API server failed or refused it.
+	ScaleFailed(act ScaleAction, lost bool)
+	// Queued reports how long each job still queued after the cycle has
+	// waited since it was created (none with gang admission off).
+	Queued(waits []time.Duration)
+	// Admitted reports an admission recorded, with how long the job waited
+	// since it was created.
+	Admitted(wait time.Duration)
 }
 
 // Autoscaler runs Plan every interval on a snapshot of the cluster and the
@@ -130,7 +140,7 @@ func New(cfg Config) *Autoscaler {
 // Run plans every interval until ctx is done.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	a.log.Info("starting the autoscaler", "interval", a.cfg.Interval, "max_load_desired", a.cfg.MaxLoadDesired,
-		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun, "gang_admission", a.cfg.GangAdmission)
+		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun, "gang_admission", a.cfg.GangAdmission, "preemption", a.cfg.Preemption)
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		if ctx.Err() != nil {
 			return nil // stopped before the caches synced: nothing to do
@@ -194,7 +204,10 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			}
 		}
 	}
-	a.admit(ctx, decision, queued)
+	a.admit(ctx, decision, queued, now)
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.Queued(waits(decision.Waiting, queue.Jobs, now))
+	}
 	return actions
 }
 
@@ -215,6 +228,19 @@ func (a *Autoscaler) queue(snap cluster.Snapshot) (Queue, map[string]*v1.Trainin
 		maps.Copy(objects, running)
 	}
 	return queue, objects
+}
+
+// waits are how long each waiting job has waited since it was created.
+func waits(waiting []Waiting, queue []QueuedJob, now time.Time) []time.Duration {
+	created := make(map[string]time.Time, len(queue))
+	for _, q := range queue {
+		created[q.Key] = q.Created
+	}
+	out := make([]time.Duration, 0, len(waiting))
+	for _, w := range waiting {
+		out = append(out, now.Sub(created[w.Job]))
+	}
+	return out
 }
 
 // options are the Plan options of the cycle at now.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -143,7 +144,7 @@ func (a *Autoscaler) runningJobs() ([]RunningJob, map[string]*v1.TrainingJob) {
 // makes room for, and a job whose preemptions were not all written is not
 // admitted: the next plan decides again. A failed write is retried by the
 // next plan.
-func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob) {
+func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob, now time.Time) {
 	if a.cfg.DryRun {
 		for _, pre := range d.Preempted {
 			a.log.Info("dry run: would preempt job", "job", pre.Job, "for", pre.By, "reason", pre.Reason)
@@ -188,6 +189,9 @@ func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*
 			continue
 		}
 		a.log.Info("admitted job", "job", adm.Job, "reason", adm.Reason)
+		if a.cfg.Metrics != nil {
+			a.cfg.Metrics.Admitted(now.Sub(tj.CreationTimestamp.Time))
+		}
 		a.recorder.Eventf(tj, corev1.EventTypeNormal, v1.EventAdmitted, "Admitted: %s", adm.Reason)
 	}
 	for _, w := range d.Waiting {

@@ -17,7 +17,7 @@ func (p *planner) actions() []ScaleAction {
 			continue
 		}
 		// #nosec G115 -- desired stays within [Min, Max], both int32.
-		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes}
+		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes, Remove: j.picked}
 		switch {
 		case j.grown > 0:
 			a.Reason, a.Cause = p.growReason(j), CauseIdle

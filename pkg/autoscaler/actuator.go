@@ -29,6 +29,11 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 	// The patch tests the object as well as the count: a ReplicaSet deleted
 	// and created again under the same name (another owner's, or the
 	// controller's after a deletion) is not the one planned for.
+	if act.To < act.From && len(act.Remove) > 0 {
+		if err := a.markForRemoval(ctx, job.Namespace, act.Remove, v1.DeletionCostRemove); err != nil {
+			return err
+		}
+	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
 		{"op": "test", "path": "/spec/replicas", "value": act.From},
@@ -38,6 +43,11 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 		return err
 	}
 	if _, err := a.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		if act.To < act.From && len(act.Remove) > 0 {
+			// The marks would make a later scale-down delete these trainers
+			// instead of the ones its plan picks.
+			_ = a.markForRemoval(ctx, job.Namespace, act.Remove, nil)
+		}
 		lost := apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 		if a.cfg.Metrics != nil {
 			a.cfg.Metrics.ScaleFailed(act, lost)
@@ -61,6 +71,22 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("record the scaling in the status of %s: %w", act.Job, err)
+	}
+	return nil
+}
+
+// markForRemoval sets the pod-deletion-cost of the named trainers to cost,
+// or removes it when cost is nil. A trainer already gone is no error.
+func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods []string, cost any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1.AnnotationDeletionCost: cost}}})
+	if err != nil {
+		return err
+	}
+	for _, name := range pods {
+		_, err := a.kubeClient.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("set the deletion cost of trainer pod %s: %w", name, err)
+		}
 	}
 	return nil
 }

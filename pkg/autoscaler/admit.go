@@ -341,6 +341,8 @@ type saved struct {
 
 type jobSaved struct {
 	next                                       int
+	victims                                    []victim // picks reorder them
+	picked                                     int
 	desired, shrunk, placed, unscheduledShrunk int64
 	nodes                                      int
 	yieldNodes, shareNodes, admitNodes         map[int32]bool
@@ -350,7 +352,7 @@ func (p *planner) save() *saved {
 	s := &saved{free: slices.Clone(p.free), hold: slices.Clone(p.hold), requested: p.requested,
 		waiting: len(p.waiting), jobs: make([]jobSaved, len(p.movable))}
 	for k, j := range p.movable {
-		s.jobs[k] = jobSaved{next: j.next, desired: j.desired, shrunk: j.shrunk, placed: j.placed,
+		s.jobs[k] = jobSaved{next: j.next, victims: slices.Clone(j.victims), picked: len(j.picked), desired: j.desired, shrunk: j.shrunk, placed: j.placed,
 			unscheduledShrunk: j.unscheduledShrunk, nodes: len(j.nodes),
 			yieldNodes: maps.Clone(j.yieldNodes), shareNodes: maps.Clone(j.shareNodes), admitNodes: maps.Clone(j.admitNodes)}
 	}
@@ -370,6 +372,8 @@ func (p *planner) restore(s *saved) {
 		js := &s.jobs[k]
 		j.next, j.desired, j.shrunk, j.placed, j.unscheduledShrunk = js.next, js.desired, js.shrunk, js.placed, js.unscheduledShrunk
 		j.nodes = j.nodes[:js.nodes]
+		copy(j.victims, js.victims)
+		j.picked = j.picked[:js.picked]
 		j.yieldNodes, j.shareNodes, j.admitNodes = js.yieldNodes, js.shareNodes, js.admitNodes
 	}
 }

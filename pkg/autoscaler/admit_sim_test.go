@@ -47,6 +47,7 @@ func (s *sim) gangCycle() []ScaleAction {
 	for _, a := range d.Actions {
 		s.seen[string(a.Cause)]++
 		j := s.job(a.Job)
+		s.mark(a)
 		j.replicas = a.To
 		if a.To < a.From {
 			j.scaleDown = s.now()

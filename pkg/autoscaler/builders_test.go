@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -170,7 +171,8 @@ func unschedulableTrainers(count int) jobMutator {
 
 // applyPlan returns the jobs as they would look once the actions took effect:
 // new trainers running where the plan put them, removed trainers gone in
-// ReplicaSet order.
+// ReplicaSet order, the ones the plan picked (ScaleAction.Remove) before the
+// other running ones.
 func applyPlan(jobs []Job, actions []ScaleAction) []Job {
 	byKey := map[string]ScaleAction{}
 	for _, a := range actions {
@@ -184,7 +186,7 @@ func applyPlan(jobs []Job, actions []ScaleAction) []Job {
 				runningOn(a.Nodes...)(&j)
 			} else {
 				for range a.From - a.To {
-					j.Trainers = removeOne(j.Trainers)
+					j.Trainers = removeOne(j.Trainers, a.Remove)
 				}
 				j.LastScaleDown = t0
 			}
@@ -195,11 +197,18 @@ func applyPlan(jobs []Job, actions []ScaleAction) []Job {
 	return out
 }
 
-func removeOne(ts []TrainerPod) []TrainerPod {
+func removeOne(ts []TrainerPod, picked []string) []TrainerPod {
+	rank := func(t TrainerPod) int {
+		r := 2 * rsRank(t)
+		if r == 4 && !slices.Contains(picked, t.Name) {
+			r++ // running and not picked: a higher pod-deletion-cost
+		}
+		return r
+	}
 	victim := -1
 	for i, t := range ts {
-		if victim < 0 || rsRank(t) < rsRank(ts[victim]) ||
-			(rsRank(t) == rsRank(ts[victim]) && olderTrainer(&ts[victim], &t)) {
+		if victim < 0 || rank(t) < rank(ts[victim]) ||
+			(rank(t) == rank(ts[victim]) && olderTrainer(&ts[victim], &t)) {
 			victim = i
 		}
 	}

@@ -91,7 +91,7 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	for _, j := range jobs {
 		left := append([]TrainerPod(nil), j.Trainers...)
 		for len(left) > int(j.Current) {
-			kept := removeOne(left)
+			kept := removeOne(left, nil)
 			for _, p := range left {
 				if !slices.ContainsFunc(kept, func(k TrainerPod) bool { return k.Name == p.Name }) && listed[p.Node] {
 					load = load.minus(vecOf(p.Request))

@@ -26,6 +26,7 @@ func (s *sim) cycle() []ScaleAction {
 	for _, a := range acts {
 		s.seen[string(a.Cause)]++
 		j := s.job(a.Job)
+		s.mark(a)
 		j.replicas = a.To
 		if a.To < a.From {
 			j.scaleDown = s.now()

@@ -61,7 +61,8 @@ type simPod struct {
 	node      string
 	nominated string
 	created   int
-	deleteAt  int // tick the pod is gone; 0 while not deleted
+	deleteAt  int  // tick the pod is gone; 0 while not deleted
+	marked    bool // picked by a plan: the lowest pod-deletion-cost
 	tried     bool
 	placement *cluster.Placement
 	gated     bool    // carries the admission gate: the scheduler leaves it alone
@@ -148,10 +149,16 @@ func (s *sim) step() {
 			s.pods = append(s.pods, &simPod{name: fmt.Sprintf("%s-p%d", j.key, s.seq), member: j, priority: j.priority,
 				req: j.psReq, created: s.tick, gated: j.queued})
 		}
-		// Unscheduled first, then newest.
+		// Unscheduled first, then the marked ones, then newest.
 		slices.SortFunc(mine, func(a, b *simPod) int {
 			if (a.node == "") != (b.node == "") {
 				if a.node == "" {
+					return -1
+				}
+				return 1
+			}
+			if a.marked != b.marked {
+				if a.marked {
 					return -1
 				}
 				return 1
@@ -166,6 +173,16 @@ func (s *sim) step() {
 		}
 	}
 	s.schedule()
+}
+
+// mark gives the pods a plan picked the lowest pod-deletion-cost, as the
+// actuator does before it lowers the replicas.
+func (s *sim) mark(a ScaleAction) {
+	for _, p := range s.pods {
+		if p.job != nil && p.job.key == a.Job && slices.Contains(a.Remove, p.name) {
+			p.marked = true
+		}
+	}
 }
 
 func (s *sim) remove(p *simPod) {

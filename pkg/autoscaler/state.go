@@ -44,6 +44,7 @@ type planner struct {
 	movable  []*jobState
 	minPrio  int32                  // lowest priority of a movable job
 	cands    [][]slot               // per-node scratch of the eviction search
+	ranks    []int32                // per-node scratch of pickRunning
 	hopeless map[pendingShape]bool  // pending shapes no yield can fit
 	depth    map[pendingShape]int32 // search depth that made room for a shape
 	// waiting are the unschedulable pods the plan reserved room for or
@@ -76,6 +77,7 @@ type jobState struct {
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
+	runFrom int   // victims[runFrom:] run: any of them may be picked (pick.go)
 	placed  int64 // victims[next:] that hold a node, plus trainers grown
 
 	unschedulable bool // a kept trainer is pending unschedulable
@@ -97,6 +99,7 @@ type jobState struct {
 
 	grown, shrunk int64
 	nodes         []string
+	picked        []string // running trainers removed out of deletion order (pick.go)
 
 	// Growth's cache of the nodes no job cooling down ahead of it could use,
 	// for unblockedFor blockers.
@@ -356,6 +359,7 @@ func (p *planner) newJobState(in *Job) *jobState {
 	start[0] = missing
 	start[1] += start[0]
 	start[2] += start[1]
+	j.runFrom = int(start[2])
 	for k := range missing {
 		j.victims[k] = victim{req: j.req, node: -1, pod: -1}
 	}

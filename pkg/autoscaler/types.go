@@ -116,6 +116,13 @@ type ScaleAction struct {
 	// scheduled). The scheduler and the ReplicaSet controller make the real
 	// choices; this is for logs, dry runs and tests.
 	Nodes []string `json:"nodes,omitempty"`
+	// Remove names, for a scale-down, the running trainers the plan picked
+	// by their node, out of the ReplicaSet controller's order: the actuator
+	// gives them the lowest pod-deletion-cost (v1.DeletionCostRemove) before
+	// it lowers the replicas, so that the controller deletes them first and
+	// the room the plan freed is where it planned it. The other trainers the
+	// scale-down removes are the ones the controller deletes first anyway.
+	Remove []string `json:"remove,omitempty"`
 }
 
 // JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so

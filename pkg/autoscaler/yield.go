@@ -64,11 +64,14 @@ func (p *planner) couldHold(req vec, e *eligible) bool {
 }
 
 // slot is a trainer that could be removed to free its node: victims[pos] of
-// job, costing cost running trainers (itself and the newer ones before it).
+// job, costing cost running trainers: itself, the job's trainers the
+// ReplicaSet deletes before it (newer ones that do not run yet) and, for a
+// running trainer, the job's running ones picked before it on the node.
 type slot struct {
 	job  *jobState
 	pos  int32
 	cost int32
+	drop int32 // trainers the job loses in all
 }
 
 // pendingShape is what the eviction search depends on: pods of one shape
@@ -91,7 +94,8 @@ type claim struct {
 }
 
 // eviction is a way to make room on one node: every trainer of jobs[i] up to
-// victims index cuts[i] goes.
+// victims index cuts[i] goes, except that of its running trainers only those
+// on node go (picked: pick.go).
 type eviction struct {
 	node    int
 	jobs    []*jobState
@@ -159,9 +163,7 @@ func (p *planner) makeRoomAt(c claim, req vec) (int, bool) {
 			*nodes = map[int32]bool{}
 		}
 		(*nodes)[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
-		for j.next <= best.cuts[i] {
-			p.removeNext(j)
-		}
+		p.cut(j, best.cuts[i], best.node)
 	}
 	p.fit.take(best.node, req)
 	return best.node, true
@@ -170,10 +172,12 @@ func (p *planner) makeRoomAt(c claim, req vec) (int, bool) {
 // cheapestEviction searches with growing cost: victims of the lowest
 // priority first, and within a priority level cuts that take at most C
 // running trainers from any one job, C = 1, 2, 4, … (the first C that works
-// for one pod is where the search starts for an identical one). A ReplicaSet deletes
-// newest first, so freeing a node may mean removing a job's newer trainers
-// elsewhere too; the search counts them. Typical pods are placed at C = 1 or
-// 2 in O(jobs); the worst case is a few passes over all trainers.
+// for one pod is where the search starts for an identical one). A ReplicaSet
+// deletes a job's pods that do not run before any running one, so freeing a
+// node may mean removing those too; the search counts them. Running trainers
+// are picked by node (pick.go): only those on the node freed go. A search
+// passes over the running trainers of the jobs that may give; the worst case
+// is a few such passes.
 func (p *planner) cheapestEviction(c claim, req vec) *eviction {
 	var levels []int32
 	for _, j := range p.movable {
@@ -216,13 +220,20 @@ func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *ev
 		p.cands = make([][]slot, len(p.nodes))
 	}
 	var touched []int32
+	add := func(n int32, s slot) {
+		if len(p.cands[n]) == 0 {
+			touched = append(touched, n)
+		}
+		p.cands[n] = append(p.cands[n], s)
+	}
 	for _, j := range p.movable {
 		if !p.yieldable(j, c) || j.priority > level {
 			continue
 		}
 		last := j.next + int(j.slack())
 		cost := int32(0)
-		for k := j.next; k < last; k++ {
+		k := j.next
+		for ; k < last && k < j.runFrom; k++ {
 			v := &j.victims[k]
 			if v.bound {
 				if cost == depth {
@@ -232,10 +243,12 @@ func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *ev
 				cost++
 			}
 			if n := p.nodeOf(j, v); n >= 0 && c.elig.has(n, p.classes.classOf[n]) {
-				if len(p.cands[n]) == 0 {
-					touched = append(touched, n)
-				}
-				p.cands[n] = append(p.cands[n], slot{job: j, pos: int32(k), cost: cost}) // #nosec G115 -- an index of the job's victims, one per trainer
+				add(n, slot{job: j, pos: int32(k), cost: cost, drop: int32(k - j.next + 1)}) // #nosec G115 -- an index of the job's victims, one per trainer
+			}
+		}
+		if k < last && k >= j.runFrom {
+			if p.pickRunning(j, c, k, last-k, cost, depth, add) {
+				truncated = true
 			}
 		}
 	}
@@ -279,7 +292,7 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 		return int(a.pos - b.pos)
 	})
 	e := &eviction{node: n, maxPrio: math.MinInt32}
-	var costs []int32
+	var costs, drops []int32
 	avail := p.free[n]
 	for _, s := range cands {
 		if req.fitsIn(avail) {
@@ -289,7 +302,7 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 		if ji < 0 {
 			e.jobs = append(e.jobs, s.job)
 			e.cuts = append(e.cuts, s.job.next-1)
-			costs = append(costs, 0)
+			costs, drops = append(costs, 0), append(drops, 0)
 			ji = len(e.jobs) - 1
 		}
 		if int(s.pos) <= e.cuts[ji] {
@@ -300,7 +313,7 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 				avail = avail.plus(s.job.victims[o.pos].req)
 			}
 		}
-		e.cuts[ji], costs[ji] = int(s.pos), s.cost
+		e.cuts[ji], costs[ji], drops[ji] = int(s.pos), s.cost, s.drop
 	}
 	if !req.fitsIn(avail) || len(e.jobs) == 0 {
 		return nil
@@ -309,7 +322,7 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 	for i, j := range e.jobs {
 		e.maxPrio = max(e.maxPrio, j.priority)
 		e.running += int64(costs[i])
-		e.removed += int64(e.cuts[i] - j.next + 1)
+		e.removed += int64(drops[i])
 	}
 	return e
 }

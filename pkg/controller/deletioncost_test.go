@@ -33,6 +33,7 @@ func TestDeletionCosts(t *testing.T) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}}
 	}
 	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDeletionCost: "1"} }
+	marked := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove} }
 
 	tests := []struct {
 		name string
@@ -52,6 +53,12 @@ func TestDeletionCosts(t *testing.T) {
 		{"an old trainer restarted more", []*corev1.Pod{
 			trainer("a", "n1", 0, restarted), trainer("b", "n2", 7),
 		}, map[string]string{"a": "1000000000", "b": "999999993"}},
+		{"a trainer the autoscaler marked for removal keeps its mark and puts no costs in use", []*corev1.Pod{
+			trainer("a", "n1", 0, marked), trainer("b", "n2", 4), trainer("c", "n3", 6),
+		}, nil},
+		{"a marked trainer keeps its mark while the others get costs", []*corev1.Pod{
+			trainer("a", "n1", 0, marked), trainer("b", "n2", 4), trainer("c", "n2", 6), trainer("d", "n3", 8),
+		}, map[string]string{"b": "999999996", "c": "999999994", "d": "999999992"}},
 		{"costs in use are kept up for a new trainer", []*corev1.Pod{
 			trainer("a", "n1", 0, priced), trainer("b", "n2", 4),
 		}, map[string]string{"a": "1000000000", "b": "999999996"}},

@@ -326,14 +326,16 @@ const deletionCostCeiling = 1_000_000_000
 // unequally; then every running trainer gets a cost that falls with its age
 // (a pod without one counts as 0, below all of them, and is removed first,
 // which is right for a trainer that only just started). Once costs are in
-// use they are kept up for new trainers. It returns nil when the ranking is
-// already right.
+// use they are kept up for new trainers. A trainer the autoscaler marked
+// for removal (v1.DeletionCostRemove) keeps its mark and counts for
+// nothing here. It returns nil when the ranking is already right.
 func DeletionCosts(job *v1.TrainingJob, trainers []*corev1.Pod) map[string]string {
 	var running []*corev1.Pod
 	perNode := map[string]int{}
 	inUse := false
 	for _, p := range trainers {
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning ||
+			p.Annotations[v1.AnnotationDeletionCost] == v1.DeletionCostRemove {
 			continue
 		}
 		running = append(running, p)

@@ -25,6 +25,12 @@ const (
 // on trainers; the pod informer's transform keeps it.
 const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
+// DeletionCostRemove is the pod-deletion-cost the autoscaler gives the
+// running trainers a plan picked to free a node, just before it lowers the
+// replicas: the lowest there is, so the ReplicaSet controller deletes them
+// before any other running trainer. The controller leaves it as it is.
+const DeletionCostRemove = "-2147483648"
+
 // SchedulingGateAdmission is the scheduling gate in a queued job's pod
 // templates (spec.schedulingGates): a pod created while the job is queued
 // is left alone by kube-scheduler until the autoscaler admits the job and

@@ -33,7 +33,9 @@ func TestDeletionCosts(t *testing.T) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", RestartCount: 2}}
 	}
 	priced := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDeletionCost: "1"} }
-	marked := func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove} }
+	marked := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove}
+	}
 
 	tests := []struct {
 		name string

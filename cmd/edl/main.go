@@ -203,6 +203,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		Metrics:            m,
 		GPUResources:       w.gpus,
 		GangAdmission:      opts.gangAdmission && !opts.dryRun,
+		StatusInterval:     opts.autoscaleInterval,
 	})
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build bin/edl (hack/build.sh: the Dockerfile runs the same command)
+build: ## build bin/edl and the kubectl plugin bin/kubectl-edl (hack/build.sh: the Dockerfile runs the same command)
 	hack/build.sh bin/edl $(VERSION)
 
 .PHONY: generate

@@ -129,6 +129,8 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 
 	script := readRepoFile(t, "hack/build.sh")
 	assert.Contains(t, script, "\nCGO_ENABLED=0 go build -trimpath -ldflags \"-s -w -X main.version=${version}\" -o \"$out\" ./cmd/edl\n")
+	assert.Contains(t, script, "\nCGO_ENABLED=0 go build -trimpath -ldflags \"-s -w -X main.version=${version}\" -o \"$(dirname \"$out\")/kubectl-edl\" ./cmd/kubectl-edl\n",
+		"make build builds the kubectl plugin beside edl")
 }
 
 // TestBuildFromTheDockerContext runs the build stage's command in a copy of

@@ -7,21 +7,24 @@ import (
 	"io"
 	"math"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
+	log "github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/config"
 )
 
-// options are the command-line flags.
+// options are the command-line flags, with the config file's values for
+// the flags the command line does not give.
 type options struct {
 	kubeconfig     string
+	configFile     string
 	logLevel       string
 	maxLoadDesired float64
 	workers        int
@@ -46,6 +49,10 @@ type options struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+
+	// given are the options the config file and the command line set;
+	// effective are all of them, as validated.
+	given, effective *config.EDLConfiguration
 }
 
 // parseFlags parses args; every problem is one line naming the flag.
@@ -66,33 +73,83 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (run 'edl -help' for the flags)", fs.Arg(0))
 	}
-	return o, validate(o)
+	return o, applyConfig(fs, &o, validate)
 }
+
+// applyConfig sets the flags the command line did not give from the config
+// file, if one is named, and validates the result with check; a value of
+// the file that check refuses is one line naming the file and the field.
+// It then records what was given and the effective configuration.
+func applyConfig(fs *flag.FlagSet, o *options, check func(options) error) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fromFile := map[string]string{}
+	if o.configFile != "" {
+		file, err := config.Load(o.configFile)
+		if err != nil {
+			return err
+		}
+		for _, f := range config.Fields {
+			v, ok := f.Get(file)
+			if !ok || onCommandLine[f.Flag] {
+				continue
+			}
+			if err := fs.Set(f.Flag, v); err != nil {
+				return fmt.Errorf("config file %s: invalid value %q for %s: %v", o.configFile, v, f.Path, err)
+			}
+			fromFile[f.Flag] = f.Path
+		}
+	}
+	if err := check(*o); err != nil {
+		if m := flagOfError.FindStringSubmatch(err.Error()); m != nil && fromFile[m[1]] != "" {
+			return fmt.Errorf("config file %s: %s", o.configFile,
+				strings.Replace(err.Error(), "for flag -"+m[1], "for "+fromFile[m[1]], 1))
+		}
+		return err
+	}
+	o.given = &config.EDLConfiguration{}
+	o.effective = config.Default()
+	for _, f := range config.Fields {
+		v := fs.Lookup(f.Flag).Value.String()
+		_ = f.Set(o.effective, v) // the flag parsed it already
+		if onCommandLine[f.Flag] || fromFile[f.Flag] != "" {
+			_ = f.Set(o.given, v)
+		}
+	}
+	return nil
+}
+
+// flagOfError finds the flag a validation error is about: every one starts
+// "invalid value V for flag -NAME:".
+var flagOfError = regexp.MustCompile(`^invalid value .* for flag -(\w+):`)
 
 // addFlags defines the controller's flags on fs, into o. edl explain
 // defines the same, so that it plans with the options of the controller it
 // explains.
 func addFlags(fs *flag.FlagSet, o *options) {
+	d := config.Default()
+	a, le := d.Autoscaler, d.LeaderElection
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
-	fs.StringVar(&o.logLevel, "log_level", "info", "log level: debug, info, warn, error or crit")
-	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", 0.97, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
-	fs.IntVar(&o.workers, "workers", 2, "TrainingJobs synced in parallel")
-	fs.DurationVar(&o.resync, "resync", 5*time.Minute, "how often every job is synced even without events (0 disables)")
-	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", 5*time.Second, "time between two autoscaling plans")
-	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", 3, "autoscale intervals a job scaled down is not grown again (0 disables)")
-	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", 0, "most trainers one plan adds to one job (0: no cap)")
-	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", autoscaler.DefaultRebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
-	fs.BoolVar(&o.dryRun, "dry_run", false, "plan and log scaling decisions, patch nothing")
-	fs.BoolVar(&o.gangAdmission, "gang_admission", true, "create a new job's pods with the scheduling gate "+v1.SchedulingGateAdmission+" and remove it only once the job's whole minimum fits (off with -dry_run)")
-	fs.StringVar(&o.gpuResources, "gpu_resources", string(cluster.DefaultGPUResourceName), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
-	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", 20, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
-	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", 30, "requests edl may send at once above -kube_api_qps")
-	fs.StringVar(&o.httpAddr, "http_addr", ":8080", "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
-	fs.BoolVar(&o.leaderElect, "leader_elect", true, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
-	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", "paddlecloud", "namespace of the leader Lease")
-	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", 12*time.Second, "how long standby replicas wait after the leader's last renewal before taking over")
-	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", 8*time.Second, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
-	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", time.Second, "time between two attempts to acquire or renew the lease")
+	fs.StringVar(&o.configFile, "config", "", "path to an EDLConfiguration file ("+config.APIVersion+"); the flags given on the command line override its fields")
+	fs.StringVar(&o.logLevel, "log_level", *d.LogLevel, "log level: debug, info, warn, error or crit")
+	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", *a.MaxLoadDesired, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
+	fs.IntVar(&o.workers, "workers", *d.Workers, "TrainingJobs synced in parallel")
+	fs.DurationVar(&o.resync, "resync", d.Resync.Duration, "how often every job is synced even without events (0 disables)")
+	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", a.Interval.Duration, "time between two autoscaling plans")
+	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", *a.CooldownCycles, "autoscale intervals a job scaled down is not grown again (0 disables)")
+	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", *a.MaxGrowPerCycle, "most trainers one plan adds to one job (0: no cap)")
+	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", *a.RebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
+	fs.BoolVar(&o.dryRun, "dry_run", *a.DryRun, "plan and log scaling decisions, patch nothing")
+	fs.BoolVar(&o.gangAdmission, "gang_admission", *a.GangAdmission, "create a new job's pods with the scheduling gate "+v1.SchedulingGateAdmission+" and remove it only once the job's whole minimum fits (off with -dry_run)")
+	fs.StringVar(&o.gpuResources, "gpu_resources", strings.Join(d.GPUResources, ","), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
+	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
+	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", *d.KubeAPIBurst, "requests edl may send at once above -kube_api_qps")
+	fs.StringVar(&o.httpAddr, "http_addr", *d.HTTPAddr, "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.BoolVar(&o.leaderElect, "leader_elect", *le.LeaderElect, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
+	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", *le.ResourceNamespace, "namespace of the leader Lease")
+	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", le.LeaseDuration.Duration, "how long standby replicas wait after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", le.RenewDeadline.Duration, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", le.RetryPeriod.Duration, "time between two attempts to acquire or renew the lease")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
 }
@@ -100,6 +157,9 @@ func addFlags(fs *flag.FlagSet, o *options) {
 // validate checks the flags' values; every problem is one line naming the
 // flag.
 func validate(o options) error {
+	if _, err := log.LvlFromString(o.logLevel); err != nil {
+		return fmt.Errorf("invalid value %q for flag -log_level: must be debug, info, warn, error or crit", o.logLevel)
+	}
 	if o.workers < 1 {
 		return fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers)
 	}

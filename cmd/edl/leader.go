@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/paddlepaddle/edl/pkg/config"
 )
 
 // leaseName is the Lease the replicas of edl compete for.
-const leaseName = "edl-controller"
+const leaseName = config.LeaseName
 
 // watchdogTimeout is how long past an unrenewed lease /healthz still passes:
 // the renew loop should have given up and exited long before.
@@ -37,6 +39,9 @@ type election struct {
 	log      log.Logger
 	// setLeader reports whether this replica leads.
 	setLeader func(bool)
+	// publish, when not nil, writes what the leader runs with on the Lease
+	// once it leads; a failure is logged, and the work goes on.
+	publish func(context.Context) error
 
 	namespace, identity                       string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
@@ -136,6 +141,13 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 				defer close(workDone)
 
 				e.log.Info("started leading", "lease", key, "identity", e.identity)
+				if e.publish != nil {
+					if err := e.publish(leadCtx); err != nil {
+						e.log.Warn("publishing the configuration failed; kubectl edl explain will not find it", "err", err)
+					} else {
+						e.log.Debug("published the configuration on the Lease", "lease", key)
+					}
+				}
 				e.setLeader(true)
 				defer e.setLeader(false) // before the lease is released
 				workCtx, cancel := context.WithCancel(leadCtx)

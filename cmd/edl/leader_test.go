@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/paddlepaddle/edl/pkg/config"
 )
 
 // Short but valid lease timings for the fake API server.
@@ -298,4 +300,44 @@ func TestLeaseNamespaceCheck(t *testing.T) {
 			assert.Equal(t, []string{metav1.DryRunAll}, dryRun, "the check writes nothing")
 		})
 	}
+}
+
+// TestTheLeaderPublishesItsConfiguration: each replica that starts leading
+// writes its configuration and identity on the Lease, and the write does not
+// cost it the Lease (the elector's next renewal, from an older version of
+// the Lease, conflicts once and reads it again).
+func TestTheLeaderPublishesItsConfiguration(t *testing.T) {
+	client := leaseClient()
+	configs := map[string]*config.EDLConfiguration{
+		"a": config.Merge(config.Default(), &config.EDLConfiguration{Autoscaler: config.AutoscalerConfiguration{MaxLoadDesired: ptr.To(0.5)}}),
+		"b": config.Merge(config.Default(), &config.EDLConfiguration{Autoscaler: config.AutoscalerConfiguration{MaxLoadDesired: ptr.To(0.7)}}),
+	}
+	run := func(id string) (context.CancelFunc, chan error) {
+		var leading atomic.Bool
+		e := testElection(client, id, &leading)
+		e.publish = func(ctx context.Context) error {
+			return config.Publish(ctx, client.CoordinationV1(), "paddlecloud", id, "test", configs[id])
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runElected(ctx, e, func(ctx context.Context) error { <-ctx.Done(); return nil }) }()
+		return cancel, done
+	}
+	published := func(leader string, maxLoad float64) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			p, err := config.Published(context.Background(), client.CoordinationV1(), "paddlecloud")
+			return err == nil && p.Current() && p.Leader == leader && *p.Configuration.Autoscaler.MaxLoadDesired == maxLoad
+		}, patience, 10*time.Millisecond, "%s's configuration on the Lease", leader)
+	}
+	stopA, doneA := run("a")
+	published("a", 0.5)
+	time.Sleep(5 * testRetry) // renewals after the publication
+	assert.Equal(t, "a", holder(t, client), "the publication did not cost the Lease")
+
+	stopB, doneB := run("b")
+	defer func() { stopB(); <-doneB }()
+	stopA()
+	require.NoError(t, <-doneA)
+	published("b", 0.7)
 }

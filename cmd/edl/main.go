@@ -21,30 +21,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/config"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
-	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
-	tjv1informers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/metrics"
 	"github.com/paddlepaddle/edl/pkg/reconnect"
+	"github.com/paddlepaddle/edl/pkg/watch"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -166,6 +159,8 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		}
 	}
 	logger.Info("connected to the API server", "host", cfg.Host, "version", version)
+	logger.Info("effective configuration", append([]any{"file", opts.configFile}, config.KeyValues(opts.effective)...)...)
+	m.SetOptions(opts.autoscaleInterval, opts.maxLoadDesired)
 
 	h := &health{}
 	if opts.leaderElect {
@@ -179,11 +174,11 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		defer stopServer()
 	}
 
-	w, err := newWatch(opts, kubeClient, tjClient, logger)
+	w, err := watch.New(kubeClient, tjClient, opts.resync, opts.effective.GPUResources, logger)
 	if err != nil {
 		return err
 	}
-	kubeInformers, jobInformers := w.kubeInformers, w.jobInformers
+	kubeInformers, jobInformers := w.KubeInformers, w.JobInformers
 
 	recorder, stopEvents, err := eventRecorder(kubeClient)
 	if err != nil {
@@ -191,24 +186,25 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	}
 	defer stopEvents()
 
+	planner := opts.effective.Planner()
 	ctrl, err := controller.New(controller.Config{
 		KubeClient:         kubeClient,
 		TJClient:           tjClient,
-		JobInformer:        w.jobs,
-		ReplicaSetInformer: w.replicaSets,
+		JobInformer:        w.Jobs,
+		ReplicaSetInformer: w.ReplicaSets,
 		ServiceInformer:    kubeInformers.Core().V1().Services(),
-		PodInformer:        w.pods,
+		PodInformer:        w.Pods,
 		Recorder:           recorder,
 		Logger:             logger,
 		Metrics:            m,
-		GPUResources:       w.gpus,
+		GPUResources:       w.GPUs,
 		GangAdmission:      opts.gangAdmission && !opts.dryRun,
-		StatusInterval:     opts.autoscaleInterval,
+		StatusInterval:     planner.Interval,
 	})
 	if err != nil {
 		return err
 	}
-	scaler := newScaler(opts, w, kubeClient, tjClient, recorder, logger, m)
+	scaler := w.Autoscaler(planner, kubeClient, tjClient, recorder, logger, m)
 
 	// The informers run whether or not this replica leads, so that a standby
 	// takes over with warm caches. They stop after the work, on every path.
@@ -238,86 +234,23 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		m.SetLeader(true)
 		return work(ctx)
 	}
+	identity := newIdentity()
 	return runElected(ctx, election{
+		publish: func(ctx context.Context) error {
+			return config.Publish(ctx, leaseClient.CoordinationV1(), opts.leaderElectNS, identity, version, opts.effective)
+		},
 		client:        leaseClient,
 		recorder:      recorder,
 		watchdog:      h.watchdog,
 		log:           logger,
 		setLeader:     m.SetLeader,
 		namespace:     opts.leaderElectNS,
-		identity:      newIdentity(),
+		identity:      identity,
 		leaseDuration: opts.leaseDuration,
 		renewDeadline: opts.renewDeadline,
 		retryPeriod:   opts.retryPeriod,
 		lostGrace:     lostLeaseGrace,
 	}, work)
-}
-
-// watch is what the controller and the autoscaler read the cluster through:
-// the informers, with the transforms that keep only the fields EDL reads,
-// and the snapshot tracker fed by them.
-type watch struct {
-	kubeInformers informers.SharedInformerFactory
-	jobInformers  tjinformers.SharedInformerFactory
-	pods          coreinformers.PodInformer
-	jobs          tjv1informers.TrainingJobInformer
-	replicaSets   appsinformers.ReplicaSetInformer
-	tracker       *cluster.Tracker
-	gpus          []corev1.ResourceName
-}
-
-// newWatch builds the informers and the tracker; nothing runs until the
-// factories are started.
-func newWatch(opts options, kubeClient kubernetes.Interface, tjClient tjclient.Interface, logger log.Logger) (*watch, error) {
-	w := &watch{
-		kubeInformers: informers.NewSharedInformerFactory(kubeClient, opts.resync),
-		jobInformers:  tjinformers.NewSharedInformerFactory(tjClient, opts.resync),
-		gpus:          gpuResourceNames(opts.gpuResources),
-	}
-	w.pods = w.kubeInformers.Core().V1().Pods()
-	nodeInformer := w.kubeInformers.Core().V1().Nodes()
-	if err := setTransforms(w.kubeInformers); err != nil {
-		return nil, err
-	}
-	w.jobs = w.jobInformers.Paddlepaddle().V1().TrainingJobs()
-	w.replicaSets = w.kubeInformers.Apps().V1().ReplicaSets()
-	var err error
-	w.tracker, err = cluster.New(cluster.Config{
-		PodInformer:      w.pods,
-		NodeInformer:     nodeInformer,
-		QuotaInformer:    w.kubeInformers.Core().V1().ResourceQuotas(),
-		Logger:           logger,
-		GPUResourceNames: w.gpus,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-// newScaler is the autoscaler with the options of the flags: the one the
-// controller runs and the one edl explain plans with.
-func newScaler(opts options, w *watch, kubeClient kubernetes.Interface, tjClient tjclient.Interface,
-	recorder record.EventRecorder, logger log.Logger, m autoscaler.Metrics) *autoscaler.Autoscaler {
-	return autoscaler.New(autoscaler.Config{
-		KubeClient:            kubeClient,
-		TJClient:              tjClient,
-		Tracker:               w.tracker,
-		JobInformer:           w.jobs,
-		ReplicaSetInformer:    w.replicaSets,
-		PriorityClassInformer: w.kubeInformers.Scheduling().V1().PriorityClasses(),
-		Recorder:              recorder,
-		Logger:                logger,
-		Clock:                 clock.RealClock{},
-		Interval:              opts.autoscaleInterval,
-		MaxLoadDesired:        opts.maxLoadDesired,
-		CoolDown:              time.Duration(opts.cooldownCycles) * opts.autoscaleInterval,
-		MaxGrowPerCycle:       int32(opts.maxGrowPerCycle), // #nosec G115 -- validate keeps it within [0, MaxInt32]
-		RebalanceGap:          opts.rebalanceGap,
-		DryRun:                opts.dryRun,
-		GangAdmission:         opts.gangAdmission && !opts.dryRun,
-		Metrics:               m,
-	})
 }
 
 // oneLine keeps an error to the one line the user sees: errors.Join puts
@@ -374,30 +307,6 @@ func checkServer(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err != nil {
 		return fmt.Errorf("discover %s on the API server at %s: %w", v1.SchemeGroupVersion, host, err)
-	}
-	return nil
-}
-
-// setTransforms installs the informer transforms before the informers
-// start: the informers watch every pod, node, ReplicaSet and Service of the
-// cluster, and keep only the fields the controller, the tracker and the
-// autoscaler read, so that a cluster of 100,000 pods stays cheap.
-func setTransforms(f informers.SharedInformerFactory) error {
-	for _, t := range []struct {
-		what     string
-		informer interface {
-			SetTransform(cache.TransformFunc) error
-		}
-		transform cache.TransformFunc
-	}{
-		{"pod", f.Core().V1().Pods().Informer(), cluster.TransformPod},
-		{"node", f.Core().V1().Nodes().Informer(), cluster.TransformNode},
-		{"ReplicaSet", f.Apps().V1().ReplicaSets().Informer(), cluster.TransformReplicaSet},
-		{"Service", f.Core().V1().Services().Informer(), cluster.TransformService},
-	} {
-		if err := t.informer.SetTransform(t.transform); err != nil {
-			return fmt.Errorf("set the %s transform: %w", t.what, err)
-		}
 	}
 	return nil
 }

@@ -26,12 +26,13 @@ import (
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	"github.com/paddlepaddle/edl/pkg/watch"
 )
 
 // BenchmarkInformerMemory measures the heap EDL's informer caches and the
 // tracker hold on a cluster of 5,000 nodes, 1,000 TrainingJobs and 150,000
 // pods, without an API server: the informers are cmd/edl's, with its
-// transforms (setTransforms), the controller's pod index and the tracker's
+// transforms (watch.SetTransforms), the controller's pod index and the tracker's
 // handlers, listing from a fake clientset that builds each list when asked
 // and keeps nothing. Each job has 100 trainers, 2 pservers and a master, its
 // three ReplicaSets and two Services as the controller builds them; 47,000
@@ -61,7 +62,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 		})
 		kubeInformers := informers.NewSharedInformerFactory(kube, 0)
 		jobInformers := tjinformers.NewSharedInformerFactory(tj, 0)
-		if err := setTransforms(kubeInformers); err != nil {
+		if err := watch.SetTransforms(kubeInformers); err != nil {
 			b.Fatal(err)
 		}
 		pods, nodeInf := kubeInformers.Core().V1().Pods(), kubeInformers.Core().V1().Nodes()

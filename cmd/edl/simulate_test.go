@@ -29,6 +29,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
+	"github.com/paddlepaddle/edl/pkg/watch"
 )
 
 // simChangeShare is the share of the pods that change between two cycles.
@@ -71,8 +72,11 @@ type planRecorder struct {
 func (r *planRecorder) Planned(took time.Duration, snap cluster.Snapshot, _ []autoscaler.Job) {
 	r.took, r.snap = took, snap
 }
-func (r *planRecorder) Scaled(autoscaler.ScaleAction)           {}
-func (r *planRecorder) Explained(jobs []autoscaler.Explanation) {}
+func (r *planRecorder) Scaled(autoscaler.ScaleAction)            {}
+func (r *planRecorder) Explained([]autoscaler.Explanation)       {}
+func (r *planRecorder) ScaleFailed(autoscaler.ScaleAction, bool) {}
+func (r *planRecorder) Queued([]time.Duration)                   {}
+func (r *planRecorder) Admitted(time.Duration)                   {}
 
 // sentinel is the pod whose update ends a batch of events: once the tracker
 // shows it at resourceVersion rv, it has handled the batch before it.
@@ -115,23 +119,25 @@ func benchSimulated(b *testing.B, c simCluster) {
 		return true, c.jobList(), nil
 	})
 
-	opts, err := parseFlags([]string{"-dry_run"}, io.Discard)
+	opts, err := parseFlags(nil, io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := newWatch(opts, kube, tj, discard)
+	planner := opts.effective.Planner()
+	planner.DryRun, planner.GangAdmission = true, false // a dry run admits nothing
+	w, err := watch.New(kube, tj, opts.resync, planner.GPUResources, discard)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: w.jobs,
-		ReplicaSetInformer: w.replicaSets, ServiceInformer: w.kubeInformers.Core().V1().Services(), PodInformer: w.pods,
-		Recorder: record.NewFakeRecorder(0), Logger: discard, StatusInterval: opts.autoscaleInterval}); err != nil {
+	if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: w.Jobs,
+		ReplicaSetInformer: w.ReplicaSets, ServiceInformer: w.KubeInformers.Core().V1().Services(), PodInformer: w.Pods,
+		Recorder: record.NewFakeRecorder(0), Logger: discard, GPUResources: w.GPUs, StatusInterval: planner.Interval}); err != nil {
 		b.Fatal(err)
 	}
 	plans := &planRecorder{}
-	scaler := newScaler(opts, w, kube, tj, record.NewFakeRecorder(0), discard, plans)
+	scaler := w.Autoscaler(planner, kube, tj, record.NewFakeRecorder(0), discard, plans)
 	var seen atomic.Int64 // the sentinel's last resourceVersion the informer delivered
-	if _, err := w.pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+	if _, err := w.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
 		if p := obj.(*corev1.Pod); p.Name == "sentinel" {
 			rv, _ := strconv.Atoi(p.ResourceVersion)
 			seen.Store(int64(rv))
@@ -139,21 +145,19 @@ func benchSimulated(b *testing.B, c simCluster) {
 	}}); err != nil {
 		b.Fatal(err)
 	}
-	w.kubeInformers.Start(ctx.Done())
-	w.jobInformers.Start(ctx.Done())
+	w.Start(ctx)
 	defer func() {
 		cancel() // the informers stop only once their context is done
-		w.kubeInformers.Shutdown()
-		w.jobInformers.Shutdown()
+		w.Shutdown()
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), w.tracker.HasSynced, w.jobs.Informer().HasSynced, w.replicaSets.Informer().HasSynced,
-		w.kubeInformers.Core().V1().Services().Informer().HasSynced, w.kubeInformers.Scheduling().V1().PriorityClasses().Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.Tracker.HasSynced, w.Jobs.Informer().HasSynced, w.ReplicaSets.Informer().HasSynced,
+		w.KubeInformers.Core().V1().Services().Informer().HasSynced, w.KubeInformers.Scheduling().V1().PriorityClasses().Informer().HasSynced) {
 		b.Fatal("the informers did not sync")
 	}
 	podWatch.Add(sentinel(c, 0))
-	waitFor(b, func() bool { return seen.Load() == 0 && sentinelSeen(w.tracker.InquiryResource(), 0) })
+	waitFor(b, func() bool { return seen.Load() == 0 && sentinelSeen(w.Tracker.InquiryResource(), 0) })
 	scaler.RunOnce(ctx)
-	if got := len(w.pods.Informer().GetStore().ListKeys()); got != c.pods()+1 {
+	if got := len(w.Pods.Informer().GetStore().ListKeys()); got != c.pods()+1 {
 		b.Fatalf("%d pods cached, want %d", got, c.pods()+1)
 	}
 	if len(plans.snap.Trainers) != c.jobs() || plans.snap.NodeCount != c.nodes || len(plans.snap.Pending) == 0 {

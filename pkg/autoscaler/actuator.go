@@ -38,7 +38,11 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 		return err
 	}
 	if _, err := a.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+		lost := apierrors.IsInvalid(err) || apierrors.IsConflict(err)
+		if a.cfg.Metrics != nil {
+			a.cfg.Metrics.ScaleFailed(act, lost)
+		}
+		if lost {
 			return fmt.Errorf("ReplicaSet %s no longer has %d replicas: %w", name, act.From, err)
 		}
 		return fmt.Errorf("patch ReplicaSet %s: %w", name, err)

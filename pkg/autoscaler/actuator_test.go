@@ -275,7 +275,20 @@ type fakeMetrics struct {
 	snaps     []cluster.Snapshot
 	scaled    []ScaleAction
 	explained [][]Explanation
+	failed    []ScaleAction
+	lost      []bool
+	queued    [][]time.Duration
+	admitted  []time.Duration
 }
+
+func (r *fakeMetrics) ScaleFailed(act ScaleAction, lost bool) {
+	r.failed = append(r.failed, act)
+	r.lost = append(r.lost, lost)
+}
+
+func (r *fakeMetrics) Queued(waits []time.Duration) { r.queued = append(r.queued, waits) }
+
+func (r *fakeMetrics) Admitted(wait time.Duration) { r.admitted = append(r.admitted, wait) }
 
 func (r *fakeMetrics) Explained(jobs []Explanation) { r.explained = append(r.explained, jobs) }
 
@@ -294,15 +307,22 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "a-trainer", nil)
 		})
 	}
+	refused := func(f *actuatorFixture) {
+		f.kube.PrependReactor("patch", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+		})
+	}
 	cases := []struct {
 		name       string
 		dryRun     bool
 		setup      func(*actuatorFixture)
 		wantScaled int
+		wantLost   []bool
 	}{
 		{name: "applied", wantScaled: 1},
 		{name: "dry run", dryRun: true},
-		{name: "lost to a concurrent writer", setup: lostRace},
+		{name: "lost to a concurrent writer", setup: lostRace, wantLost: []bool{true}},
+		{name: "refused by the API server", setup: refused, wantLost: []bool{false}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -331,6 +351,9 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			}
 			assert.Equal(t, wantLimit, rec.explained[0][0].Limit, "a dry run holds the job where it is")
 
+			assert.Equal(t, c.wantLost, rec.lost, "failed scalings, and whether each lost a race")
+			require.Len(t, rec.queued, 1, "the queue is reported every cycle")
+			assert.Empty(t, rec.queued[0], "no job waits")
 			require.Len(t, rec.scaled, c.wantScaled)
 			if c.wantScaled > 0 {
 				assert.Equal(t, actions[0], rec.scaled[0])

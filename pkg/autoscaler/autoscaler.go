@@ -72,6 +72,16 @@ type Metrics interface {
 	Scaled(act ScaleAction)
 	// Explained reports what limits each job planned for after the cycle.
 	Explained(jobs []Explanation)
+	// ScaleFailed reports an action whose ReplicaSet patch failed: lost
+	// says it lost to a concurrent writer (the next plan starts from what
+	// that wrote), else the API server failed or refused it.
+	ScaleFailed(act ScaleAction, lost bool)
+	// Queued reports how long each job still queued after the cycle has
+	// waited since it was created (none with gang admission off).
+	Queued(waits []time.Duration)
+	// Admitted reports an admission recorded, with how long the job waited
+	// since it was created.
+	Admitted(wait time.Duration)
 }
 
 // Autoscaler runs Plan every interval on a snapshot of the cluster and the
@@ -188,8 +198,24 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			}
 		}
 	}
-	a.admit(ctx, decision, queued)
+	a.admit(ctx, decision, queued, now)
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.Queued(waits(decision.Waiting, queue, now))
+	}
 	return actions
+}
+
+// waits are how long each waiting job has waited since it was created.
+func waits(waiting []Waiting, queue []QueuedJob, now time.Time) []time.Duration {
+	created := make(map[string]time.Time, len(queue))
+	for _, q := range queue {
+		created[q.Key] = q.Created
+	}
+	out := make([]time.Duration, 0, len(waiting))
+	for _, w := range waiting {
+		out = append(out, now.Sub(created[w.Job]))
+	}
+	return out
 }
 
 // options are the Plan options of the cycle at now.

@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,7 +68,7 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 // admit records the admissions and the queue's positions in the jobs'
 // status; the controller removes the gates of an admitted job's pods. A
 // failed write is retried by the next plan, which decides again.
-func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob) {
+func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob, now time.Time) {
 	for _, adm := range d.Admitted {
 		if a.cfg.DryRun {
 			a.log.Info("dry run: would admit job", "job", adm.Job, "reason", adm.Reason)
@@ -81,6 +82,9 @@ func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*
 			continue
 		}
 		a.log.Info("admitted job", "job", adm.Job, "reason", adm.Reason)
+		if a.cfg.Metrics != nil {
+			a.cfg.Metrics.Admitted(now.Sub(tj.CreationTimestamp.Time))
+		}
 		a.recorder.Eventf(tj, corev1.EventTypeNormal, v1.EventAdmitted, "Admitted: %s", adm.Reason)
 	}
 	for _, w := range d.Waiting {

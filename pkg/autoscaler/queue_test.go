@@ -78,8 +78,12 @@ func TestRunOnceAdmitsTheFirstQueuedJobThatFits(t *testing.T) {
 	created := time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)
 	objs := objects(queuedJob("young", 2, created.Add(time.Minute)), queuedJob("old", 2, created),
 		[]runtime.Object{node("n1", "4", "64Gi")})
-	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true}, objs...)
+	rec := &fakeMetrics{}
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, Metrics: rec}, objs...)
 	f.scaler.RunOnce(context.Background())
+	// The clock reads 12:00: old waited an hour, young 59 minutes.
+	assert.Equal(t, []time.Duration{time.Hour}, rec.admitted, "the admitted job's wait since it was created")
+	assert.Equal(t, [][]time.Duration{{59 * time.Minute}}, rec.queued, "the waiting job's wait")
 
 	updates := statusUpdates(f)
 	require.Len(t, updates, 2)

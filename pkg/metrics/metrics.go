@@ -2,7 +2,10 @@ package metrics
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +34,12 @@ type Metrics struct {
 
 	planDuration prometheus.Histogram
 	scaleActions *prometheus.CounterVec
+	scaleFails   *prometheus.CounterVec
+	interval     prometheus.Gauge
+	loadTarget   prometheus.Gauge
+	queued       prometheus.Gauge
+	oldestWait   prometheus.Gauge
+	admitWait    prometheus.Histogram
 	jobsByCause  *prometheus.GaugeVec
 	leader       prometheus.Gauge
 	syncErrors   prometheus.Counter
@@ -55,6 +64,32 @@ func New(version string) *Metrics {
 			Name: "edl_autoscaler_scale_actions_total",
 			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).",
 		}, []string{"direction", "reason"}),
+		scaleFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edl_autoscaler_scale_failures_total",
+			Help: "Trainer ReplicaSet scalings whose patch failed, by direction and result: lost_race (a concurrent writer changed the count first; the next plan starts from it) or error (the API server failed or refused the patch).",
+		}, []string{"direction", "result"}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edl_autoscaler_interval_seconds",
+			Help: "The configured time between two autoscaling plans (autoscaler.interval): the budget of one plan.",
+		}),
+		loadTarget: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edl_autoscaler_max_load_desired",
+			Help: "The configured load target (autoscaler.maxLoadDesired): the share of allocatable that requests may reach.",
+		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edl_admission_queued_jobs",
+			Help: "TrainingJobs that wait for admission after the last autoscaling cycle.",
+		}),
+		oldestWait: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edl_admission_oldest_wait_seconds",
+			Help: "How long the job that has waited longest for admission has waited since it was created, at the last autoscaling cycle; 0 when none waits.",
+		}),
+		admitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "edl_admission_wait_seconds",
+			Help: "How long each admitted TrainingJob waited in the queue since it was created.",
+			// 1 s to about 4.5 hours.
+			Buckets: prometheus.ExponentialBuckets(1, 2, 15),
+		}),
 		jobsByCause: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edl_autoscaler_jobs",
 			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
@@ -83,7 +118,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
-		buildInfo, m.planDuration, m.scaleActions, m.jobsByCause, m.leader, m.syncErrors, m.requests, m.state,
+		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.leader, m.syncErrors, m.requests, m.state,
 	)
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and
@@ -94,11 +129,54 @@ func New(version string) *Metrics {
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseRebalance))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseLoad))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseUnschedulable))
+	for _, dir := range []string{"up", "down"} {
+		for _, result := range []string{resultLostRace, resultError} {
+			m.scaleFails.WithLabelValues(dir, result)
+		}
+	}
 	for _, l := range autoscaler.Limits {
 		m.jobsByCause.WithLabelValues(string(l))
 	}
 	return m
 }
+
+// The result label values of edl_autoscaler_scale_failures_total.
+const (
+	resultLostRace = "lost_race"
+	resultError    = "error"
+)
+
+// SetOptions records the autoscaler's configured interval and load target,
+// which dashboards and alerts compare the plan duration and the cluster's
+// load with.
+func (m *Metrics) SetOptions(interval time.Duration, maxLoadDesired float64) {
+	m.interval.Set(interval.Seconds())
+	m.loadTarget.Set(maxLoadDesired)
+}
+
+// ScaleFailed counts a scaling whose patch failed; it implements
+// autoscaler.Metrics.
+func (m *Metrics) ScaleFailed(act autoscaler.ScaleAction, lost bool) {
+	result := resultError
+	if lost {
+		result = resultLostRace
+	}
+	m.scaleFails.WithLabelValues(direction(act), result).Inc()
+}
+
+// Queued records the queue after a cycle; it implements autoscaler.Metrics.
+func (m *Metrics) Queued(waits []time.Duration) {
+	var oldest time.Duration
+	for _, w := range waits {
+		oldest = max(oldest, w)
+	}
+	m.queued.Set(float64(len(waits)))
+	m.oldestWait.Set(oldest.Seconds())
+}
+
+// Admitted observes an admitted job's wait; it implements
+// autoscaler.Metrics.
+func (m *Metrics) Admitted(wait time.Duration) { m.admitWait.Observe(wait.Seconds()) }
 
 // Gatherer is the registry, for tests and for serving it elsewhere.
 func (m *Metrics) Gatherer() prometheus.Gatherer { return m.registry }
@@ -131,11 +209,14 @@ func (m *Metrics) Explained(jobs []autoscaler.Explanation) {
 
 // Scaled counts an applied scaling; it implements autoscaler.Metrics.
 func (m *Metrics) Scaled(act autoscaler.ScaleAction) {
-	dir := "up"
+	m.scaleActions.WithLabelValues(direction(act), string(act.Cause)).Inc()
+}
+
+func direction(act autoscaler.ScaleAction) string {
 	if act.To < act.From {
-		dir = "down"
+		return "down"
 	}
-	m.scaleActions.WithLabelValues(dir, string(act.Cause)).Inc()
+	return "up"
 }
 
 // SyncFailed counts a failed sync; it implements controller.Metrics.
@@ -241,4 +322,25 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.desired), j.namespace, j.name, "desired")
 		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.running), j.namespace, j.name, "running")
 	}
+}
+
+// fqName finds a descriptor's metric name in its String form, the only way
+// client_golang shows it.
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Names returns the name of every metric the registry exposes, whether or
+// not it has a series yet, sorted: what dashboards and alerts may query.
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		m.registry.Describe(ch)
+		close(ch)
+	}()
+	seen := map[string]bool{}
+	for d := range ch {
+		if match := fqName.FindStringSubmatch(d.String()); match != nil {
+			seen[match[1]] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

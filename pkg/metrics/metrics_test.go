@@ -208,3 +208,48 @@ func scrape(t *testing.T, m *Metrics) string {
 	require.NoError(t, err)
 	return string(body)
 }
+
+// TestQueueFailuresAndOptions: the queue gauges follow the last cycle, the
+// admitted jobs' waits are observed, failed scalings count by direction and
+// result from 0, and the options are exposed.
+func TestQueueFailuresAndOptions(t *testing.T) {
+	m := New("dev")
+	m.Queued([]time.Duration{30 * time.Second, 5 * time.Minute})
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.queued))
+	assert.Equal(t, 300.0, testutil.ToFloat64(m.oldestWait))
+	m.Queued(nil)
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.queued))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.oldestWait), "none waits")
+
+	m.Admitted(90 * time.Second)
+	assert.Contains(t, scrape(t, m), "edl_admission_wait_seconds_sum 90\n")
+
+	m.ScaleFailed(autoscaler.ScaleAction{From: 2, To: 4}, true)
+	m.ScaleFailed(autoscaler.ScaleAction{From: 4, To: 2}, false)
+	want := `
+# HELP edl_autoscaler_scale_failures_total Trainer ReplicaSet scalings whose patch failed, by direction and result: lost_race (a concurrent writer changed the count first; the next plan starts from it) or error (the API server failed or refused the patch).
+# TYPE edl_autoscaler_scale_failures_total counter
+edl_autoscaler_scale_failures_total{direction="down",result="error"} 1
+edl_autoscaler_scale_failures_total{direction="down",result="lost_race"} 0
+edl_autoscaler_scale_failures_total{direction="up",result="error"} 0
+edl_autoscaler_scale_failures_total{direction="up",result="lost_race"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "edl_autoscaler_scale_failures_total"))
+
+	m.SetOptions(5*time.Second, 0.9)
+	assert.Equal(t, 5.0, testutil.ToFloat64(m.interval))
+	assert.Equal(t, 0.9, testutil.ToFloat64(m.loadTarget))
+}
+
+// TestNamesListsMetricsWithoutSeries: the cluster gauges, the request
+// counter and the work queue's metrics have no series before a cycle, a
+// request or a queue, and are listed all the same.
+func TestNamesListsMetricsWithoutSeries(t *testing.T) {
+	names := New("dev").Names()
+	for _, n := range []string{"edl_cluster_requested", "edl_job_trainers", "edl_rest_client_requests_total",
+		"workqueue_depth", "edl_autoscaler_plan_duration_seconds", "edl_admission_oldest_wait_seconds", "edl_leader"} {
+		assert.Contains(t, names, n)
+	}
+	assert.NotContains(t, names, "edl_no_such_metric")
+	assert.IsNonDecreasing(t, names)
+}

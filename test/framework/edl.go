@@ -30,8 +30,28 @@ var (
 	EDLServingLine = regexp.MustCompile(`msg="serving metrics and health checks" addr=(\S+)`)
 )
 
-// buildEDL is BuildEDL's one build per process.
-var buildEDL = sync.OnceValues(func() (string, error) {
+// builds are BuildCommand's builds, one per command and process.
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]func() (string, error){}
+)
+
+// BuildCommand builds cmd/NAME of the EDL module that contains the working
+// directory, as a static binary with -trimpath, once per process, into
+// _output/test/NAME of the checkout (make clean removes it), and returns its
+// path. Go's build cache makes every build after the first quick.
+func BuildCommand(name string) (string, error) {
+	buildsMu.Lock()
+	build, ok := builds[name]
+	if !ok {
+		build = sync.OnceValues(func() (string, error) { return buildCommand(name) })
+		builds[name] = build
+	}
+	buildsMu.Unlock()
+	return build()
+}
+
+func buildCommand(name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
@@ -47,26 +67,23 @@ var buildEDL = sync.OnceValues(func() (string, error) {
 	if _, err := rand.Read(suffix); err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(dir, "edl-"+hex.EncodeToString(suffix))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "./cmd/edl")
+	tmp := filepath.Join(dir, name+"-"+hex.EncodeToString(suffix))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp)
-		return "", fmt.Errorf("build cmd/edl: %w: %s", err, out)
+		return "", fmt.Errorf("build cmd/%s: %w: %s", name, err, out)
 	}
-	path := filepath.Join(dir, "edl")
+	path := filepath.Join(dir, name)
 	if err := os.Rename(tmp, path); err != nil {
 		return "", err
 	}
 	return path, nil
-})
+}
 
-// BuildEDL builds cmd/edl of the EDL module that contains the working
-// directory, as a static binary with -trimpath, once per process, into
-// _output/test/edl of the checkout (make clean removes it), and returns its
-// path. Go's build cache makes every build after the first quick.
-func BuildEDL() (string, error) { return buildEDL() }
+// BuildEDL is BuildCommand("edl").
+func BuildEDL() (string, error) { return BuildCommand("edl") }
 
 // EDLOptions say how StartEDL runs edl.
 type EDLOptions struct {

@@ -23,6 +23,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/paddlepaddle/edl/pkg/config"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -118,7 +119,7 @@ func TestManifestAppliesOnTheAPIServer(t *testing.T) {
 	for i, o := range objs {
 		assert.Contains(t, lines[i], "/"+o.GetName()+" serverside-applied (server dry run)", "object %d, %s %s", i, o.GetKind(), o.GetName())
 	}
-	assert.Len(t, objs, 8, "Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, Deployment, PodDisruptionBudget")
+	assert.Len(t, objs, 9, "Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, ConfigMap, Deployment, PodDisruptionBudget")
 }
 
 // TestManifestPodTemplateIsRestricted evaluates the Deployment's pod
@@ -183,12 +184,30 @@ func TestManifestShape(t *testing.T) {
 		assert.Equal(t, path, probe.HTTPGet.Path)
 		assert.Equal(t, c.Ports[0].Name, probe.HTTPGet.Port.String())
 	}
-	assert.Contains(t, strings.Join(c.Args, " "), "-log_level info")
+	// edl reads its configuration from the ConfigMap edl-config, mounted
+	// read-only at /etc/edl.
+	assert.Equal(t, []string{"-config", "/etc/edl/config.yaml"}, c.Args)
+	require.Len(t, c.VolumeMounts, 1)
+	assert.Equal(t, "/etc/edl", c.VolumeMounts[0].MountPath)
+	assert.True(t, c.VolumeMounts[0].ReadOnly)
+	require.Len(t, spec.Volumes, 1)
+	assert.Equal(t, c.VolumeMounts[0].Name, spec.Volumes[0].Name)
+	require.NotNil(t, spec.Volumes[0].ConfigMap)
+	var cm corev1.ConfigMap
+	manifestObject(t, "ConfigMap", &cm)
+	assert.Equal(t, spec.Volumes[0].ConfigMap.Name, cm.Name)
+	assert.Equal(t, "paddlecloud", cm.Namespace)
+	require.Contains(t, cm.Data, "config.yaml")
+	file, err := config.Decode([]byte(cm.Data["config.yaml"]))
+	require.NoError(t, err, "the ConfigMap's config.yaml")
+	assert.Equal(t, "info", *file.LogLevel)
 
-	// The binary accepts the command line: edl validates every flag before
-	// it acts on -version.
-	out, err := exec.Command(edlBinary(t), append(c.Args, "-version")...).CombinedOutput()
-	require.NoError(t, err, "edl rejects the Deployment's args: %s", out)
+	// The binary accepts the command line and the file: edl validates
+	// every flag and the file before it acts on -version.
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cm.Data["config.yaml"]), 0o600))
+	out, err := exec.Command(edlBinary(t), "-config", path, "-version").CombinedOutput()
+	require.NoError(t, err, "edl rejects the Deployment's configuration: %s", out)
 	// The image puts the binary where the command runs it.
 	dockerfile, err := os.ReadFile(filepath.Join(filepath.Dir(manifestPath(t)), "Dockerfile"))
 	require.NoError(t, err)

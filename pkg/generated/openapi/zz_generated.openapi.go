@@ -866,6 +866,13 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec"),
 						},
 					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend, when true, removes the job's pods: every ReplicaSet is scaled to 0 and the job, its ReplicaSets and Services are kept (phase Suspended). Set back to false, the job returns to the admission queue, and is started whole once its minimum fits. The name and meaning are those of batch/v1 Job's spec.suspend. A suspended job's ReplicaSets are still created, so a job submitted suspended is ready to be resumed.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"image", "pserver", "trainer"},
 			},

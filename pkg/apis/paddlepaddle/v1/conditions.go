@@ -16,6 +16,15 @@ const (
 	// for in the message; False once admitted. A job without it was never
 	// queued: it was stored before gang admission, or with it turned off.
 	ConditionQueued = "Queued"
+	// ConditionSuspended is True while spec.suspend holds the job's pods at
+	// zero (ReasonSuspended); once it was set, it turns False (ReasonResumed)
+	// when spec.suspend is cleared and the job returns to the queue.
+	ConditionSuspended = "Suspended"
+	// ConditionPreempted is True while the job, stopped whole to make room for
+	// a queued job of a higher priority, waits in the queue to start again
+	// (ReasonPreempted; the message names the preemptor and its priority).
+	// It turns False (ReasonReadmitted) when the job is admitted again.
+	ConditionPreempted = "Preempted"
 	// ConditionChildrenAccepted is False while the API server refuses an
 	// object the job needs: the create or patch of one of its ReplicaSets or
 	// Services, or a pod one of its ReplicaSets creates (the ReplicaSet's
@@ -78,6 +87,36 @@ const (
 	// ReasonAdmitted: the autoscaler admitted the job (condition Queued
 	// False).
 	ReasonAdmitted = "Admitted"
+	// ReasonWaitingForQuota: the job is queued and its namespace's
+	// ResourceQuota leaves too little for its minimum now (condition Queued
+	// True; the message names the quota and the shortfall).
+	ReasonWaitingForQuota = "WaitingForQuota"
+	// ReasonExceedsQuota: the job is queued and its minimum exceeds the hard
+	// limit of a ResourceQuota of its namespace, so it cannot start until the
+	// quota is raised (condition Queued True). It holds no place that would
+	// delay the jobs behind it.
+	ReasonExceedsQuota = "ExceedsQuota"
+	// ReasonUnplaceable: the job is queued and a pod of its minimum fits no
+	// node it may use even with the node empty (condition Queued True). Like
+	// ReasonExceedsQuota, it delays no job behind it.
+	ReasonUnplaceable = "Unplaceable"
+	// ReasonReservedForHead: the job is queued and its minimum would fit,
+	// but only in room reserved for the job at the head of the queue
+	// (condition Queued True).
+	ReasonReservedForHead = "ReservedForHead"
+	// ReasonSuspended: spec.suspend is true (phase Suspended, condition
+	// Suspended True).
+	ReasonSuspended = "Suspended"
+	// ReasonResumed: spec.suspend was cleared; the job is back in the queue
+	// (condition Suspended False).
+	ReasonResumed = "Resumed"
+	// ReasonPreempted: the job was stopped whole for a queued job of a higher
+	// priority and waits in the queue (condition Preempted True, and the
+	// phase's and the condition Queued's reason while it waits).
+	ReasonPreempted = "Preempted"
+	// ReasonReadmitted: a preempted job was admitted again (condition
+	// Preempted False).
+	ReasonReadmitted = "Readmitted"
 	// ReasonAdmissionOff: the job was queued when gang admission was turned
 	// off; it was released without waiting (condition Queued False).
 	ReasonAdmissionOff = "AdmissionOff"
@@ -112,6 +151,12 @@ const (
 	EventBlocked   = "Blocked"
 	// EventAdmitted: the autoscaler admitted a queued job.
 	EventAdmitted = "Admitted"
+	// EventPreempted: the autoscaler stopped the job whole for a queued job
+	// of a higher priority (names the preemptor and its priority); Warning.
+	EventPreempted = "Preempted"
+	// EventSuspended and EventResumed mark spec.suspend being set and cleared.
+	EventSuspended = "Suspended"
+	EventResumed   = "Resumed"
 	// EventRefused names a refused object and the server's message, once per
 	// distinct refusal.
 	EventRefused = "Refused"

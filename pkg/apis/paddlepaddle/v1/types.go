@@ -143,6 +143,15 @@ type TrainingJobSpec struct {
 
 	// Trainer is the elastic trainer role.
 	Trainer TrainerSpec `json:"trainer"`
+
+	// Suspend, when true, removes the job's pods: every ReplicaSet is scaled
+	// to 0 and the job, its ReplicaSets and Services are kept (phase
+	// Suspended). Set back to false, the job returns to the admission queue,
+	// and is started whole once its minimum fits. The name and meaning are
+	// those of batch/v1 Job's spec.suspend. A suspended job's ReplicaSets are
+	// still created, so a job submitted suspended is ready to be resumed.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // TrainerSpec describes the trainers, the role the autoscaler scales.
@@ -259,12 +268,15 @@ const (
 	// gate: the autoscaler admits the job once its whole minimum fits (the
 	// condition Queued says its position and what it waits for).
 	PhaseQueued TrainingJobPhase = "Queued"
+	// PhaseSuspended: spec.suspend is true; every ReplicaSet is scaled to 0
+	// and the job holds no pod (the condition Suspended says since when).
+	PhaseSuspended TrainingJobPhase = "Suspended"
 )
 
 // TrainingJobStatus is what the controller observed and decided.
 type TrainingJobStatus struct {
 	// Phase is a one-word summary of the job's state.
-	// +kubebuilder:validation:Enum=Pending;Queued;Creating;Running;Succeeded;Failed
+	// +kubebuilder:validation:Enum=Pending;Queued;Suspended;Creating;Running;Succeeded;Failed
 	// +optional
 	Phase TrainingJobPhase `json:"phase,omitempty"`
 

@@ -75,6 +75,13 @@ type TrainingJobSpecApplyConfiguration struct {
 	Pserver *PserverSpecApplyConfiguration `json:"pserver,omitempty"`
 	// Trainer is the elastic trainer role.
 	Trainer *TrainerSpecApplyConfiguration `json:"trainer,omitempty"`
+	// Suspend, when true, removes the job's pods: every ReplicaSet is scaled
+	// to 0 and the job, its ReplicaSets and Services are kept (phase
+	// Suspended). Set back to false, the job returns to the admission queue,
+	// and is started whole once its minimum fits. The name and meaning are
+	// those of batch/v1 Job's spec.suspend. A suspended job's ReplicaSets are
+	// still created, so a job submitted suspended is ready to be resumed.
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // TrainingJobSpecApplyConfiguration constructs a declarative configuration of the TrainingJobSpec type for use with
@@ -238,5 +245,13 @@ func (b *TrainingJobSpecApplyConfiguration) WithPserver(value *PserverSpecApplyC
 // If called multiple times, the Trainer field is set to the value of the last call.
 func (b *TrainingJobSpecApplyConfiguration) WithTrainer(value *TrainerSpecApplyConfiguration) *TrainingJobSpecApplyConfiguration {
 	b.Trainer = value
+	return b
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithSuspend(value bool) *TrainingJobSpecApplyConfiguration {
+	b.Suspend = &value
 	return b
 }

@@ -1,0 +1,110 @@
+// Command kubectl-edl is EDL's kubectl plugin: once it is on the PATH,
+// `kubectl edl explain`, `kubectl edl queue`, `kubectl edl suspend` and
+// `kubectl edl resume` work with the kubeconfig's current context and
+// namespace and kubectl's own flags (-n, -A, --context, -o). explain plans
+// with the options the running controller published on its Lease, so that
+// nobody repeats the controller's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+}
+
+// run is main without os.Exit: 0, 1 for a failure, 2 for a mistake in the
+// command line or a job or namespace that does not exist. Every error is
+// one line.
+func run(args []string, streams genericiooptions.IOStreams) int {
+	// client-go's own logs would interleave with the output; what goes
+	// wrong reaches the user as the command's error.
+	klog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cmd := newRootCommand(streams)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "kubectl edl: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		// cobra's own "unknown command" is a mistake in the command line too.
+		if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "unknown command") {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// root holds what every command shares: kubectl's connection flags and the
+// namespace of the controller's Lease.
+type root struct {
+	flags               *genericclioptions.ConfigFlags
+	controllerNamespace string
+	streams             genericiooptions.IOStreams
+}
+
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	r := &root{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+	cmd := &cobra.Command{
+		Use:   "kubectl edl",
+		Short: "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
+		Long: `kubectl edl works with EDL's TrainingJobs on the cluster of the kubeconfig's current context.
+
+  kubectl edl explain [JOB]     why each job has its trainers: one plan, as the controller's next
+                                cycle would make it, with the options the controller runs with
+  kubectl edl queue             the jobs waiting for admission, in queue order, and what each waits for
+  kubectl edl suspend JOB       stop a job's pods, keeping the job (spec.suspend: true)
+  kubectl edl resume JOB        queue it again (spec.suspend: false)`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	r.flags.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "paddlecloud",
+		"namespace of the EDL controller's Lease, where it publishes the options it runs with")
+	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false))
+	return cmd
+}
+
+// errUsage marks a mistake of the user's, which exits 2.
+var errUsage = errors.New("usage")
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == errUsage }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// outputFlag is -o for a command that prints a table, a wide table, JSON
+// or YAML.
+func outputFlag(cmd *cobra.Command, into *string) {
+	cmd.Flags().StringVarP(into, "output", "o", "", "output format: wide, json or yaml (default: a table)")
+}
+
+func checkOutput(o string) error {
+	switch o {
+	case "", "wide", "json", "yaml":
+		return nil
+	}
+	return usagef("unknown output format %q: use wide, json or yaml", o)
+}

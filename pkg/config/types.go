@@ -1,0 +1,145 @@
+package config
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group, Version and Kind of the configuration file.
+const (
+	Group      = "edl.paddlepaddle.org"
+	Version    = "v1alpha1"
+	Kind       = "EDLConfiguration"
+	APIVersion = Group + "/" + Version
+)
+
+// EDLConfiguration is edl's configuration. A field left out keeps the
+// default (or the flag's value); Default returns every field filled in.
+type EDLConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// LogLevel is debug, info, warn, error or crit.
+	LogLevel *string `json:"logLevel,omitempty"`
+	// Workers is how many TrainingJobs are synced in parallel.
+	Workers *int `json:"workers,omitempty"`
+	// Resync is how often every job is synced even without events; 0
+	// disables it.
+	Resync *metav1.Duration `json:"resync,omitempty"`
+	// GPUResources are the extended resources counted as GPUs.
+	GPUResources []string `json:"gpuResources,omitempty"`
+	// HTTPAddr is the address of /metrics, /healthz and /readyz; "" turns
+	// the server off.
+	HTTPAddr *string `json:"httpAddr,omitempty"`
+	// KubeAPIQPS and KubeAPIBurst are the client-side rate limit of the
+	// requests to the API server.
+	KubeAPIQPS   *float64 `json:"kubeAPIQPS,omitempty"`
+	KubeAPIBurst *int     `json:"kubeAPIBurst,omitempty"`
+
+	Autoscaler     AutoscalerConfiguration     `json:"autoscaler"`
+	LeaderElection LeaderElectionConfiguration `json:"leaderElection"`
+}
+
+// AutoscalerConfiguration are the planner's options
+// (docs/autoscaler.md).
+type AutoscalerConfiguration struct {
+	// Interval is the time between two plans.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// MaxLoadDesired is the load target: the share of allocatable that
+	// requests may reach (0 < x <= 1).
+	MaxLoadDesired *float64 `json:"maxLoadDesired,omitempty"`
+	// CooldownCycles is how many intervals a job scaled down is not grown
+	// again.
+	CooldownCycles *int `json:"cooldownCycles,omitempty"`
+	// MaxGrowPerCycle caps the trainers one plan adds to one job; 0: no cap.
+	MaxGrowPerCycle *int `json:"maxGrowPerCycle,omitempty"`
+	// RebalanceGap is the fulfillment gap between jobs of a priority above
+	// which the more fulfilled gives trainers back (0 < x <= 1; 1 is off).
+	RebalanceGap *float64 `json:"rebalanceGap,omitempty"`
+	// DryRun plans and logs, and changes nothing.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// GangAdmission queues a new job until its whole minimum fits.
+	GangAdmission *bool `json:"gangAdmission,omitempty"`
+}
+
+// LeaderElectionConfiguration is the Lease the replicas compete for.
+type LeaderElectionConfiguration struct {
+	LeaderElect       *bool            `json:"leaderElect,omitempty"`
+	ResourceNamespace *string          `json:"resourceNamespace,omitempty"`
+	LeaseDuration     *metav1.Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline     *metav1.Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod       *metav1.Duration `json:"retryPeriod,omitempty"`
+}
+
+// DefaultRebalanceGap is the default of autoscaler.rebalanceGap; it equals
+// autoscaler.DefaultRebalanceGap, which a test checks.
+const DefaultRebalanceGap = 0.1
+
+// DefaultGPUResource is the default of gpuResources.
+const DefaultGPUResource = "nvidia.com/gpu"
+
+// Default returns the configuration of an edl started without a file or
+// flags: every field set. edl's flags take their defaults from it.
+func Default() *EDLConfiguration {
+	return &EDLConfiguration{
+		TypeMeta:     metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		LogLevel:     ptr("info"),
+		Workers:      ptr(2),
+		Resync:       duration(5 * time.Minute),
+		GPUResources: []string{DefaultGPUResource},
+		HTTPAddr:     ptr(":8080"),
+		KubeAPIQPS:   ptr(20.0),
+		KubeAPIBurst: ptr(30),
+		Autoscaler: AutoscalerConfiguration{
+			Interval:        duration(5 * time.Second),
+			MaxLoadDesired:  ptr(0.97),
+			CooldownCycles:  ptr(3),
+			MaxGrowPerCycle: ptr(0),
+			RebalanceGap:    ptr(DefaultRebalanceGap),
+			DryRun:          ptr(false),
+			GangAdmission:   ptr(true),
+		},
+		LeaderElection: LeaderElectionConfiguration{
+			LeaderElect:       ptr(true),
+			ResourceNamespace: ptr("paddlecloud"),
+			LeaseDuration:     duration(12 * time.Second),
+			RenewDeadline:     duration(8 * time.Second),
+			RetryPeriod:       duration(time.Second),
+		},
+	}
+}
+
+// Planner is what the autoscaler takes from a configuration: the plan's
+// options and the resources counted as GPUs.
+type Planner struct {
+	Interval        time.Duration
+	MaxLoadDesired  float64
+	CoolDown        time.Duration
+	MaxGrowPerCycle int32
+	RebalanceGap    float64
+	DryRun          bool
+	GangAdmission   bool
+	GPUResources    []string
+}
+
+// Planner returns the planner's options of c, with the defaults for what c
+// leaves out. Gang admission is off in a dry run, which admits nothing.
+func (c *EDLConfiguration) Planner() Planner {
+	full := Merge(Default(), c)
+	a := full.Autoscaler
+	maxGrow := min(max(*a.MaxGrowPerCycle, 0), 1<<31-1)
+	return Planner{
+		Interval:        a.Interval.Duration,
+		MaxLoadDesired:  *a.MaxLoadDesired,
+		CoolDown:        time.Duration(*a.CooldownCycles) * a.Interval.Duration,
+		MaxGrowPerCycle: int32(maxGrow), // #nosec G115 -- clamped to [0, MaxInt32] above
+		RebalanceGap:    *a.RebalanceGap,
+		DryRun:          *a.DryRun,
+		GangAdmission:   *a.GangAdmission && !*a.DryRun,
+		GPUResources:    full.GPUResources,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }

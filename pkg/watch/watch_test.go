@@ -1,0 +1,59 @@
+package watch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	log "github.com/inconshreveable/log15"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/paddlepaddle/edl/pkg/config"
+	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
+)
+
+// TestWatchTransformsAndCountsGPUs: the pods the watch caches carry only
+// the fields EDL reads (the transforms are installed), the tracker counts
+// the configured extended resources as GPUs, and the autoscaler built on the
+// watch syncs with it and explains with the planner's options.
+func TestWatchTransformsAndCountsGPUs(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+				"example.com/gpu": resource.MustParse("2")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{"big": "annotation"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep"}}}}}
+	kube := fake.NewClientset(node, pod)
+	logger := log.New()
+	logger.SetHandler(log.DiscardHandler())
+	w, err := New(kube, tjfake.NewClientset(), 0, []string{"example.com/gpu"}, logger)
+	require.NoError(t, err)
+	maxLoad := 0.5
+	scaler := w.Autoscaler((&config.EDLConfiguration{Autoscaler: config.AutoscalerConfiguration{MaxLoadDesired: &maxLoad}}).Planner(),
+		kube, tjfake.NewClientset(), nil, logger, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer func() {
+		cancel()
+		w.Shutdown()
+	}()
+	w.Start(ctx)
+	require.True(t, scaler.WaitForSync(ctx))
+
+	pods, err := w.Pods.Lister().List(labels.Everything())
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+	assert.Empty(t, pods[0].Annotations, "the pod transform dropped what EDL does not read")
+	assert.Empty(t, pods[0].Spec.Containers[0].Image)
+
+	report := scaler.Explain()
+	assert.Equal(t, int64(2), report.Cluster.Allocatable.GPU, "example.com/gpu counts as GPUs")
+	assert.Equal(t, 0.5, report.Options.MaxLoadDesired)
+}

@@ -32,6 +32,7 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 		assert.LessOrEqual(t, a.To, j.Max, a.Job)
 		assert.NotEqual(t, j.Min, j.Max, "a job with Min == Max moved")
 		assert.Len(t, a.Nodes, int(abs(a.To-a.From)))
+		assertPicksWellFormed(t, j, a)
 		assert.Regexp(t, hasNumber, a.Reason)
 		switch {
 		case a.To > a.From:
@@ -133,4 +134,28 @@ func abs(x int32) int32 {
 		return -x
 	}
 	return x
+}
+
+// assertPicksWellFormed: the trainers a scale-down picks are distinct running
+// trainers of its job, no more than it removes, on nodes it names; a
+// scale-up picks none.
+func assertPicksWellFormed(t *testing.T, j Job, a ScaleAction) {
+	t.Helper()
+	if a.To >= a.From {
+		assert.Empty(t, a.Remove, "%s picked trainers to grow", a.Job)
+		return
+	}
+	assert.LessOrEqual(t, len(a.Remove), int(a.From-a.To), "%s picked more trainers than it removes", a.Job)
+	seen := map[string]bool{}
+	for _, name := range a.Remove {
+		assert.False(t, seen[name], "%s picked %s twice", a.Job, name)
+		seen[name] = true
+		i := slices.IndexFunc(j.Trainers, func(p TrainerPod) bool { return p.Name == name })
+		if !assert.GreaterOrEqual(t, i, 0, "%s picked %s, not its trainer", a.Job, name) {
+			continue
+		}
+		p := j.Trainers[i]
+		assert.True(t, p.Node != "" && p.Running(), "%s picked %s, which does not run", a.Job, name)
+		assert.Contains(t, a.Nodes, p.Node, "%s picked %s on a node it does not name", a.Job, name)
+	}
 }

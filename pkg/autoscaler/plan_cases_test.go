@@ -358,12 +358,10 @@ func planCases() []planCase {
 				{name: "new-trainer-0", job: "ns/new", req: res(4, 1, 0)},
 			},
 			opts: Options{MaxLoadDesired: 2}, // isolate the rule from load
-			// Both of rich's trainers on one node go (picked, whatever their
-			// age), which holds the pserver and the trainer.
 			want: map[string]int32{"rich": 2},
 			reasons: map[string][]string{"rich": {
 				"scale down by 2: 2 unschedulable pods of 1 job below their minimum need 7 CPU",
-				"trainers above this job's minimum make room on 1 node (all of priority 0)",
+				"trainers above this job's minimum make room on 2 nodes (all of priority 0)",
 			}},
 		},
 		{

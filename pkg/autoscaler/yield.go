@@ -103,6 +103,7 @@ type eviction struct {
 	maxPrio int32   // the highest priority that loses a trainer
 	running int64   // bound trainers removed: the real disruption
 	removed int64   // all trainers removed
+	reach   int64   // how far into the jobs' deletion order the cuts go
 	fulfil  float64 // fulfillment of the first job cut
 }
 
@@ -127,6 +128,11 @@ func (e *eviction) better(o *eviction) bool {
 	}
 	if e.removed != o.removed {
 		return e.removed < o.removed
+	}
+	// The newest trainers, which the ReplicaSet deletes first anyway:
+	// fewer picks to mark, and the least training lost.
+	if e.reach != o.reach {
+		return e.reach < o.reach
 	}
 	return e.node < o.node
 }
@@ -323,6 +329,7 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 		e.maxPrio = max(e.maxPrio, j.priority)
 		e.running += int64(costs[i])
 		e.removed += int64(drops[i])
+		e.reach += int64(e.cuts[i] - j.next)
 	}
 	return e
 }

@@ -7,17 +7,34 @@ package autoscaler
 // plan can free the node it chose for a pending pod by removing only the
 // job's running trainers on that node, not its newest ones wherever they run.
 
+// pickWindow bounds the running trainers of one job pickRunning looks at,
+// per running trainer a cut may take (the search's depth): the newest
+// pickWindow × depth. A search that finds nothing looks again deeper, so
+// every trainer is reached, but a pod that one of the newest trainers' nodes
+// can take is placed after a look at a few trainers per job, not at all of
+// them (BenchmarkPlan at 5,000 nodes: looking at every running trainer took
+// 150 ms of CPU a plan, the newest 16 per depth 53 ms, 4 per depth 34 ms, as
+// much as without picks).
+const pickWindow = 4
+
 // pickRunning offers, for each node c may use, the job's running trainers
-// from victims[from:] on it, newest first, at most room of them per node, as
-// slots: the cost of one is cost (what goes before the running trainers)
-// plus its rank on the node. It reports whether depth held a trainer back.
-func (p *planner) pickRunning(j *jobState, c claim, from, room int, cost, depth int32, add func(int32, slot)) (truncated bool) {
+// among the newest pickWindow × depth from victims[from:] on it, newest
+// first, at most room of them per node, as slots: the cost of one is cost
+// (what goes before the running trainers) plus its rank on the node. It
+// returns touched with the nodes it added candidates to, and whether depth
+// held a trainer back.
+func (p *planner) pickRunning(j *jobState, c claim, from, room int, cost, depth int32, touched []int32) ([]int32, bool) {
 	if p.ranks == nil {
 		p.ranks = make([]int32, len(p.nodes))
 	}
 	prefix := int32(from - j.next) // #nosec G115 -- a count of the job's trainers
-	var seen []int32
-	for k := from; k < len(j.victims); k++ {
+	seen := p.ranked[:0]
+	end := len(j.victims)
+	truncated := end-from > pickWindow*int(depth)
+	if truncated {
+		end = from + pickWindow*int(depth)
+	}
+	for k := from; k < end; k++ {
 		n := p.nodeOf(j, &j.victims[k])
 		if n < 0 || !c.elig.has(n, p.classes.classOf[n]) {
 			continue
@@ -34,12 +51,13 @@ func (p *planner) pickRunning(j *jobState, c claim, from, room int, cost, depth 
 			seen = append(seen, n)
 		}
 		p.ranks[n] = r + 1
-		add(n, slot{job: j, pos: int32(k), cost: cost + r + 1, drop: prefix + r + 1}) // #nosec G115 -- an index of the job's victims
+		touched = p.addCand(touched, n, slot{job: j, pos: int32(k), cost: cost + r + 1, drop: prefix + r + 1}) // #nosec G115 -- an index of the job's victims
 	}
 	for _, n := range seen {
 		p.ranks[n] = 0
 	}
-	return truncated
+	p.ranked = seen
+	return touched, truncated
 }
 
 // cut removes what an eviction chose of j on node: its trainers up to

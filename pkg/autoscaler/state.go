@@ -39,14 +39,18 @@ type planner struct {
 	requested vec // the load the shrinking phases test: pods bound to counted nodes that stay
 	growLoad  vec // the load growth tests: bound pods that stay or that this plan removes, and what it expects to be bound
 
-	jobs     []*jobState
-	byKey    map[string]*jobState
-	movable  []*jobState
-	minPrio  int32                  // lowest priority of a movable job
-	cands    [][]slot               // per-node scratch of the eviction search
-	ranks    []int32                // per-node scratch of pickRunning
-	hopeless map[pendingShape]bool  // pending shapes no yield can fit
-	depth    map[pendingShape]int32 // search depth that made room for a shape
+	jobs    []*jobState
+	byKey   map[string]*jobState
+	movable []*jobState
+	minPrio int32    // lowest priority of a movable job
+	cands   [][]slot // per-node scratch of the eviction search
+	ranks   []int32  // per-node scratch of pickRunning
+	ranked  []int32  // its nodes with a rank, to reset
+	// nodeEviction's scratch.
+	evScratch                eviction
+	costScratch, dropScratch []int32
+	hopeless                 map[pendingShape]bool  // pending shapes no yield can fit
+	depth                    map[pendingShape]int32 // search depth that made room for a shape
 	// waiting are the unschedulable pods the plan reserved room for or
 	// made room for, for the reasons.
 	waiting []*cluster.PendingPod

@@ -107,6 +107,13 @@ type eviction struct {
 	fulfil  float64 // fulfillment of the first job cut
 }
 
+// clone copies e out of the planner's scratch eviction.
+func (e *eviction) clone() *eviction {
+	c := *e
+	c.jobs, c.cuts = slices.Clone(e.jobs), slices.Clone(e.cuts)
+	return &c
+}
+
 // better orders evictions the way kube-scheduler's preemption orders nodes:
 // the lowest highest-victim priority, then the fewest victims.
 func (e *eviction) better(o *eviction) bool {
@@ -226,12 +233,6 @@ func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *ev
 		p.cands = make([][]slot, len(p.nodes))
 	}
 	var touched []int32
-	add := func(n int32, s slot) {
-		if len(p.cands[n]) == 0 {
-			touched = append(touched, n)
-		}
-		p.cands[n] = append(p.cands[n], s)
-	}
 	for _, j := range p.movable {
 		if !p.yieldable(j, c) || j.priority > level {
 			continue
@@ -249,26 +250,35 @@ func (p *planner) evictionWithin(c claim, level, depth int32, req vec) (best *ev
 				cost++
 			}
 			if n := p.nodeOf(j, v); n >= 0 && c.elig.has(n, p.classes.classOf[n]) {
-				add(n, slot{job: j, pos: int32(k), cost: cost, drop: int32(k - j.next + 1)}) // #nosec G115 -- an index of the job's victims, one per trainer
+				touched = p.addCand(touched, n, slot{job: j, pos: int32(k), cost: cost, drop: int32(k - j.next + 1)}) // #nosec G115 -- an index of the job's victims, one per trainer
 			}
 		}
 		if k < last && k >= j.runFrom {
-			if p.pickRunning(j, c, k, last-k, cost, depth, add) {
-				truncated = true
-			}
+			var held bool
+			touched, held = p.pickRunning(j, c, k, last-k, cost, depth, touched)
+			truncated = truncated || held
 		}
 	}
 	// better breaks ties by node index, so the visiting order does not
 	// matter for the result.
 	for _, n := range touched {
 		if e := p.nodeEviction(int(n), p.cands[n], req); e != nil && e.better(best) {
-			best = e
+			best = e.clone()
 		}
 	}
 	for _, n := range touched {
 		p.cands[n] = p.cands[n][:0]
 	}
 	return best, truncated
+}
+
+// addCand adds s to node n's candidates, and n to touched when it is new.
+func (p *planner) addCand(touched []int32, n int32, s slot) []int32 {
+	if len(p.cands[n]) == 0 {
+		touched = append(touched, n)
+	}
+	p.cands[n] = append(p.cands[n], s)
+	return touched
 }
 
 // nodeEviction greedily frees node n for req from its candidate trainers:
@@ -297,8 +307,12 @@ func (p *planner) nodeEviction(n int, cands []slot, req vec) *eviction {
 		}
 		return int(a.pos - b.pos)
 	})
-	e := &eviction{node: n, maxPrio: math.MinInt32}
-	var costs, drops []int32
+	// Every node a pod fits on after evictions gets one: the scratch
+	// eviction is reused, and only the best so far is copied.
+	e := &p.evScratch
+	*e = eviction{node: n, maxPrio: math.MinInt32, jobs: e.jobs[:0], cuts: e.cuts[:0]}
+	costs, drops := p.costScratch[:0], p.dropScratch[:0]
+	defer func() { p.costScratch, p.dropScratch = costs, drops }()
 	avail := p.free[n]
 	for _, s := range cands {
 		if req.fitsIn(avail) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 		if err := a.markForRemoval(ctx, job.Namespace, act.Remove, v1.DeletionCostRemove); err != nil {
 			return err
 		}
+		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
 	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": rs.UID},

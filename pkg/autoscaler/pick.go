@@ -5,7 +5,8 @@ package autoscaler
 // pod-deletion-cost first; the actuator gives the trainers a plan picks the
 // lowest cost (v1.DeletionCostRemove) before it lowers the replicas. So the
 // plan can free the node it chose for a pending pod by removing only the
-// job's running trainers on that node, not its newest ones wherever they run.
+// job's running trainers on that node, not its newest ones wherever they run,
+// and the controller deletes exactly those.
 
 // pickWindow bounds the running trainers of one job pickRunning looks at,
 // per running trainer a cut may take (the search's depth): the newest
@@ -74,16 +75,19 @@ func (p *planner) cut(j *jobState, cut, node int) {
 	}
 }
 
-// removeAt removes the running trainer victims[k]. One that is not the next
-// in deletion order is moved there and picked: the actuator marks it, so the
-// ReplicaSet controller deletes it before the others. The rest keep their
-// order, and positions after k do not move.
+// removeAt removes the running trainer victims[k] and picks it: the
+// actuator marks it, so the ReplicaSet controller deletes it before the
+// others. Even the next in the model's order is picked: with
+// LogarithmicScaleDown the controller treats trainers started close together
+// as equals and chooses among them by UID, not by age. One that is not the
+// next is moved there; the rest keep their order, and positions after k do
+// not move.
 func (p *planner) removeAt(j *jobState, k int) {
+	v := j.victims[k]
 	if k > j.next {
-		v := j.victims[k]
 		copy(j.victims[j.next+1:k+1], j.victims[j.next:k])
 		j.victims[j.next] = v
-		j.picked = append(j.picked, j.in.Trainers[v.pod].Name)
 	}
+	j.picked = append(j.picked, j.in.Trainers[v.pod].Name)
 	p.removeNext(j)
 }

@@ -117,11 +117,11 @@ type ScaleAction struct {
 	// choices; this is for logs, dry runs and tests.
 	Nodes []string `json:"nodes,omitempty"`
 	// Remove names, for a scale-down, the running trainers the plan picked
-	// by their node, out of the ReplicaSet controller's order: the actuator
-	// gives them the lowest pod-deletion-cost (v1.DeletionCostRemove) before
-	// it lowers the replicas, so that the controller deletes them first and
-	// the room the plan freed is where it planned it. The other trainers the
-	// scale-down removes are the ones the controller deletes first anyway.
+	// on the nodes it frees for pending pods: the actuator gives them the
+	// lowest pod-deletion-cost (v1.DeletionCostRemove) before it lowers the
+	// replicas, so that the controller deletes them first and the room the
+	// plan freed is where it planned it. The other trainers the scale-down
+	// removes (for load, by rebalancing) are any the controller chooses.
 	Remove []string `json:"remove,omitempty"`
 }
 

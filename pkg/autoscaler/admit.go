@@ -336,12 +336,12 @@ type saved struct {
 	free, hold []vec
 	requested  vec
 	waiting    int
+	moves      int
 	jobs       []jobSaved // per movable job
 }
 
 type jobSaved struct {
 	next                                       int
-	victims                                    []victim // picks reorder them
 	picked                                     int
 	desired, shrunk, placed, unscheduledShrunk int64
 	nodes                                      int
@@ -350,9 +350,9 @@ type jobSaved struct {
 
 func (p *planner) save() *saved {
 	s := &saved{free: slices.Clone(p.free), hold: slices.Clone(p.hold), requested: p.requested,
-		waiting: len(p.waiting), jobs: make([]jobSaved, len(p.movable))}
+		waiting: len(p.waiting), moves: len(p.moves), jobs: make([]jobSaved, len(p.movable))}
 	for k, j := range p.movable {
-		s.jobs[k] = jobSaved{next: j.next, victims: slices.Clone(j.victims), picked: len(j.picked), desired: j.desired, shrunk: j.shrunk, placed: j.placed,
+		s.jobs[k] = jobSaved{next: j.next, picked: len(j.picked), desired: j.desired, shrunk: j.shrunk, placed: j.placed,
 			unscheduledShrunk: j.unscheduledShrunk, nodes: len(j.nodes),
 			yieldNodes: maps.Clone(j.yieldNodes), shareNodes: maps.Clone(j.shareNodes), admitNodes: maps.Clone(j.admitNodes)}
 	}
@@ -368,11 +368,11 @@ func (p *planner) restore(s *saved) {
 	copy(p.hold, s.hold)
 	p.requested = s.requested
 	p.waiting = p.waiting[:s.waiting]
+	p.undoMoves(s.moves)
 	for k, j := range p.movable {
 		js := &s.jobs[k]
 		j.next, j.desired, j.shrunk, j.placed, j.unscheduledShrunk = js.next, js.desired, js.shrunk, js.placed, js.unscheduledShrunk
 		j.nodes = j.nodes[:js.nodes]
-		copy(j.victims, js.victims)
 		j.picked = j.picked[:js.picked]
 		j.yieldNodes, j.shareNodes, j.admitNodes = js.yieldNodes, js.shareNodes, js.admitNodes
 	}

@@ -87,7 +87,28 @@ func (p *planner) removeAt(j *jobState, k int) {
 	if k > j.next {
 		copy(j.victims[j.next+1:k+1], j.victims[j.next:k])
 		j.victims[j.next] = v
+		p.moves = append(p.moves, move{job: j, from: k, to: j.next})
 	}
 	j.picked = append(j.picked, j.in.Trainers[v.pod].Name)
 	p.removeNext(j)
+}
+
+// move is one reordering of a job's victims by removeAt, kept so that a
+// trial (admit.go) can be rolled back.
+type move struct {
+	job      *jobState
+	from, to int
+}
+
+// undoMoves puts the victims back in the order they had before the last
+// len(p.moves)-n moves.
+func (p *planner) undoMoves(n int) {
+	for i := len(p.moves) - 1; i >= n; i-- {
+		m := p.moves[i]
+		vs := m.job.victims
+		v := vs[m.to]
+		copy(vs[m.to:m.from], vs[m.to+1:m.from+1])
+		vs[m.from] = v
+	}
+	p.moves = p.moves[:n]
 }

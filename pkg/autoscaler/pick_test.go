@@ -144,3 +144,29 @@ func TestYieldRemovesWhatThePodsNeed(t *testing.T) {
 			"iteration %d: %d mCPU of trainers removed on %d nodes for pods of %d mCPU: %+v", iter, removed, len(freed), need, actions)
 	}
 }
+
+// TestRestoreUndoesPicks: a trial that picks trainers out of order and is
+// rolled back leaves the job's trainers in the order it found them.
+func TestRestoreUndoesPicks(t *testing.T) {
+	n3 := nodes("n", 3, res(8, 64, 0))
+	jobs := []Job{newJob("a", withRange(1, 10), withRequest(res(4, 1, 0)), runningOn("n-0", "n-0", "n-1", "n-2", "n-1", "n-2"))}
+	p := newPlanner(clusterOf(n3, jobs), jobs, Options{})
+	require.Len(t, p.movable, 1)
+	j := p.movable[0]
+	order := func() []int32 {
+		var pods []int32
+		for _, v := range j.victims {
+			pods = append(pods, v.pod)
+		}
+		return pods
+	}
+	before, next := order(), j.next
+	s := p.save()
+	p.cut(j, len(j.victims)-1, 0) // n-0's two trainers, the oldest
+	require.ElementsMatch(t, []string{"a-t0", "a-t1"}, j.picked)
+	require.NotEqual(t, before, order(), "the picks reordered the trainers")
+	p.restore(s)
+	assert.Equal(t, before, order())
+	assert.Equal(t, next, j.next)
+	assert.Empty(t, j.picked)
+}

@@ -46,6 +46,7 @@ type planner struct {
 	cands   [][]slot // per-node scratch of the eviction search
 	ranks   []int32  // per-node scratch of pickRunning
 	ranked  []int32  // its nodes with a rank, to reset
+	moves   []move   // victims reordered by picks, for restore
 	// nodeEviction's scratch.
 	evScratch                eviction
 	costScratch, dropScratch []int32

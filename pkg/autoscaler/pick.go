@@ -13,10 +13,10 @@ package autoscaler
 // pickWindow × depth. A search that finds nothing looks again deeper, so
 // every trainer is reached, but a pod that one of the newest trainers' nodes
 // can take is placed after a look at a few trainers per job, not at all of
-// them (BenchmarkPlan at 5,000 nodes: looking at every running trainer took
-// 150 ms of CPU a plan, the newest 16 per depth 53 ms, 4 per depth 34 ms, as
-// much as without picks).
-const pickWindow = 4
+// them. BenchmarkPlan at 5,000 nodes took 150 ms of CPU a plan looking at
+// every running trainer, 34 ms at 4 per depth and 31 ms at 2 (29 ms without
+// picks); BenchmarkDecide at 1,000 nodes 90 ms at 4 and 54 ms at 2 (49 ms).
+const pickWindow = 2
 
 // pickRunning offers, for each node c may use, the job's running trainers
 // among the newest pickWindow × depth from victims[from:] on it, newest

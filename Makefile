@@ -86,9 +86,10 @@ test: lint controlplane ## make lint, a check that generated code is current, un
 	$(MAKE) --no-print-directory demo-check
 
 .PHONY: fuzz
-fuzz: ## fuzz the planner and its queue for LONG_FUZZTIME (5m) each; the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
+fuzz: ## fuzz the planner, its queue and its yield for LONG_FUZZTIME (5m) each; the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
 	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
+	go test -count=1 -run '^$$' -fuzz '^FuzzYield$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
 	go test -count=1 -run '^TestPlanOverManyCycles$$' ./pkg/autoscaler -args -long
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 

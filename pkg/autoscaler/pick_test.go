@@ -86,63 +86,77 @@ func TestPickedTrainers(t *testing.T) {
 // below its minimum hold no more CPU than those pods request plus one
 // trainer per node they ran on. Load and rebalancing are off, so every
 // removal is the minimum rule's. Newest-first removal breaks this whenever
-// the node to free holds older trainers.
+// the node to free holds older trainers. FuzzYield searches further.
 func TestYieldRemovesWhatThePodsNeed(t *testing.T) {
 	rng := rand.New(rand.NewSource(23))
-	opts := Options{MaxLoadDesired: 2, RebalanceGap: 1}
-	for iter := range 400 {
-		ns := nodes("n", 2+rng.Intn(6), res(16, 256, 0))
-		var jobs []Job
-		maxTrainer := int64(0)
-		for k := range 1 + rng.Intn(3) {
-			cpu := float64(1 + rng.Intn(4))
-			j := newJob(fmt.Sprintf("j%d", k), withRange(1, 1000), withRequest(res(cpu, 1, 0)))
-			maxTrainer = max(maxTrainer, j.Request.CPUMilli)
-			jobs = append(jobs, j)
-		}
-		// Fill the nodes in random order with trainers of random jobs.
-		free := make([]int64, len(ns))
-		for i := range ns {
-			free[i] = ns[i].alloc.CPUMilli
-		}
-		for range 200 {
-			j, n := &jobs[rng.Intn(len(jobs))], rng.Intn(len(ns))
-			if free[n] >= j.Request.CPUMilli {
-				free[n] -= j.Request.CPUMilli
-				runningOn(ns[n].name)(j)
-			}
-		}
-		var pending []otherPod
-		need := int64(0)
-		for i := range 1 + rng.Intn(3) {
-			cpu := float64(1 + rng.Intn(10))
-			pending = append(pending, otherPod{name: fmt.Sprintf("new-%d", i), job: "ns/new", notTrainer: i == 0, req: res(cpu, 1, 0)})
-			need += int64(cpu * 1000)
-		}
-		for i := range jobs {
-			jobs[i].Current = int32(len(jobs[i].Trainers))
-		}
-		snap := clusterOf(ns, jobs, pending...)
-		actions := Plan(snap, jobs, opts)
-		assertWellFormed(t, snap, jobs, opts, actions)
-
-		after := applyPlan(jobs, actions)
-		removed, freed := int64(0), map[string]bool{}
-		for i, j := range jobs {
-			kept := map[string]bool{}
-			for _, p := range after[i].Trainers {
-				kept[p.Name] = true
-			}
-			for _, p := range j.Trainers {
-				if !kept[p.Name] {
-					removed += p.Request.CPUMilli
-					freed[p.Node] = true
-				}
-			}
-		}
-		require.LessOrEqual(t, removed, need+int64(len(freed))*maxTrainer,
-			"iteration %d: %d mCPU of trainers removed on %d nodes for pods of %d mCPU: %+v", iter, removed, len(freed), need, actions)
+	for range 400 {
+		checkYieldRemovesWhatThePodsNeed(t, rng)
 	}
+}
+
+func FuzzYield(f *testing.F) {
+	for seed := range int64(8) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed int64) {
+		checkYieldRemovesWhatThePodsNeed(t, rand.New(rand.NewSource(seed)))
+	})
+}
+
+func checkYieldRemovesWhatThePodsNeed(t *testing.T, rng *rand.Rand) {
+	t.Helper()
+	opts := Options{MaxLoadDesired: 2, RebalanceGap: 1}
+	ns := nodes("n", 2+rng.Intn(6), res(16, 256, 0))
+	var jobs []Job
+	maxTrainer := int64(0)
+	for k := range 1 + rng.Intn(3) {
+		cpu := float64(1 + rng.Intn(4))
+		j := newJob(fmt.Sprintf("j%d", k), withRange(1, 1000), withRequest(res(cpu, 1, 0)))
+		maxTrainer = max(maxTrainer, j.Request.CPUMilli)
+		jobs = append(jobs, j)
+	}
+	// Fill the nodes in random order with trainers of random jobs.
+	free := make([]int64, len(ns))
+	for i := range ns {
+		free[i] = ns[i].alloc.CPUMilli
+	}
+	for range 200 {
+		j, n := &jobs[rng.Intn(len(jobs))], rng.Intn(len(ns))
+		if free[n] >= j.Request.CPUMilli {
+			free[n] -= j.Request.CPUMilli
+			runningOn(ns[n].name)(j)
+		}
+	}
+	var pending []otherPod
+	need := int64(0)
+	for i := range 1 + rng.Intn(3) {
+		cpu := float64(1 + rng.Intn(10))
+		pending = append(pending, otherPod{name: fmt.Sprintf("new-%d", i), job: "ns/new", notTrainer: i == 0, req: res(cpu, 1, 0)})
+		need += int64(cpu * 1000)
+	}
+	for i := range jobs {
+		jobs[i].Current = int32(len(jobs[i].Trainers))
+	}
+	snap := clusterOf(ns, jobs, pending...)
+	actions := Plan(snap, jobs, opts)
+	assertWellFormed(t, snap, jobs, opts, actions)
+
+	after := applyPlan(jobs, actions)
+	removed, freed := int64(0), map[string]bool{}
+	for i, j := range jobs {
+		kept := map[string]bool{}
+		for _, p := range after[i].Trainers {
+			kept[p.Name] = true
+		}
+		for _, p := range j.Trainers {
+			if !kept[p.Name] {
+				removed += p.Request.CPUMilli
+				freed[p.Node] = true
+			}
+		}
+	}
+	require.LessOrEqual(t, removed, need+int64(len(freed))*maxTrainer,
+		"%d mCPU of trainers removed on %d nodes for pods of %d mCPU: %+v", removed, len(freed), need, actions)
 }
 
 // TestRestoreUndoesPicks: a trial that picks trainers out of order and is

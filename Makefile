@@ -93,7 +93,7 @@ fuzz: ## fuzz the planner and its queue for LONG_FUZZTIME (5m) each; the multi-c
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
-bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md)
+bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md), edl on a simulated cluster of 300 to 10,000 nodes (docs/scale.md)
 	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/ ./cmd/edl/
 
 .PHONY: cluster-up

@@ -186,6 +186,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	}
 	defer stopEvents()
 
+	planner := opts.effective.Planner()
 	ctrl, err := controller.New(controller.Config{
 		KubeClient:         kubeClient,
 		TJClient:           tjClient,
@@ -198,11 +199,12 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		Metrics:            m,
 		GPUResources:       w.GPUs,
 		GangAdmission:      opts.gangAdmission && !opts.dryRun,
+		StatusInterval:     planner.Interval,
 	})
 	if err != nil {
 		return err
 	}
-	scaler := w.Autoscaler(opts.effective.Planner(), kubeClient, tjClient, recorder, logger, m)
+	scaler := w.Autoscaler(planner, kubeClient, tjClient, recorder, logger, m)
 
 	// The informers run whether or not this replica leads, so that a standby
 	// takes over with warm caches. They stop after the work, on every path.

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
@@ -48,6 +48,7 @@ type Controller struct {
 	synced      []cache.InformerSynced
 
 	queue    workqueue.TypedRateLimitingInterface[string]
+	pacer    *pacer // spaces the status writes that change only counts
 	recorder record.EventRecorder
 	metrics  Metrics
 	log      log.Logger
@@ -88,6 +89,15 @@ type Config struct {
 	// the job (admission.go); off, no job is gated and queued jobs are
 	// released.
 	GangAdmission bool
+	// StatusInterval is the least time between two status writes of a job
+	// that change only its replica counts (pacing.go); a change of phase or
+	// condition is written at once. 0 writes every change at once. edl
+	// passes -autoscale_interval: the counts move mostly because a plan
+	// scaled, once an interval.
+	StatusInterval time.Duration
+	// Clock paces the status writes and the workqueue's delays; nil means
+	// the real clock.
+	Clock clock.WithTicker
 }
 
 // New wires the controller to its informers. New adds an index to the pod
@@ -95,6 +105,10 @@ type Config struct {
 func New(cfg Config) (*Controller, error) {
 	jobInformer, rsInformer := cfg.JobInformer, cfg.ReplicaSetInformer
 	svcInformer, podInformer := cfg.ServiceInformer, cfg.PodInformer
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	c := &Controller{
 		kubeClient:  cfg.KubeClient,
 		tjClient:    cfg.TJClient,
@@ -108,8 +122,9 @@ func New(cfg Config) (*Controller, error) {
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			rateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs"},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "trainingjobs", Clock: clk},
 		),
+		pacer:    newPacer(cfg.StatusInterval, clk),
 		recorder: cfg.Recorder,
 		metrics:  cfg.Metrics,
 		log:      cfg.Logger,
@@ -249,6 +264,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	shared, err := c.jobs.TrainingJobs(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.pacer.forget(key)
 		return nil // deleted: the garbage collector removes what it owned
 	}
 	if err != nil {
@@ -310,6 +326,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	obs.refused = append(refusals, obs.refused...)
 	status = computeStatus(job, obs, jobRoles)
 	errs = append(errs, refused...)
+	if wait := c.pacer.wait(key, &shared.Status, &status); wait > 0 {
+		// Only counts changed, and the job's status was written less than
+		// an interval ago: the sync at the end of the interval writes them.
+		c.queue.AddAfter(key, wait)
+		return errors.Join(errs...)
+	}
 	// Edges are recorded only once the status that marks them is stored: a
 	// sync from a stale cache computes the same edge again, and its write
 	// fails on the old resourceVersion instead of repeating the event.
@@ -460,19 +482,4 @@ func (c *Controller) markInvalid(ctx context.Context, job *v1.TrainingJob, messa
 		c.recorder.Event(job, corev1.EventTypeWarning, v1.ReasonInvalid, message)
 	}
 	return err
-}
-
-// writeStatus writes the status subresource, only when it changed, and
-// reports whether it wrote.
-func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, status v1.TrainingJobStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(job.Status, status) {
-		return false, nil
-	}
-	update := job.DeepCopy()
-	update.Status = status
-	_, err := c.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
-	if err != nil {
-		return false, fmt.Errorf("update status of %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return true, nil
 }

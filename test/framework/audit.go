@@ -28,14 +28,19 @@ const EDLUserAgentPrefix = "edl/"
 
 // AuditEvent is the part of an audit.k8s.io/v1 Event the tests read.
 type AuditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	Received time.Time `json:"requestReceivedTimestamp"`
+	Stage     string     `json:"stage"`
+	Verb      string     `json:"verb"`
+	UserAgent string     `json:"userAgent"`
+	ObjectRef *ObjectRef `json:"objectRef"`
+	Received  time.Time  `json:"requestReceivedTimestamp"`
+}
+
+// ObjectRef is the object an audited request was about.
+type ObjectRef struct {
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
 }
 
 // Resource is the request's resource, with its subresource after a slash

@@ -31,6 +31,8 @@ const quietWindow = 35 * time.Second
 // which only watch, and writes only what changed. The renewals of the leader
 // lease, sent by edl's leader-election client under a user agent of its
 // own, are counted apart: they are how a standby knows the leader lives.
+// While the job started, its status updates must have come no faster than
+// one per autoscale interval, but for the few that mark an edge.
 func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	dir := t.TempDir()
 	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
@@ -89,10 +91,19 @@ func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	})
 	require.NoError(t, err, "edl kept writing; the last: %s", last)
 
+	// While the job started, its count changes were paced: at most one
+	// status update per -autoscale_interval, but for the few edges (queued,
+	// admitted, running) that are written at once.
+	requests, err := framework.EDLRequests(auditLog, time.Time{}, time.Now())
+	require.NoError(t, err)
+	updates, quick := statusUpdates(requests, 2*time.Second)
+	t.Logf("edl's status updates while the job started: %d, %d of them within half an interval of the one before", len(updates), quick)
+	assert.LessOrEqual(t, quick, maxEdgeUpdates, "status updates came faster than one per interval: %v", updates)
+
 	start := time.Now()
 	time.Sleep(quietWindow)
 	end := time.Now()
-	requests, err := framework.EDLRequests(auditLog, start, end)
+	requests, err = framework.EDLRequests(auditLog, start, end)
 	require.NoError(t, err)
 	counts := map[string]int{}
 	var offending []string
@@ -116,4 +127,31 @@ func TestSteadyStateSendsNoListAndNoWrite(t *testing.T) {
 	assert.Empty(t, offending, "edl sent a LIST or a write while nothing changed")
 	assert.Positive(t, counts["update leases (leader election)"]+counts["get leases (leader election)"],
 		"the audit log holds edl's requests (its lease renewals at least)")
+}
+
+// maxEdgeUpdates is how many of a new job's status updates may follow the one
+// before by less than half an interval: those that mark an edge (queued,
+// admitted, pods starting, running), which are never paced.
+const maxEdgeUpdates = 4
+
+// statusUpdates are the times of edl's updates of trainingjobs/status (the
+// controller's, and the autoscaler's of the Queued condition), and how many
+// followed the one before by less than half of interval.
+func statusUpdates(requests []framework.AuditEvent, interval time.Duration) ([]time.Duration, int) {
+	var times []time.Time
+	for _, r := range requests {
+		if r.Verb == "update" && r.Resource() == "trainingjobs/status" && !r.LeaderElection() {
+			times = append(times, r.Received)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	var offsets []time.Duration
+	quick := 0
+	for i, at := range times {
+		offsets = append(offsets, at.Sub(times[0]).Round(time.Millisecond))
+		if i > 0 && at.Sub(times[i-1]) < interval/2 {
+			quick++
+		}
+	}
+	return offsets, quick
 }

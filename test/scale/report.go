@@ -120,6 +120,19 @@ func Markdown(r *Result, command string) string {
 	}
 	fmt.Fprintf(&b, "\nLIST requests: %d; writes by the controller: %d (goal: 0 and 0).\n\n", lists, writes)
 
+	b.WriteString("### edl's requests over the whole run (from the audit log)\n\n")
+	b.WriteString("| verb | resource | client | requests |\n|---|---|---|---:|\n")
+	for _, rc := range r.Requests {
+		client := "controller"
+		if rc.LeaderElection {
+			client = "leader election"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", rc.Verb, rc.Resource, client, rc.N)
+	}
+	fs := r.FillStatus
+	fmt.Fprintf(&b, "\nWhile the jobs started (filling the cluster): %d updates and %d patches of trainingjobs/status, "+
+		"%.1f per job per minute on average; the busiest job's busiest minute: %d.\n\n", fs.Updates, fs.Patches, fs.PerJobMinute, fs.Peak)
+
 	b.WriteString("### The wave: from a step until every job runs its plan's target\n\n")
 	b.WriteString("| step | running trainers | until edl's last scaling | until all run | settled |\n|---|---|---:|---:|---|\n")
 	for _, s := range r.Settles {
@@ -131,6 +144,21 @@ func Markdown(r *Result, command string) string {
 			s.EDL.Round(time.Second), s.Total.Round(time.Second), settled)
 	}
 	b.WriteString("\n")
+	for _, s := range r.Settles {
+		if len(s.Timeline) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "After the step \"%s\" (seconds since the step; edl's log is to the second):\n\n", s.Name)
+		b.WriteString("| what | count | first | last |\n|---|---:|---:|---:|\n")
+		for _, sp := range s.Timeline {
+			if sp.N == 0 {
+				fmt.Fprintf(&b, "| %s | 0 | – | – |\n", sp.What)
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f |\n", sp.What, sp.N, sp.First.Seconds(), sp.Last.Seconds())
+		}
+		b.WriteString("\n")
+	}
 
 	fmt.Fprintf(&b, "### One cycle (snapshot + plan, `%s`) over the run\n\n", CycleMetric)
 	fmt.Fprintf(&b, "| cycles | p50 | p99 | mean |\n|---:|---:|---:|---:|\n| %d | %s | %s | %s |\n\n",

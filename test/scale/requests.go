@@ -90,3 +90,47 @@ func BucketRequests(events []framework.AuditEvent, start, end time.Time, width t
 	}
 	return out
 }
+
+// StatusWrites are edl's writes of one job's status subresource.
+type StatusWrites struct {
+	Updates, Patches int
+	// PerJobMinute is the mean of writes per job per minute over the
+	// window; Peak the most writes of one job within 60 s.
+	PerJobMinute float64
+	Peak         int
+}
+
+// CountStatusWrites counts edl's writes of trainingjobs/status between
+// start and end, of jobs jobs.
+func CountStatusWrites(events []framework.AuditEvent, start, end time.Time, jobs int) StatusWrites {
+	var s StatusWrites
+	byJob := map[string][]time.Time{}
+	for _, e := range events {
+		if e.LeaderElection() || e.Resource() != "trainingjobs/status" || !e.Write() ||
+			e.Received.Before(start) || !e.Received.Before(end) {
+			continue
+		}
+		switch e.Verb {
+		case "update":
+			s.Updates++
+		case "patch":
+			s.Patches++
+		}
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		byJob[key] = append(byJob[key], e.Received)
+	}
+	if minutes := end.Sub(start).Minutes(); minutes > 0 && jobs > 0 {
+		s.PerJobMinute = float64(s.Updates+s.Patches) / float64(jobs) / minutes
+	}
+	for _, times := range byJob {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		first := 0
+		for last := range times {
+			for times[last].Sub(times[first]) >= time.Minute {
+				first++
+			}
+			s.Peak = max(s.Peak, last-first+1)
+		}
+	}
+	return s
+}

@@ -86,16 +86,24 @@ type Settle struct {
 	// Settled is false when SettleTimeout passed first.
 	Settled bool
 	Why     string
+	// Start is when the step was made; Timeline is what each component did
+	// until it settled (timeline.go).
+	Start    time.Time
+	Timeline []Span
 }
 
 // Result is what a run measured.
 type Result struct {
-	Config      Config
-	Samples     []Sample
-	Phases      []Phase
-	Settles     []Settle
-	Steady      []RequestCount
-	Buckets     []RequestBucket
+	Config  Config
+	Samples []Sample
+	Phases  []Phase
+	Settles []Settle
+	Steady  []RequestCount
+	Buckets []RequestBucket
+	// Requests are edl's requests over the whole run; FillStatus its status
+	// writes while the jobs start (the fill).
+	Requests    []RequestCount
+	FillStatus  StatusWrites
 	Cycle       Histogram
 	Setup, Wall time.Duration
 	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end.
@@ -245,7 +253,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		if err != nil {
 			return Settle{}, err
 		}
-		out := Settle{Name: name, TrainersBefore: before.Trainers}
+		out := Settle{Name: name, TrainersBefore: before.Trainers, Start: t0}
 		var since time.Time // when the cluster last became settled
 		quiet := max(6*cfg.Interval, 30*time.Second)
 		var last state
@@ -360,10 +368,36 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}
 	res.Steady = CountRequests(steady)
+	res.Requests = CountRequests(requests)
+	res.FillStatus = CountStatusWrites(requests, fillStart, steadyStart, cfg.Jobs)
+	if err := readTimelines(res.Settles, auditLog, filepath.Join(opts.Dir, "edl.log")); err != nil {
+		return nil, err
+	}
 	res.Buckets = BucketRequests(requests, origin, end, 10*time.Second)
 	res.LoadAfter = loadavg()
 	res.Wall = time.Since(began)
 	return res, nil
+}
+
+// readTimelines fills each settle's Timeline from the audit log and edl's
+// log, from its step until it settled.
+func readTimelines(settles []Settle, auditLog, edlLog string) error {
+	windows := make([][2]time.Time, len(settles))
+	for i, s := range settles {
+		windows[i] = [2]time.Time{s.Start, s.Start.Add(s.Total + time.Second)}
+	}
+	spans, err := ReadTimeline(auditLog, windows)
+	if err != nil {
+		return err
+	}
+	scalings, err := ReadScalings(edlLog, windows)
+	if err != nil {
+		return err
+	}
+	for i := range settles {
+		settles[i].Timeline = append(scalings[i][:], spans[i]...)
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

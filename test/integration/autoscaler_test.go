@@ -26,9 +26,10 @@ import (
 
 // elasticCluster is what TestAutoscalerGrowsYieldsAndGrowsBack measures.
 type elasticCluster struct {
-	kube kubernetes.Interface
-	tj   tjclient.Interface
-	ns   string
+	plane *framework.ControlPlane
+	kube  kubernetes.Interface
+	tj    tjclient.Interface
+	ns    string
 }
 
 // trainerReplicas returns each job's trainer ReplicaSet replicas.
@@ -115,7 +116,7 @@ func newElasticCluster(t *testing.T, ctx context.Context, nodes framework.NodeSp
 	t.Helper()
 	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{nodes}})
 	require.NoError(t, applyCRD(plane))
-	c := elasticCluster{kube: plane.Client, ns: "training"}
+	c := elasticCluster{plane: plane, kube: plane.Client, ns: "training"}
 	var err error
 	c.tj, err = tjclient.NewForConfig(plane.Config)
 	require.NoError(t, err)

@@ -27,7 +27,9 @@ func TestEDLBinaryOutOfCluster(t *testing.T) {
 	require.NoError(t, edl.Stop(30*time.Second), "edl must exit 0 on SIGTERM")
 	out := edl.Log()
 	assert.Regexp(t, `(?m)^t=\S+ lvl=info msg="connected to the API server" host=https://127\.0\.0\.1:\d+`, out)
-	assert.Contains(t, out, `msg="created ReplicaSet" job=`+ns+`/example replicaset=example-trainer replicas=2`)
+	// Queued, the job's ReplicaSets are created at 0; admission scales them to the minimum.
+	assert.Contains(t, out, `msg="created ReplicaSet" job=`+ns+`/example replicaset=example-trainer replicas=0`)
+	assert.Contains(t, out, `msg="scaled ReplicaSet" job=`+ns+`/example replicaset=example-trainer from=0 to=2 reason="the job starts"`)
 	assert.Contains(t, out, `msg="started leading" lease=`+ns+`/edl-controller`)
 	assert.Contains(t, out, `lvl=info msg=stopped`)
 	assert.NotContains(t, out, "panic")

@@ -35,7 +35,10 @@ const chaosSeedEnv = "EDL_CHAOS_SEED"
 // ReplicaSets through an informer's watch, which shows each write the API
 // server stores, where polling would see only samples. It records every
 // write of a trainer count outside the jobs' [min, max] or of a pserver
-// count other than 1, and when a trainer count last changed.
+// count other than 1, and when a trainer count last changed. A queued job's
+// ReplicaSets are held at 0 until admission scales them up, so 0 is a
+// violation only once a ReplicaSet has run (no job here is preempted or
+// suspended).
 type boundsWatch struct {
 	began time.Time
 	min   int32
@@ -46,6 +49,7 @@ type boundsWatch struct {
 	violations []string
 	lastChange time.Time
 	ups, downs int
+	admitted   map[string]bool // ReplicaSets seen with a count above 0
 }
 
 func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
@@ -57,6 +61,12 @@ func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
 		return // a status write: the count was judged when it was written
 	}
 	at := time.Since(w.began).Round(time.Millisecond)
+	if replicas == 0 && !w.admitted[rs.Name] {
+		return // queued: held at 0 until admission
+	}
+	if replicas > 0 {
+		w.admitted[rs.Name] = true
+	}
 	switch {
 	case rs.Labels[v1.LabelTrainer] != "":
 		if replicas < w.min || replicas > w.max {
@@ -66,9 +76,11 @@ func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
 		if old == nil {
 			return
 		}
-		if replicas > ptr.Deref(old.Spec.Replicas, 1) {
+		switch from := ptr.Deref(old.Spec.Replicas, 1); {
+		case from == 0: // admission, not growth
+		case replicas > from:
 			w.ups++
-		} else {
+		default:
 			w.downs++
 		}
 		w.lastChange = time.Now()
@@ -83,7 +95,7 @@ func (w *boundsWatch) observe(old, rs *appsv1.ReplicaSet) {
 // watchBounds starts a boundsWatch of ns on plane until the test ends.
 func watchBounds(t *testing.T, plane *framework.ControlPlane, ns string, minInstance, maxInstance int32) *boundsWatch {
 	t.Helper()
-	w := &boundsWatch{began: time.Now(), min: minInstance, max: maxInstance}
+	w := &boundsWatch{began: time.Now(), min: minInstance, max: maxInstance, admitted: map[string]bool{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(plane.Client, 0, informers.WithNamespace(ns))
 	_, err := factory.Apps().V1().ReplicaSets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -145,8 +145,10 @@ func agree(ctx context.Context, t *testing.T, plane *framework.ControlPlane, tj 
 // kubeconfig, plans with that configuration and gives the limits the
 // controller gives — a job at its quota, one at its maximum; that after a
 // change of the ConfigMap and a restart of the controller it plans with the
-// new one; that `kubectl edl queue` lists a queued job with its cause, also
-// as JSON; and that suspend and resume set spec.suspend.
+// new one; that `kubectl edl queue` lists a queued job with the planner's
+// reason and cause, also as JSON, and `kubectl edl explain` in its queue;
+// and that suspend and resume set spec.suspend, taking the job out of the
+// queue and back.
 func TestKubectlEDL(t *testing.T) {
 	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{
 		{Name: "a", CPU: "4", Memory: "16Gi", Labels: map[string]string{"pool": "a"}},
@@ -222,7 +224,8 @@ func TestKubectlEDL(t *testing.T) {
 	assert.Contains(t, text, "autoscaler.cooldownCycles=90")
 	assert.NotContains(t, text, "capped/capped", "one job")
 
-	// A job whose minimum fits nowhere waits in the queue, with its cause.
+	// A job whose trainers are bigger than the one node of its pool waits in
+	// the queue, with the planner's reason and cause.
 	create("waiting", "huge", "b", 3, 4, "5")
 	var queue struct {
 		Jobs []struct {
@@ -243,7 +246,7 @@ func TestKubectlEDL(t *testing.T) {
 	require.NoError(t, err, "the queue: %+v", queue)
 	assert.Equal(t, "waiting", queue.Jobs[0].Namespace)
 	assert.Equal(t, "huge", queue.Jobs[0].Name)
-	assert.NotEmpty(t, queue.Jobs[0].Reason)
+	assert.Equal(t, v1.ReasonUnplaceable, queue.Jobs[0].Reason)
 	assert.Contains(t, queue.Jobs[0].Cause, "its minimum")
 	text, errOut, err = kubectlEDL(ctx, t, plane, "queue", "-n", "waiting")
 	require.NoError(t, err, errOut)
@@ -252,6 +255,10 @@ func TestKubectlEDL(t *testing.T) {
 	require.Len(t, lines, 2, text)
 	assert.Regexp(t, `^NAME\s+POSITION\s+WAITING\s+REASON\s+CAUSE$`, lines[0])
 	assert.Regexp(t, `^huge\s+1/1\s+\S+\s+`+queue.Jobs[0].Reason+`\s+its minimum`, lines[1])
+	// explain lists the queue too, as the planner sees it.
+	text, errOut, err = kubectlEDL(ctx, t, plane, "explain", "-n", "waiting")
+	require.NoError(t, err, errOut)
+	assert.Contains(t, text, "queue:\n  waiting      waiting/huge (Unplaceable): position 1 of 1 in the queue: its minimum", text)
 
 	// suspend and resume set spec.suspend.
 	for _, step := range []struct {
@@ -264,7 +271,20 @@ func TestKubectlEDL(t *testing.T) {
 		job, err := tj.PaddlepaddleV1().TrainingJobs("waiting").Get(ctx, "huge", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, step.want, job.Spec.Suspend, step.verb)
+		// A suspended job has left the queue; resumed, it is back.
+		text, errOut, err := kubectlEDL(ctx, t, plane, "queue", "-n", "waiting")
+		require.NoError(t, err, errOut)
+		if step.want {
+			assert.Empty(t, text, step.verb)
+			assert.Equal(t, "No TrainingJobs wait for admission in namespace waiting.\n", errOut, step.verb)
+		}
 	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		out, _, err := kubectlEDL(ctx, t, plane, "queue", "-n", "waiting", "-o", "json")
+		return err == nil && json.Unmarshal([]byte(out), &queue) == nil &&
+			len(queue.Jobs) == 1 && queue.Jobs[0].Reason == v1.ReasonUnplaceable, nil
+	})
+	require.NoError(t, err, "the resumed job never queued again: %+v", queue)
 	_, errOut, err = kubectlEDL(ctx, t, plane, "suspend", "nope", "-n", "waiting")
 	require.Error(t, err)
 	assert.Equal(t, "kubectl edl: TrainingJob waiting/nope not found\n", errOut)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -103,6 +104,26 @@ func (c elasticCluster) setSuspend(t *testing.T, ctx context.Context, name strin
 	require.NoError(t, err)
 }
 
+// kubectlQueue is `kubectl edl queue -o json` in the namespace: each listed
+// job's reason, by name.
+func (c elasticCluster) kubectlQueue(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	out, errOut, err := kubectlEDL(ctx, t, c.plane, "queue", "-n", c.ns, "-o", "json")
+	require.NoError(t, err, errOut)
+	var q struct {
+		Jobs []struct {
+			Name   string `json:"name"`
+			Reason string `json:"reason"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &q), out)
+	reasons := map[string]string{}
+	for _, j := range q.Jobs {
+		reasons[j.Name] = j.Reason
+	}
+	return reasons
+}
+
 func conditionOf(job *v1.TrainingJob, kind string) metav1.Condition {
 	if c := meta.FindStatusCondition(job.Status.Conditions, kind); c != nil {
 		return *c
@@ -131,6 +152,7 @@ func TestQueuedJobWaitsForItsQuotaAndStartsWhenItIsRaised(t *testing.T) {
 	})
 	assert.Contains(t, job.Status.Message, "needs 7 CPU of namespace training's quota requests.cpu, above its hard limit of 6 CPU")
 	assert.Equal(t, v1.ReasonExceedsQuota, job.Status.Reason)
+	assert.Equal(t, map[string]string{"big": v1.ReasonExceedsQuota}, c.kubectlQueue(t, ctx), "kubectl edl queue says the same")
 	time.Sleep(2 * interval)
 	live, _ := c.livePods(t, ctx, "big")
 	assert.Zero(t, live, "a queued job holds no pod, so none is refused by the quota and none runs")
@@ -220,6 +242,7 @@ func TestHighPriorityJobPreemptsExactlyTheJobsItNeeds(t *testing.T) {
 	c.noPods(t, ctx, "young")
 	young = c.waitJob(t, ctx, "young", "not Queued", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseQueued })
 	assert.Equal(t, v1.ReasonPreempted, young.Status.Reason)
+	assert.Equal(t, map[string]string{"young": v1.ReasonPreempted}, c.kubectlQueue(t, ctx), "kubectl edl queue says the same")
 	for _, name := range []string{"old", "peer"} {
 		job, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)

@@ -59,6 +59,23 @@ func (r *root) namespace(all bool) (string, error) {
 	return ns, nil
 }
 
+// open resolves the namespace (-n, the context's, or "" with all), connects,
+// and checks that the namespace exists: what every command does first.
+func (r *root) open(ctx context.Context, all bool) (string, *clients, error) {
+	ns, err := r.namespace(all)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := r.connect(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := c.checkNamespace(ctx, ns); err != nil {
+		return "", nil, err
+	}
+	return ns, c, nil
+}
+
 // checkNamespace fails with one line when ns does not exist. A user who may
 // not read namespaces is not stopped: what is listed tells.
 func (c *clients) checkNamespace(ctx context.Context, ns string) error {

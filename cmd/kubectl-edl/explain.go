@@ -34,15 +34,8 @@ when it cannot find them. The jobs of the current namespace, or -n, or -A; or on
 				return usagef("a JOB and -A: name a job in one namespace (-n), or none")
 			}
 			ctx := cmd.Context()
-			ns, err := r.namespace(all)
+			ns, c, err := r.open(ctx, all)
 			if err != nil {
-				return err
-			}
-			c, err := r.connect(ctx)
-			if err != nil {
-				return err
-			}
-			if err := c.checkNamespace(ctx, ns); err != nil {
 				return err
 			}
 			res := explain.Result{}

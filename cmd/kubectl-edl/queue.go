@@ -165,15 +165,8 @@ namespace, or -n, or -A.`,
 				return err
 			}
 			ctx := cmd.Context()
-			ns, err := r.namespace(all)
+			ns, c, err := r.open(ctx, all)
 			if err != nil {
-				return err
-			}
-			c, err := r.connect(ctx)
-			if err != nil {
-				return err
-			}
-			if err := c.checkNamespace(ctx, ns); err != nil {
 				return err
 			}
 			list, err := c.tj.PaddlepaddleV1().TrainingJobs(ns).List(ctx, metav1.ListOptions{})

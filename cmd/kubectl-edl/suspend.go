@@ -28,11 +28,7 @@ func newSuspendCommand(r *root, suspend bool) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ns, err := r.namespace(false)
-			if err != nil {
-				return err
-			}
-			c, err := r.connect(ctx)
+			ns, c, err := r.open(ctx, false)
 			if err != nil {
 				return err
 			}

@@ -108,34 +108,8 @@ func (t *Tracker) collect() (Snapshot, built) {
 	} else {
 		r.Unplaced = last.Unplaced
 	}
-	r.Trainers = last.Trainers
-	if len(t.dirtyJobs) > 0 || r.Trainers == nil {
-		r.Trainers = make(map[string][]TrainerPod, len(t.trainers))
-		for job, list := range last.Trainers {
-			if _, dirty := t.dirtyJobs[job]; !dirty {
-				r.Trainers[job] = list
-			}
-		}
-		for job := range t.dirtyJobs {
-			if pods := t.trainers[job]; len(pods) > 0 {
-				r.Trainers[job] = trainerPods(pods)
-			}
-		}
-	}
-	r.Servers = last.Servers
-	if len(t.dirtyJobs) > 0 || r.Servers == nil {
-		r.Servers = make(map[string][]TrainerPod, len(t.servers))
-		for job, list := range last.Servers {
-			if _, dirty := t.dirtyJobs[job]; !dirty {
-				r.Servers[job] = list
-			}
-		}
-		for job := range t.dirtyJobs {
-			if pods := t.servers[job]; len(pods) > 0 {
-				r.Servers[job] = trainerPods(pods)
-			}
-		}
-	}
+	r.Trainers = refreshJobs(last.Trainers, t.trainers, t.dirtyJobs)
+	r.Servers = refreshJobs(last.Servers, t.servers, t.dirtyJobs)
 	r.Quotas, r.QuotaHard = last.Quotas, last.QuotaHard
 	if t.dirtyQuotas {
 		r.Quotas, r.QuotaHard = nil, nil
@@ -207,6 +181,27 @@ func (n *nodeState) snapshot(name string) Node {
 		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion})
 	}
 	return node
+}
+
+// refreshJobs returns last with the lists of the dirty jobs rebuilt from live
+// (a job without pods left out), sharing the lists of the others; last itself
+// when no job is dirty, a new map when last is nil (the first snapshot).
+func refreshJobs(last map[string][]TrainerPod, live map[string][]*podRecord, dirty map[string]struct{}) map[string][]TrainerPod {
+	if len(dirty) == 0 && last != nil {
+		return last
+	}
+	next := make(map[string][]TrainerPod, len(live))
+	for job, list := range last {
+		if _, d := dirty[job]; !d {
+			next[job] = list
+		}
+	}
+	for job := range dirty {
+		if pods := live[job]; len(pods) > 0 {
+			next[job] = trainerPods(pods)
+		}
+	}
+	return next
 }
 
 func trainerPods(pods []*podRecord) []TrainerPod {

@@ -20,26 +20,11 @@ type reservation struct {
 	restricted map[*eligible]*eligible
 }
 
-// eachNode calls f with every node e allows.
-func (p *planner) eachNode(e *eligible, f func(n int32)) {
-	if e.perNode {
-		for _, n := range e.nodes {
-			f(n)
-		}
-		return
-	}
-	for _, id := range e.classes {
-		for _, n := range p.classes.members[id] {
-			f(n)
-		}
-	}
-}
-
 // reserveFor reserves the nodes the pods of job's minimum could use.
 func (p *planner) reserveFor(job string, pods []gangPod) *reservation {
 	r := &reservation{job: job, nodes: make([]bool, len(p.nodes)), restricted: map[*eligible]*eligible{}}
 	for _, g := range pods {
-		p.eachNode(g.elig, func(n int32) {
+		p.eachEligible(g.elig, func(n int32) {
 			if g.req.fitsIn(vecOf(p.nodes[n].Allocatable)) {
 				r.nodes[n] = true
 			}
@@ -60,7 +45,7 @@ func (r *reservation) restrict(p *planner, pods []gangPod) []gangPod {
 		re, ok := r.restricted[e]
 		if !ok {
 			re = &eligible{perNode: true, nodes: []int32{}}
-			p.eachNode(e, func(n int32) {
+			p.eachEligible(e, func(n int32) {
 				if !r.nodes[n] {
 					re.nodes = append(re.nodes, n)
 				}
@@ -121,7 +106,7 @@ func (p *planner) unplaceable(pods []gangPod) string {
 	count := 0
 	seen := make([]bool, len(p.nodes))
 	for _, g := range pods {
-		p.eachNode(g.elig, func(n int32) {
+		p.eachEligible(g.elig, func(n int32) {
 			if !seen[n] {
 				seen[n] = true
 				count++

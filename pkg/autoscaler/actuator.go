@@ -19,9 +19,10 @@ import (
 
 // apply patches the trainer ReplicaSet from act.From to act.To — the patch
 // tests the old count, so a concurrent writer wins and the next plan starts
-// from what it wrote — then records the decision as an event and in the job's
-// status.
-func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAction, now time.Time) error {
+// from what it wrote — and records the decision as an event. The job's
+// status gets it from recordStatus, in the same write as the Scaling
+// condition.
+func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAction) error {
 	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
 	rs, err := a.replicaSets.ReplicaSets(job.Namespace).Get(name)
 	if err != nil {
@@ -64,15 +65,20 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAc
 	}
 	a.log.Info("scaled trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 	a.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled trainers from %d to %d: %s", act.From, act.To, act.Reason)
+	return nil
+}
 
-	record := v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
+// recordScale writes the scaling alone into the job's status (lastScale),
+// with no precondition: the cooldown reads it, so it must not be lost to a
+// race the Scaling condition lost.
+func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, record *v1.ScaleRecord) error {
 	status, err := json.Marshal(map[string]any{"status": map[string]any{"lastScale": record}})
 	if err != nil {
 		return err
 	}
 	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("record the scaling in the status of %s: %w", act.Job, err)
+		return fmt.Errorf("record the scaling in the status of %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
 }
@@ -106,36 +112,31 @@ func writtenKey(job *v1.TrainingJob) string {
 	return job.Namespace + "/" + job.Name + "/" + string(job.UID)
 }
 
-// recordLimit writes the job's Scaling condition from e when its status or
-// reason differ from what the job holds, or its message does and the
-// condition was not written in the last FigureRefresh: a steady cluster
-// writes nothing. The condition is the autoscaler's alone, and the patch touches
+// recordStatus writes what this cycle decided for the job into its status,
+// in one patch: the scaling applied (record, nil for none) and the Scaling
+// condition from e. The condition is written when its status or reason
+// differ from what the job holds, or its message does and the condition
+// was not written in the last FigureRefresh: a steady cluster writes
+// nothing. The condition is the autoscaler's alone, and the patch touches
 // nothing else: it tests that the entry it replaces is still the Scaling
 // condition, or — when the job has none yet — that the job is the version
 // it read, so that a condition the controller added meanwhile is neither
 // overwritten nor duplicated. The controller writes status with the
 // resourceVersion it read and keeps the conditions it does not own, so it
-// never drops this one either. A lost race is retried by the next plan.
-func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Explanation, now time.Time) error {
+// never drops this one either. A lost race is retried by the next plan;
+// the record is then written alone (recordScale).
+func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *Explanation, record *v1.ScaleRecord, now time.Time) error {
 	if job == nil {
 		return nil
 	}
-	cond := ScalingCondition(e, job.Generation, now)
-	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
-	if i >= 0 {
-		old := job.Status.Conditions[i]
-		if old.Status == cond.Status && old.Reason == cond.Reason {
-			if old.Message == cond.Message {
-				return nil
-			}
-			if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
-				return nil // only the figures moved, and recently
-			}
+	cond, write := a.scalingCondition(job, e, now)
+	if !write {
+		if record == nil {
+			return nil
 		}
-		if old.Status == cond.Status {
-			cond.LastTransitionTime = old.LastTransitionTime
-		}
+		return a.recordScale(ctx, job, record)
 	}
+	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
 	var ops []map[string]any
 	switch {
 	case i >= 0:
@@ -155,6 +156,9 @@ func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Ex
 			{"op": "add", "path": "/status/conditions", "value": []metav1.Condition{cond}},
 		}
 	}
+	if record != nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/status/lastScale", "value": record})
+	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
@@ -170,10 +174,40 @@ func (a *Autoscaler) recordLimit(ctx context.Context, job *v1.TrainingJob, e *Ex
 		return nil
 	case apierrors.IsNotFound(err):
 		return nil
-	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+	}
+	if record != nil {
+		if err := a.recordScale(ctx, job, record); err != nil {
+			return err
+		}
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", errStale, e.Job, err)
 	}
 	return fmt.Errorf("record the Scaling condition of %s: %w", e.Job, err)
+}
+
+// scalingCondition is the job's Scaling condition from e, and whether it is
+// to be written: its status or reason changed, or its message did and it
+// was not written in the last FigureRefresh.
+func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *Explanation, now time.Time) (metav1.Condition, bool) {
+	cond := ScalingCondition(e, job.Generation, now)
+	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
+	if i < 0 {
+		return cond, true
+	}
+	old := job.Status.Conditions[i]
+	if old.Status == cond.Status && old.Reason == cond.Reason {
+		if old.Message == cond.Message {
+			return cond, false
+		}
+		if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
+			return cond, false // only the figures moved, and recently
+		}
+	}
+	if old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	return cond, true
 }
 
 // errStale: a status write lost to a concurrent writer (the controller's

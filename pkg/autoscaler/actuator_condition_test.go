@@ -82,9 +82,9 @@ func TestRunOnceUpdatesTheLimitInPlace(t *testing.T) {
 	assert.Equal(t, ready, job.Status.Conditions[1])
 }
 
-// TestRecordLimitLosesToAConcurrentWriter: a job whose conditions changed
+// TestRecordStatusLosesToAConcurrentWriter: a job whose conditions changed
 // since they were read is not written; the next plan retries.
-func TestRecordLimitLosesToAConcurrentWriter(t *testing.T) {
+func TestRecordStatusLosesToAConcurrentWriter(t *testing.T) {
 	ready := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonRunning, Message: "running"}
 	objs := objects(elasticJob("a", 1, 2, 2, withCondition(ready)), []runtime.Object{node("n1", "10", "64Gi")})
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
@@ -92,7 +92,7 @@ func TestRecordLimitLosesToAConcurrentWriter(t *testing.T) {
 	require.NoError(t, err)
 	stale := job.DeepCopy()
 	stale.ResourceVersion = "stale"
-	err = f.scaler.recordLimit(context.Background(), stale, &Explanation{Job: "ns/a", Limit: LimitAtMax, Message: "at its maximum"}, f.clock.Now())
+	err = f.scaler.recordStatus(context.Background(), stale, &Explanation{Job: "ns/a", Limit: LimitAtMax, Message: "at its maximum"}, nil, f.clock.Now())
 	require.Error(t, err) // the fake clientset fails the test op with an error of its own; the API server answers 422 (errStale)
 	job, err = f.tj.PaddlepaddleV1().TrainingJobs("ns").Get(context.Background(), "a", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestRunOnceRewritesFiguresAtMostOncePerRefresh(t *testing.T) {
 	f.tj.ClearActions()
 	f.clock.Step(time.Second)
 	require.Len(t, f.scaler.RunOnce(ctx), 1, "it grows")
-	assert.Equal(t, 2, statusWrites(), "the decision and the new reason")
+	assert.Equal(t, 1, statusWrites(), "the decision and the new reason, in one patch")
 	job = f.waitForJob("a", func(j *v1.TrainingJob) bool { return scaling(j).Reason != v1.ScalingAtMin })
 	assert.Equal(t, v1.ScalingAtMax, scaling(job).Reason)
 }

@@ -2,7 +2,6 @@ package autoscaler
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -163,7 +162,7 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 	assert.Equal(t, int32(4), actions[0].To)
 
 	writes := f.writes()
-	require.Len(t, writes, 3, "one ReplicaSet patch, one status patch for the decision and one for the Scaling condition")
+	require.Len(t, writes, 2, "one ReplicaSet patch and one status patch for the decision and the Scaling condition")
 	rsPatch := writes[0].(clienttesting.PatchAction)
 	assert.Equal(t, "a-trainer", rsPatch.GetName())
 	assert.Equal(t, types.JSONPatchType, rsPatch.GetPatchType())
@@ -174,19 +173,43 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 
 	statusPatch := writes[1].(clienttesting.PatchAction)
 	assert.Equal(t, "status", statusPatch.GetSubresource())
-	var body struct {
-		Status v1.TrainingJobStatus `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal(statusPatch.GetPatch(), &body))
-	require.NotNil(t, body.Status.LastScale)
-	assert.True(t, body.Status.LastScale.Time.Time.Equal(f.clock.Now()), "recorded at the plan's time")
-	body.Status.LastScale.Time = metav1.Time{}
-	assert.Equal(t, v1.ScaleRecord{From: 1, To: 4, Reason: actions[0].Reason}, *body.Status.LastScale)
+	assert.Equal(t, types.JSONPatchType, statusPatch.GetPatchType())
 	assert.Equal(t, []string{"Normal Scaled Scaled trainers from 1 to 4: " + actions[0].Reason}, drain(f.recorder))
 
-	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return len(j.Status.Conditions) == 1 })
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return len(j.Status.Conditions) == 1 && j.Status.LastScale != nil })
 	assert.Equal(t, v1.ScalingAtMax, job.Status.Conditions[0].Reason)
 	assert.Equal(t, "grows by 3 to its maximum, 4 of 1..4 trainers", job.Status.Conditions[0].Message)
+	assert.True(t, job.Status.LastScale.Time.Time.Equal(f.clock.Now()), "recorded at the plan's time")
+	job.Status.LastScale.Time = metav1.Time{}
+	assert.Equal(t, v1.ScaleRecord{From: 1, To: 4, Reason: actions[0].Reason}, *job.Status.LastScale)
+}
+
+// TestRunOnceRecordsTheScalingWhenTheConditionLosesARace: the cooldown reads
+// lastScale, so a status patch that loses to a concurrent writer is followed
+// by the record alone, with no precondition.
+func TestRunOnceRecordsTheScalingWhenTheConditionLosesARace(t *testing.T) {
+	objs := objects(elasticJob("a", 1, 4, 1), []runtime.Object{node("n1", "10", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	f.tj.PrependReactor("patch", "trainingjobs", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.(clienttesting.PatchAction).GetPatchType() != types.JSONPatchType {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "paddlepaddle.org", Resource: "trainingjobs"}, "a", nil)
+	})
+	actions := f.scaler.RunOnce(context.Background())
+	require.Len(t, actions, 1)
+
+	var statusPatches []clienttesting.PatchAction
+	for _, w := range f.writes() {
+		if w.GetSubresource() == "status" {
+			statusPatches = append(statusPatches, w.(clienttesting.PatchAction))
+		}
+	}
+	require.Len(t, statusPatches, 2, "the combined patch, lost, then the record alone")
+	assert.Equal(t, types.MergePatchType, statusPatches[1].GetPatchType())
+	job := f.waitForJob("a", func(j *v1.TrainingJob) bool { return j.Status.LastScale != nil })
+	assert.Equal(t, int32(4), job.Status.LastScale.To)
+	assert.Empty(t, job.Status.Conditions, "the condition is retried by the next plan")
 }
 
 func TestRunOnceWritesNothingWhenNothingChanges(t *testing.T) {

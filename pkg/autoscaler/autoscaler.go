@@ -111,7 +111,7 @@ type Autoscaler struct {
 
 	// written is when each job's Scaling condition was last written (by
 	// job key and UID), so that figures that move with every pod do not
-	// rewrite it every cycle; see recordLimit. Only RunOnce touches it.
+	// rewrite it every cycle; see recordStatus. Only RunOnce touches it.
 	written map[string]time.Time
 }
 
@@ -147,7 +147,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return errors.New("the autoscaler's caches did not sync")
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)
+	// A cycle starts every interval, not an interval after the last one
+	// ended: a cycle that applies many scalings spends seconds writing them
+	// at the client's rate limit, and the next would start that much later.
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)
 	a.log.Info("stopping the autoscaler")
 	return nil
 }
@@ -172,15 +175,18 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 	a.log.Debug("planned", "jobs", len(jobs), "actions", len(actions), "pending", len(snap.Pending),
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
 	failed := map[string]bool{}
+	scaled := map[string]*v1.ScaleRecord{}
 	for _, act := range actions {
 		if a.cfg.DryRun {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 			continue
 		}
-		if err := a.apply(ctx, objects[act.Job], act, now); err != nil {
+		if err := a.apply(ctx, objects[act.Job], act); err != nil {
 			failed[act.Job] = true
 			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
+			continue
 		}
+		scaled[act.Job] = &v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
 	}
 	if !a.cfg.DryRun {
 		written := make(map[string]time.Time, len(decision.Jobs))
@@ -196,11 +202,18 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			if failed[e.Job] || stopped[e.Job] {
 				continue // the condition would describe a scaling that did not happen, or a job being stopped
 			}
-			switch err := a.recordLimit(ctx, objects[e.Job], &e, now); {
+			record := scaled[e.Job]
+			delete(scaled, e.Job)
+			switch err := a.recordStatus(ctx, objects[e.Job], &e, record, now); {
 			case errors.Is(err, errStale):
 				a.log.Debug("the job changed while its limit was recorded; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
 			case err != nil:
 				a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+			}
+		}
+		for job, record := range scaled { // scaled, and not explained: the record alone
+			if err := a.recordScale(ctx, objects[job], record); err != nil {
+				a.log.Warn("recording the scaling failed", "job", job, "err", err)
 			}
 		}
 	}

@@ -119,18 +119,18 @@ experiment: build controlplane ## reproduce the original's two experiments, EDL 
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/experiment -size $(SIZE) -scenarios $(SCENARIO) -edl bin/edl $(EXPERIMENT_FLAGS)
 
 # make scale: NODES kwok nodes (300 unless NODES is given on the command
-# line: the 4 above are the standing cluster's), JOBS TrainingJobs in
-# NAMESPACES namespaces, a steady window of STEADY; SCALE_FLAGS go to
-# test/cmd/scale. The figures go to docs/scale.md. See docs/scale.md.
-JOBS ?= 50
-NAMESPACES ?= 5
+# line: the 4 above are the standing cluster's) of 12 CPU, JOBS TrainingJobs
+# (one per 6 nodes unless given) in NAMESPACES namespaces (one per 10 jobs
+# unless given), a steady window of STEADY; SCALE_FLAGS go to
+# test/cmd/scale. The figures go to docs/scale.md, a row per size in its
+# table of sizes. See docs/scale.md.
 STEADY ?= 2m
 SCALE_FLAGS ?=
 
 .PHONY: scale
-scale: build controlplane ## edl on a big kwok cluster, measured from outside: memory, CPU, requests, a wave's settling, a cycle's cost (NODES=300 JOBS=50; docs/scale.md)
+scale: build controlplane ## edl on a big kwok cluster, measured from outside: memory, CPU, requests, a wave's settling, a cycle's cost (NODES=300, 1000, 2000; docs/scale.md)
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/scale -edl bin/edl \
-		-nodes $(if $(filter command line,$(origin NODES)),$(NODES),300) -jobs $(JOBS) -namespaces $(NAMESPACES) -steady $(STEADY) $(SCALE_FLAGS)
+		-nodes $(if $(filter command line,$(origin NODES)),$(NODES),300) $(if $(JOBS),-jobs $(JOBS)) $(if $(NAMESPACES),-namespaces $(NAMESPACES)) -steady $(STEADY) $(SCALE_FLAGS)
 
 # make demo: the standing cluster's size for the demo.
 DEMO_NODES ?= 4

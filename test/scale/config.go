@@ -27,7 +27,7 @@ type Config struct {
 
 // DefaultConfig is what make scale runs without knobs.
 var DefaultConfig = Config{
-	Nodes: 300, NodeCPU: 8, NodeMemory: "32Gi", NodePods: 110,
+	Nodes: 300, NodeCPU: 12, NodeMemory: "32Gi", NodePods: 110,
 	Jobs: 50, Namespaces: 5,
 	Interval: 5 * time.Second, Steady: 2 * time.Minute, SettleTimeout: 8 * time.Minute,
 }

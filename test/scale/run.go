@@ -20,6 +20,9 @@ import (
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
+// BucketWidth is the width of the requests plot's buckets.
+const BucketWidth = 10 * time.Second
+
 // CycleMetric is the histogram of one autoscaling cycle's snapshot and plan.
 const CycleMetric = "edl_autoscaler_plan_duration_seconds"
 
@@ -373,7 +376,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := readTimelines(res.Settles, auditLog, filepath.Join(opts.Dir, "edl.log")); err != nil {
 		return nil, err
 	}
-	res.Buckets = BucketRequests(requests, origin, end, 10*time.Second)
+	res.Buckets = BucketRequests(requests, origin, end, BucketWidth)
 	res.LoadAfter = loadavg()
 	res.Wall = time.Since(began)
 	return res, nil

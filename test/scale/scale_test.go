@@ -145,11 +145,11 @@ func TestCosts(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c := DefaultConfig
 	require.NoError(t, c.Validate())
-	assert.Equal(t, int32(400), c.WebReplicas(), "a third of 300 × 8 CPUs in pods of 2")
-	assert.Equal(t, int32(267), c.WebShrunk())
-	// 0.97 × 2,400 − 800 − 25 = 1,503 CPUs: 3,006 trainers, a quarter more
+	assert.Equal(t, int32(600), c.WebReplicas(), "a third of 300 × 12 CPUs in pods of 2")
+	assert.Equal(t, int32(400), c.WebShrunk())
+	// 0.97 × 3,600 − 1,200 − 25 = 2,267 CPUs: 4,534 trainers, a quarter more
 	// over 50 jobs.
-	assert.Equal(t, int32(76), c.TrainerMax())
+	assert.Equal(t, int32(114), c.TrainerMax())
 
 	bad := c
 	bad.Namespaces = 0
@@ -157,4 +157,52 @@ func TestConfig(t *testing.T) {
 	bad = c
 	bad.Jobs = 10000
 	require.ErrorContains(t, bad.Validate(), "do not fit")
+}
+
+func TestSummariesMakeOneTableBySize(t *testing.T) {
+	run := func(nodes int, rss int64, cycle float64) *Result {
+		c := DefaultConfig
+		c.Nodes, c.Jobs = nodes, nodes/6
+		return &Result{Config: c, Pods: nodes * 15,
+			Samples: []Sample{{At: 0, RSS: rss}, {At: 30 * time.Second, RSS: 2 * rss}, {At: 90 * time.Second, RSS: rss}},
+			Phases: []Phase{{Name: "filling the cluster", Start: 0, End: time.Minute},
+				{Name: "steady, nothing changes", Start: time.Minute, End: 2 * time.Minute}},
+			Buckets: []RequestBucket{{At: 0, ByKind: map[string]int{KindWrite: 100, KindGet: 20}},
+				{At: 10 * time.Second, ByKind: map[string]int{KindWrite: 20}}, {At: 70 * time.Second, ByKind: map[string]int{KindWrite: 5}}},
+			Steady: []RequestCount{{Verb: "update", Resource: "leases", LeaderElection: true, N: 60}, {Verb: "patch", Resource: "replicasets", N: 2}},
+			Settles: []Settle{{Settled: true}, {Settled: true, EDL: 5 * time.Second, Total: 7 * time.Second},
+				{Settled: true, EDL: 15 * time.Second, Total: 16 * time.Second}},
+			Cycle: Histogram{Bounds: []float64{cycle, 2 * cycle, math.Inf(1)}, Counts: []uint64{50, 100, 100}, Count: 100, Sum: cycle * 100}}
+	}
+	dir := t.TempDir()
+	for _, r := range []*Result{run(2000, 200<<20, 0.04), run(300, 40<<20, 0.008)} {
+		require.NoError(t, SaveSummary(dir, Summarize(r)))
+	}
+	runs, err := LoadSummaries(dir)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	assert.Equal(t, []int{300, 2000}, []int{runs[0].Nodes, runs[1].Nodes}, "smallest cluster first")
+	s := runs[1]
+	assert.InDelta(t, 400.0, s.PeakRSS, 1e-9)
+	assert.InDelta(t, 200.0, s.SteadyRSS, 1e-9, "the steady window's mean")
+	assert.InDelta(t, 12.0, s.PeakRequests, 1e-9, "the busiest 10 s: 120 requests")
+	assert.InDelta(t, 7.0, s.MeanRequests, 1e-9, "140 requests in the fill's 20 s of buckets; the steady window's are not busy")
+	assert.Equal(t, 0, s.SteadyLists)
+	assert.Equal(t, 2, s.SteadyWrites, "the leader's lease renewals are not the controller's writes")
+	assert.InDelta(t, 5.0, s.GrowEDL, 1e-9)
+	assert.InDelta(t, 15.0, s.ShrinkEDL, 1e-9)
+	assert.True(t, s.Settled)
+
+	table := SizesMarkdown(runs)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	require.Len(t, lines, 4, "a header, its rule and a row per size")
+	assert.True(t, strings.HasPrefix(lines[3], "| 2000 (12) | 30000 | 333 | 400.0 MiB | 200.0 MiB |"), lines[3])
+	assert.Contains(t, lines[3], "| 15 s (3.0 intervals) / 16 s |")
+	paths, err := PlotSizes(dir, runs)
+	require.NoError(t, err)
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Positive(t, info.Size())
+	}
 }

@@ -21,10 +21,13 @@ import (
 	"github.com/paddlepaddle/edl/test/scale"
 )
 
-// The markers between which the results go in -out.
+// The markers between which the last run's results and the table of the
+// runs by size go in -out.
 const (
-	beginMarker = "<!-- make scale: results begin -->"
-	endMarker   = "<!-- make scale: results end -->"
+	beginMarker      = "<!-- make scale: results begin -->"
+	endMarker        = "<!-- make scale: results end -->"
+	sizesBeginMarker = "<!-- make scale: sizes begin -->"
+	sizesEndMarker   = "<!-- make scale: sizes end -->"
 )
 
 func main() {
@@ -38,8 +41,8 @@ func run() error {
 	c := scale.DefaultConfig
 	flag.IntVar(&c.Nodes, "nodes", c.Nodes, "kwok nodes")
 	flag.IntVar(&c.NodeCPU, "node_cpu", c.NodeCPU, "CPUs of a node")
-	flag.IntVar(&c.Jobs, "jobs", c.Jobs, "TrainingJobs")
-	flag.IntVar(&c.Namespaces, "namespaces", c.Namespaces, "namespaces the jobs are spread over")
+	flag.IntVar(&c.Jobs, "jobs", 0, "TrainingJobs (0: one per 6 nodes)")
+	flag.IntVar(&c.Namespaces, "namespaces", 0, "namespaces the jobs are spread over (0: one per 10 jobs)")
 	flag.DurationVar(&c.Interval, "interval", c.Interval, "edl's -autoscale_interval")
 	flag.DurationVar(&c.Steady, "steady", c.Steady, "the steady window in which edl's requests are counted")
 	flag.DurationVar(&c.SettleTimeout, "settle_timeout", c.SettleTimeout, "how long each step may take to settle")
@@ -47,6 +50,12 @@ func run() error {
 	out := flag.String("out", filepath.Join("docs", "scale.md"), "the Markdown file whose results section is rewritten")
 	workDir := flag.String("workdir", filepath.Join(framework.CacheDir(), "scale"), "directory for the run's logs")
 	flag.Parse()
+	if c.Jobs == 0 {
+		c.Jobs = max(1, c.Nodes/6)
+	}
+	if c.Namespaces == 0 {
+		c.Namespaces = max(1, c.Jobs/10)
+	}
 	bin, err := filepath.Abs(*edlBin)
 	if err != nil {
 		return err
@@ -68,31 +77,60 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	command := fmt.Sprintf("make scale NODES=%d JOBS=%d NAMESPACES=%d", c.Nodes, c.Jobs, c.Namespaces)
+	command := fmt.Sprintf("make scale NODES=%d", c.Nodes)
+	if c.Jobs != max(1, c.Nodes/6) || c.Namespaces != max(1, c.Jobs/10) {
+		command += fmt.Sprintf(" JOBS=%d NAMESPACES=%d", c.Jobs, c.Namespaces)
+	}
+	if c.NodeCPU != scale.DefaultConfig.NodeCPU {
+		command += fmt.Sprintf(" SCALE_FLAGS=-node_cpu=%d", c.NodeCPU)
+	}
 	if c.Steady != scale.DefaultConfig.Steady {
 		command += " STEADY=" + c.Steady.String()
 	}
 	results := scale.Markdown(res, command) +
 		fmt.Sprintf("![edl's memory](scale/%s)\n\n![edl's requests](scale/%s)\n", filepath.Base(memory), filepath.Base(requests))
 	fmt.Println(results)
-	return splice(*out, results)
+	if err := splice(*out, results, beginMarker, endMarker); err != nil {
+		return err
+	}
+	runs := filepath.Join(plots, "runs")
+	if err := scale.SaveSummary(runs, scale.Summarize(res)); err != nil {
+		return err
+	}
+	summaries, err := scale.LoadSummaries(runs)
+	if err != nil {
+		return err
+	}
+	sizes, err := scale.PlotSizes(plots, summaries)
+	if err != nil {
+		return err
+	}
+	table := scale.SizesMarkdown(summaries) + "\n"
+	for _, p := range sizes {
+		table += fmt.Sprintf("![](scale/%s)\n", filepath.Base(p))
+	}
+	return splice(*out, table, sizesBeginMarker, sizesEndMarker)
 }
 
-// splice writes results between the markers of the file at path, or makes a
-// file of the markers and the results if there is none.
-func splice(path, results string) error {
+// splice writes text between the begin and end markers of the file at path,
+// or makes a file of the markers and the text if there is none.
+func splice(path, text, beginMarker, endMarker string) error {
 	doc, err := os.ReadFile(path) // #nosec G304 -- the -out flag
 	if os.IsNotExist(err) {
-		doc, err = []byte("# EDL at scale\n\n"+beginMarker+"\n"+endMarker+"\n"), nil
+		doc, err = []byte("# EDL at scale\n\n"), nil
 	}
 	if err != nil {
 		return err
 	}
-	text := string(doc)
-	begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
-	if begin < 0 || end < begin {
-		return fmt.Errorf("%s: no %q … %q section for the results", path, beginMarker, endMarker)
+	old := string(doc)
+	begin, end := strings.Index(old, beginMarker), strings.Index(old, endMarker)
+	switch {
+	case begin < 0 && end < 0:
+		old += "\n" + beginMarker + "\n" + endMarker + "\n"
+		begin, end = strings.Index(old, beginMarker), strings.Index(old, endMarker)
+	case begin < 0 || end < begin:
+		return fmt.Errorf("%s: no %q … %q section", path, beginMarker, endMarker)
 	}
-	text = text[:begin+len(beginMarker)] + "\n" + results + text[end:]
-	return os.WriteFile(path, []byte(text), 0o644) // #nosec G703 -- the -out flag, as read above
+	old = old[:begin+len(beginMarker)] + "\n" + text + old[end:]
+	return os.WriteFile(path, []byte(old), 0o644) // #nosec G703 -- the -out flag, as read above
 }

@@ -2,13 +2,17 @@
 // TrainingJobs in several namespaces and a web service of higher priority,
 // measures edl from outside (memory, CPU, requests, reaction to a wave, a
 // cycle's cost) and writes the figures between the result markers of
-// -out (docs/scale.md), its plots beside it in scale/. make scale runs it.
+// -out (docs/scale.md), its plots beside it in scale/, its headline figures
+// in scale/runs/nodes-N.json and, from all of those, the table and plots of
+// the runs by size. The whole result is kept in -workdir as result.json.
+// make scale runs it.
 //
 //	go run ./test/cmd/scale -edl bin/edl -nodes 300 -jobs 50
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -68,6 +72,10 @@ func run() error {
 	res, err := scale.Run(ctx, scale.Options{Config: c, EDL: bin, Dir: *workDir, Progress: os.Stdout})
 	if err != nil {
 		return err
+	}
+	if b, err := json.MarshalIndent(res, "", " "); err == nil {
+		// The whole run, for a look beyond the docs' figures.
+		_ = os.WriteFile(filepath.Join(*workDir, "result.json"), b, 0o600)
 	}
 	plots := filepath.Join(filepath.Dir(*out), "scale")
 	if err := os.MkdirAll(plots, 0o755); err != nil {

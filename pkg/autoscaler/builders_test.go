@@ -102,7 +102,8 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
 				Placement: o.placement, PreemptNever: o.never})
 		} else if o.terminating {
 			i := idx[o.node]
-			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, cluster.TerminatingPod{Request: o.req, Deadline: o.deadline})
+			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, cluster.TerminatingPod{Request: o.req, Deadline: o.deadline,
+				Trainer: o.job != "" && !o.notTrainer})
 		}
 	}
 	sort.SliceStable(r.Pending, func(i, j int) bool { return r.Pending[i].Priority > r.Pending[j].Priority })

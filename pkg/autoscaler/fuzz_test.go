@@ -213,7 +213,8 @@ func jobByKey(jobs []Job, key string) Job {
 }
 
 // shrinkJustified reports whether a resource was over the threshold, counting
-// only pods bound to counted nodes, less those going.
+// only pods bound to counted nodes, less those going and the trainers being
+// deleted however late.
 func shrinkJustified(snap cluster.Snapshot, j Job, opts Options) bool {
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {
@@ -222,7 +223,7 @@ func shrinkJustified(snap cluster.Snapshot, j Job, opts Options) bool {
 	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
 	for _, n := range snap.Nodes {
 		for _, t := range n.Terminating {
-			if !opts.Now.After(t.Deadline.Add(settleSlack)) {
+			if t.Trainer || !opts.Now.After(t.Deadline.Add(settleSlack)) {
 				load = load.minus(vecOf(t.Request))
 			}
 		}

@@ -180,6 +180,25 @@ func TestTerminatingPodsAreGoneForLoadButHeldFromGrowth(t *testing.T) {
 	assert.Equal(t, CauseLoad, acts[0].Cause)
 }
 
+// TestLingeringTrainersAreNoLoad: a trainer still being deleted long after
+// its grace period — a kubelet's backlog after a big scale-down — was let go
+// by its job's ReplicaSet already: counting it as load would shrink jobs
+// again for it, whose trainers would linger too (the loop a 2,000-node
+// make scale run fell into, kwok's deletions minutes behind). It still
+// holds its room from growth.
+func TestLingeringTrainersAreNoLoad(t *testing.T) {
+	jobs := []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))}
+	now := t0.Add(time.Hour)
+	opts := Options{MaxLoadDesired: 0.9, Now: now}
+	lingering := clusterOf(nodes("n", 1, res(10, 64, 0)), jobs,
+		otherPod{name: "b-trainer-x", job: "ns/b", node: "n-0", req: res(4, 1, 0), terminating: true, deadline: now.Add(-time.Hour)})
+	assert.Empty(t, Plan(lingering, jobs, opts), "6 of 10 CPU are load: no shrink; the lingering trainer's 4 are no one's to grow into")
+
+	pserver := clusterOf(nodes("n", 1, res(10, 64, 0)), jobs,
+		otherPod{name: "b-pserver-x", job: "ns/b", notTrainer: true, node: "n-0", req: res(4, 1, 0), terminating: true, deadline: now.Add(-time.Hour)})
+	require.Len(t, Plan(pserver, jobs, opts), 1, "any other pod stuck past its grace period is load, as before")
+}
+
 // TestAScaleDownUnderWayIsNotTakenTwice: a job with more trainer pods than
 // its ReplicaSet asks for is being scaled down; the pods it deletes are
 // going, so the load they make does not shrink anyone again.

@@ -309,7 +309,7 @@ func (s *sim) snapshot() (cluster.Snapshot, []Job) {
 			free = free.minus(p.req)
 			if p.deleteAt != 0 {
 				node.Terminating = append(node.Terminating, cluster.TerminatingPod{Request: p.req.resources(),
-					Deadline: t0.Add(time.Duration(p.deleteAt) * time.Second)})
+					Deadline: t0.Add(time.Duration(p.deleteAt) * time.Second), Trainer: p.job != nil})
 			}
 		}
 		node.Free = free.resources()

@@ -203,6 +203,7 @@ func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 // and the pending pods' that the plan evaluates (the queued jobs').
 func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.Placement) *planner {
 	p := &planner{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
+	var lingering vec // trainers being deleted past their grace period and settleSlack
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
 	}
@@ -222,8 +223,11 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 		p.nodeIdx[n.Name] = int32(i) // #nosec G115 -- a node index: far fewer than 2^31 nodes
 		p.free[i] = vecOf(n.Free)
 		for _, t := range n.Terminating {
-			if !opts.Now.After(t.Deadline.Add(settleSlack)) {
+			switch {
+			case !opts.Now.After(t.Deadline.Add(settleSlack)):
 				p.goes(i, vecOf(t.Request))
+			case t.Trainer:
+				lingering = lingering.plus(vecOf(t.Request))
 			}
 		}
 	}
@@ -274,6 +278,12 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 	// the job it was given back for from growing into its room. The
 	// removals of this plan stay in: their room is not growth's yet.
 	p.growLoad = p.requested
+	// A trainer still being deleted long after its grace period (a slow
+	// kubelet's backlog after a big scale-down) keeps its room from growth
+	// but is no load to shrink for: its job's ReplicaSet has let it go
+	// already, and taking more trainers for it would not make it go sooner
+	// — only take its room twice, and add to the kubelet's backlog.
+	p.requested = p.requested.minus(lingering)
 	return p
 }
 

@@ -178,7 +178,7 @@ func (n *nodeState) snapshot(name string) Node {
 	node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
 		Free: free.floorResources()}
 	for _, p := range n.terminating {
-		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion})
+		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion, Trainer: p.job != ""})
 	}
 	return node
 }

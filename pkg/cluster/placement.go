@@ -107,6 +107,9 @@ type TerminatingPod struct {
 	Request Resources
 	// Deadline is metadata.deletionTimestamp: when the grace period ends.
 	Deadline time.Time
+	// Trainer: the pod is a trainer of an EDL job, which its ReplicaSet
+	// no longer counts.
+	Trainer bool
 }
 
 // schedulingTaints keeps the taints that keep pods off a node, in a new

@@ -390,7 +390,7 @@ func TestTerminatingPodsAreReportedPerNode(t *testing.T) {
 	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), terminating(), withRV("2")))
 	r := s.InquiryResource()
 	assert.ElementsMatch(t, []TerminatingPod{
-		{Request: Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0},
+		{Request: Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0, Trainer: true},
 		{Request: Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: t0},
 	}, r.Nodes[0].Terminating)
 	assert.Equal(t, int64(64000-3000), r.Nodes[0].Free.CPUMilli, "they still hold their node")

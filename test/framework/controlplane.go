@@ -75,6 +75,10 @@ type Options struct {
 	// node that fits them (and turns off the scores that spread pods),
 	// "LeastAllocated" (what empty means) spreads them.
 	SchedulerScoring string
+	// KwokPodParallelism, when set, is how many pod stages kwok plays at
+	// once (its podPlayStageParallelism, 4 by default): a scale run's
+	// thousands of pods starting and being deleted need more.
+	KwokPodParallelism uint
 }
 
 // ControlPlane is a running control plane. Its methods are safe for
@@ -214,8 +218,16 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return err
 	}
-	if l.kwokStages, err = writeStages(filepath.Join(cp.Dir, "kwok", "stages")); err != nil {
+	if l.kwokConfigs, err = writeStages(filepath.Join(cp.Dir, "kwok", "stages")); err != nil {
 		return err
+	}
+	if opts.KwokPodParallelism > 0 {
+		conf := filepath.Join(cp.Dir, "kwok", "configuration.yaml")
+		text := fmt.Sprintf("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %d\n", opts.KwokPodParallelism)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil { // #nosec G306 -- a test cluster's configuration
+			return err
+		}
+		l.kwokConfigs = append(l.kwokConfigs, conf)
 	}
 	if opts.SchedulerScoring != "" {
 		l.schedConfig = filepath.Join(cp.Dir, "scheduler-config.yaml")

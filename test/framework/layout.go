@@ -26,7 +26,7 @@ type layout struct {
 	kcmKubeconfig      string
 	schedKubeconfig    string
 	schedConfig        string // a KubeSchedulerConfiguration, or "" for the defaults
-	kwokStages         []string
+	kwokConfigs         []string
 }
 
 // server is the API server's URL.
@@ -144,7 +144,7 @@ func (l layout) kwokArgs() []string {
 		"--node-lease-duration-seconds=40",
 		"--cidr=" + podCIDR,
 	}
-	for _, s := range l.kwokStages {
+	for _, s := range l.kwokConfigs {
 		args = append(args, "--config="+s)
 	}
 	return args

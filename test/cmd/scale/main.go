@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/paddlepaddle/edl/test/framework"
 	"github.com/paddlepaddle/edl/test/scale"
@@ -54,6 +55,11 @@ func run() error {
 	out := flag.String("out", filepath.Join("docs", "scale.md"), "the Markdown file whose results section is rewritten")
 	workDir := flag.String("workdir", filepath.Join(framework.CacheDir(), "scale"), "directory for the run's logs")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["settle_timeout"] { // a minute per 100 nodes, at least the default
+		c.SettleTimeout = max(c.SettleTimeout, time.Duration(c.Nodes/100)*time.Minute)
+	}
 	if c.Jobs == 0 {
 		c.Jobs = max(1, c.Nodes/6)
 	}

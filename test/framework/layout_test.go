@@ -79,7 +79,7 @@ func TestLayoutArgs(t *testing.T) {
 		saKey: "/pki/sa.key", saPub: "/pki/sa.pub", clients: map[string]clientCert{userFrontProxy: {cert: "/pki/fp.crt", key: "/pki/fp.key"}}}
 	l := layout{dir: "/cp", pki: p, etcdURL: "http://127.0.0.1:2001", peerURL: "http://127.0.0.1:2002",
 		apiPort: 2003, kcmPort: 2004, schedPort: 2005, kubeconfig: "/cp/kubeconfig",
-		kcmKubeconfig: "/cp/kcm.kubeconfig", schedKubeconfig: "/cp/sched.kubeconfig", kwokStages: []string{"/s/a.yaml", "/s/b.yaml"}}
+		kcmKubeconfig: "/cp/kcm.kubeconfig", schedKubeconfig: "/cp/sched.kubeconfig", kwokConfigs: []string{"/s/a.yaml", "/s/b.yaml"}}
 	assert.Equal(t, "https://127.0.0.1:2003", l.server())
 	assert.Contains(t, l.etcdArgs(), "--listen-client-urls=http://127.0.0.1:2001")
 	assert.Contains(t, l.etcdArgs(), "--data-dir=/cp/etcd")

@@ -29,7 +29,8 @@ import (
 // share one control plane and run in order; the restart comes last.
 func TestControlPlane(t *testing.T) {
 	nodes := NodeSpec{Name: "node", CPU: "8", Memory: "32Gi", GPU: 4, Count: 3}
-	plane := StartForTest(t, Options{Nodes: []NodeSpec{nodes}})
+	// With a kwok configuration of its own, as make scale starts it.
+	plane := StartForTest(t, Options{Nodes: []NodeSpec{nodes}, KwokPodParallelism: 8})
 	t.Run("versions", func(t *testing.T) { testVersions(t, plane, nodes) })
 	t.Run("ReplicaSet pods run on kwok nodes", func(t *testing.T) { testReplicaSetPodsRunOnKwokNodes(t, plane) })
 	t.Run("kwok exit stage", func(t *testing.T) { testKwokExitStage(t, plane) })

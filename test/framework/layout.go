@@ -26,7 +26,7 @@ type layout struct {
 	kcmKubeconfig      string
 	schedKubeconfig    string
 	schedConfig        string // a KubeSchedulerConfiguration, or "" for the defaults
-	kwokConfigs         []string
+	kwokConfigs        []string
 }
 
 // server is the API server's URL.

@@ -1,9 +1,11 @@
 package scale
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -18,6 +20,41 @@ type Histogram struct {
 	Counts []uint64
 	Count  uint64
 	Sum    float64
+}
+
+// histogramJSON is a Histogram in JSON, its bounds as strings: JSON has no
+// +Inf.
+type histogramJSON struct {
+	Bounds []string
+	Counts []uint64
+	Count  uint64
+	Sum    float64
+}
+
+// MarshalJSON writes the bounds as strings ("+Inf" last).
+func (h Histogram) MarshalJSON() ([]byte, error) {
+	out := histogramJSON{Counts: h.Counts, Count: h.Count, Sum: h.Sum}
+	for _, b := range h.Bounds {
+		out.Bounds = append(out.Bounds, strconv.FormatFloat(b, 'g', -1, 64))
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (h *Histogram) UnmarshalJSON(b []byte) error {
+	var in histogramJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*h = Histogram{Counts: in.Counts, Count: in.Count, Sum: in.Sum}
+	for _, s := range in.Bounds {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("histogram bound %q: %w", s, err)
+		}
+		h.Bounds = append(h.Bounds, f)
+	}
+	return nil
 }
 
 // ParseHistogram reads the histogram name from a /metrics page in the text

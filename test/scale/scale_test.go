@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"strings"
@@ -191,13 +192,16 @@ func TestSummariesMakeOneTableBySize(t *testing.T) {
 	assert.Equal(t, 2, s.SteadyWrites, "the leader's lease renewals are not the controller's writes")
 	assert.InDelta(t, 5.0, s.GrowEDL, 1e-9)
 	assert.InDelta(t, 15.0, s.ShrinkEDL, 1e-9)
-	assert.True(t, s.Settled)
+	assert.True(t, s.FillSettled && s.GrowSettled && s.ShrinkSettled)
 
 	table := SizesMarkdown(runs)
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	require.Len(t, lines, 4, "a header, its rule and a row per size")
 	assert.True(t, strings.HasPrefix(lines[3], "| 2000 (12) | 30000 | 333 | 400.0 MiB | 200.0 MiB |"), lines[3])
 	assert.Contains(t, lines[3], "| 15 s (3.0 intervals) / 16 s |")
+
+	runs[1].GrowSettled = false
+	assert.Contains(t, SizesMarkdown(runs), "| did not settle in 7 s |", "a step that did not settle says so, not when edl last scaled")
 	paths, err := PlotSizes(dir, runs)
 	require.NoError(t, err)
 	for _, p := range paths {
@@ -205,4 +209,19 @@ func TestSummariesMakeOneTableBySize(t *testing.T) {
 		require.NoError(t, err)
 		assert.Positive(t, info.Size())
 	}
+}
+
+// TestResultRoundTripsThroughJSON: make scale keeps the whole result as
+// result.json, and -from writes the docs from it; the cycle histogram's +Inf
+// bound is no JSON number.
+func TestResultRoundTripsThroughJSON(t *testing.T) {
+	in := &Result{Config: DefaultConfig, Pods: 7, Settles: []Settle{{Name: "fill", Settled: true, EDL: time.Second}},
+		Cycle: Histogram{Bounds: []float64{0.001, 0.01, math.Inf(1)}, Counts: []uint64{1, 3, 4}, Count: 4, Sum: 0.05}}
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	var out Result
+	require.NoError(t, json.Unmarshal(b, &out))
+	assert.Equal(t, in.Cycle, out.Cycle)
+	assert.Equal(t, in.Settles, out.Settles)
+	assert.Equal(t, in.Config, out.Config)
 }

@@ -35,9 +35,12 @@ type Summary struct {
 	// leader election left out.
 	MeanRequests, PeakRequests float64
 	// Grow and Shrink are the wave's steps (the web service shrinking, then
-	// growing back): until edl's last scaling and until all run, seconds.
+	// growing back): until edl's last scaling and until all run, seconds;
+	// for a step that did not settle, Total is its settle timeout.
 	GrowEDL, GrowTotal, ShrinkEDL, ShrinkTotal float64
-	Settled                                    bool
+	// FillSettled, GrowSettled and ShrinkSettled: the step settled before
+	// its timeout.
+	FillSettled, GrowSettled, ShrinkSettled bool
 	// StatusPerJobMinute and StatusPeak are the status writes while the
 	// jobs started: the mean per job per minute, the busiest job-minute.
 	StatusPerJobMinute float64
@@ -56,7 +59,7 @@ func Summarize(r *Result) Summary {
 		PeakRSS: float64(PeakRSS(r.Samples)) / (1 << 20), Interval: c.Interval.Seconds(),
 		CycleP50: r.Cycle.Quantile(0.5) * 1000, CycleP99: r.Cycle.Quantile(0.99) * 1000, Cycles: r.Cycle.Count,
 		StatusPerJobMinute: r.FillStatus.PerJobMinute, StatusPeak: r.FillStatus.Peak,
-		Wall: r.Wall.Seconds(), Load: r.LoadAfter, Settled: true}
+		Wall: r.Wall.Seconds(), Load: r.LoadAfter}
 	var busy []Phase
 	for _, p := range Costs(r.Samples, r.Phases) {
 		switch {
@@ -95,12 +98,13 @@ func Summarize(r *Result) Summary {
 		s.MeanRequests = float64(n) / length.Seconds()
 	}
 	for i, st := range r.Settles {
-		s.Settled = s.Settled && st.Settled
 		switch i {
+		case 0:
+			s.FillSettled = st.Settled
 		case 1:
-			s.GrowEDL, s.GrowTotal = st.EDL.Seconds(), st.Total.Seconds()
+			s.GrowEDL, s.GrowTotal, s.GrowSettled = st.EDL.Seconds(), st.Total.Seconds(), st.Settled
 		case 2:
-			s.ShrinkEDL, s.ShrinkTotal = st.EDL.Seconds(), st.Total.Seconds()
+			s.ShrinkEDL, s.ShrinkTotal, s.ShrinkSettled = st.EDL.Seconds(), st.Total.Seconds(), st.Settled
 		}
 	}
 	return s
@@ -148,17 +152,26 @@ func SizesMarkdown(runs []Summary) string {
 		"status writes per job-minute while starting: mean / busiest | run |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range runs {
-		settled := ""
-		if !s.Settled {
-			settled = " (a step did not settle)"
+		fill := ""
+		if !s.FillSettled {
+			fill = " (the fill did not settle)"
 		}
-		fmt.Fprintf(&b, "| %d (%d) | %d | %d | %.1f MiB | %.1f MiB | %.1f / %.1f ms | %d / %d | %.1f / %.1f | %s / %s | %s / %s | %.1f / %d | %s%s |\n",
+		fmt.Fprintf(&b, "| %d (%d) | %d | %d | %.1f MiB | %.1f MiB | %.1f / %.1f ms | %d / %d | %.1f / %.1f | %s | %s | %.1f / %d | %s%s |\n",
 			s.Nodes, s.NodeCPU, s.Pods, s.Jobs, s.PeakRSS, s.SteadyRSS, s.CycleP50, s.CycleP99, s.SteadyLists, s.SteadyWrites,
-			s.MeanRequests, s.PeakRequests, seconds(s.GrowEDL, s.Interval), seconds(s.GrowTotal, 0),
-			seconds(s.ShrinkEDL, s.Interval), seconds(s.ShrinkTotal, 0), s.StatusPerJobMinute, s.StatusPeak,
-			time.Duration(s.Wall*float64(time.Second)).Round(time.Minute), settled)
+			s.MeanRequests, s.PeakRequests, reaction(s.GrowSettled, s.GrowEDL, s.GrowTotal, s.Interval),
+			reaction(s.ShrinkSettled, s.ShrinkEDL, s.ShrinkTotal, s.Interval), s.StatusPerJobMinute, s.StatusPeak,
+			time.Duration(s.Wall*float64(time.Second)).Round(time.Minute), fill)
 	}
 	return b.String()
+}
+
+// reaction says a wave step's reaction: until edl's last scaling (in
+// intervals too) / until all run, or that it did not settle.
+func reaction(settled bool, edl, total, interval float64) string {
+	if !settled {
+		return fmt.Sprintf("did not settle in %s", seconds(total, 0))
+	}
+	return seconds(edl, interval) + " / " + seconds(total, 0)
 }
 
 // seconds says d seconds, and in intervals when interval is not 0.
@@ -175,19 +188,25 @@ func PlotSizes(dir string, runs []Summary) ([]string, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("no runs to plot")
 	}
+	always := func(f func(Summary) float64) func(Summary) (float64, bool) {
+		return func(s Summary) (float64, bool) { return f(s), true }
+	}
 	panels := []struct {
 		title, unit string
-		lines       map[string]func(Summary) float64
+		lines       map[string]func(Summary) (float64, bool)
 	}{
-		{"edl's memory", "MiB", map[string]func(Summary) float64{
-			"peak RSS": func(s Summary) float64 { return s.PeakRSS }, "steady RSS": func(s Summary) float64 { return s.SteadyRSS }}},
-		{"one cycle (snapshot + plan)", "ms", map[string]func(Summary) float64{
-			"p99": func(s Summary) float64 { return s.CycleP99 }, "p50": func(s Summary) float64 { return s.CycleP50 }}},
-		{"edl's requests while busy", "requests/s", map[string]func(Summary) float64{
-			"busiest 10 s": func(s Summary) float64 { return s.PeakRequests }, "mean": func(s Summary) float64 { return s.MeanRequests }}},
-		{"reaction to a web step, until edl's last scaling", "s", map[string]func(Summary) float64{
-			"web grows back (jobs shrink)": func(s Summary) float64 { return s.ShrinkEDL },
-			"web shrinks (jobs grow)":      func(s Summary) float64 { return s.GrowEDL }}},
+		{"edl's memory", "MiB", map[string]func(Summary) (float64, bool){
+			"peak RSS":   always(func(s Summary) float64 { return s.PeakRSS }),
+			"steady RSS": always(func(s Summary) float64 { return s.SteadyRSS })}},
+		{"one cycle (snapshot + plan)", "ms", map[string]func(Summary) (float64, bool){
+			"p99": always(func(s Summary) float64 { return s.CycleP99 }),
+			"p50": always(func(s Summary) float64 { return s.CycleP50 })}},
+		{"edl's requests while busy", "requests/s", map[string]func(Summary) (float64, bool){
+			"busiest 10 s": always(func(s Summary) float64 { return s.PeakRequests }),
+			"mean":         always(func(s Summary) float64 { return s.MeanRequests })}},
+		{"reaction to a web step, until edl's last scaling (settled steps)", "s", map[string]func(Summary) (float64, bool){
+			"web grows back (jobs shrink)": func(s Summary) (float64, bool) { return s.ShrinkEDL, s.ShrinkSettled },
+			"web shrinks (jobs grow)":      func(s Summary) (float64, bool) { return s.GrowEDL, s.GrowSettled }}},
 	}
 	colors := []color.Color{kindColors[KindGet], kindColors[KindWatch]}
 	var paths []string
@@ -204,7 +223,12 @@ func PlotSizes(dir string, runs []Summary) ([]string, error) {
 		for j, name := range names {
 			xy := make(plotter.XYs, 0, len(runs))
 			for _, s := range runs {
-				xy = append(xy, plotter.XY{X: float64(s.Nodes), Y: p.lines[name](s)})
+				if y, ok := p.lines[name](s); ok {
+					xy = append(xy, plotter.XY{X: float64(s.Nodes), Y: y})
+				}
+			}
+			if len(xy) == 0 {
+				continue
 			}
 			if err := addLine(pl, name, xy, colors[j%len(colors)], nil); err != nil {
 				return nil, err

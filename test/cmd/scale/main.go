@@ -54,7 +54,19 @@ func run() error {
 	edlBin := flag.String("edl", "bin/edl", "the edl binary (make build)")
 	out := flag.String("out", filepath.Join("docs", "scale.md"), "the Markdown file whose results section is rewritten")
 	workDir := flag.String("workdir", filepath.Join(framework.CacheDir(), "scale"), "directory for the run's logs")
+	from := flag.String("from", "", "write the docs from this result.json of an earlier run instead of running")
 	flag.Parse()
+	if *from != "" {
+		b, err := os.ReadFile(*from) // #nosec G304 -- the -from flag
+		if err != nil {
+			return err
+		}
+		var res scale.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+		return write(&res, *out)
+	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["settle_timeout"] { // a minute per 100 nodes, at least the default
@@ -79,11 +91,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if b, err := json.MarshalIndent(res, "", " "); err == nil {
-		// The whole run, for a look beyond the docs' figures.
-		_ = os.WriteFile(filepath.Join(*workDir, "result.json"), b, 0o600)
+	// The whole run, for a look beyond the docs' figures and for -from.
+	b, err := json.MarshalIndent(res, "", " ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(*workDir, "result.json"), b, 0o600)
 	}
-	plots := filepath.Join(filepath.Dir(*out), "scale")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scale: keep the result: %v\n", err)
+	}
+	return write(res, *out)
+}
+
+// write puts a run's results into out and its plots beside it, keeps its
+// headline figures in scale/runs and rewrites the table of the runs by size.
+func write(res *scale.Result, out string) error {
+	c := res.Config
+	plots := filepath.Join(filepath.Dir(out), "scale")
 	if err := os.MkdirAll(plots, 0o755); err != nil {
 		return err
 	}
@@ -104,7 +127,7 @@ func run() error {
 	results := scale.Markdown(res, command) +
 		fmt.Sprintf("![edl's memory](scale/%s)\n\n![edl's requests](scale/%s)\n", filepath.Base(memory), filepath.Base(requests))
 	fmt.Println(results)
-	if err := splice(*out, results, beginMarker, endMarker); err != nil {
+	if err := splice(out, results, beginMarker, endMarker); err != nil {
 		return err
 	}
 	runs := filepath.Join(plots, "runs")
@@ -123,7 +146,7 @@ func run() error {
 	for _, p := range sizes {
 		table += fmt.Sprintf("![](scale/%s)\n", filepath.Base(p))
 	}
-	return splice(*out, table, sizesBeginMarker, sizesEndMarker)
+	return splice(out, table, sizesBeginMarker, sizesEndMarker)
 }
 
 // splice writes text between the begin and end markers of the file at path,

@@ -147,12 +147,19 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	_ = os.Remove(auditLog)
+	if rotated, err := filepath.Glob(filepath.Join(opts.Dir, "audit-*.log")); err == nil {
+		for _, f := range rotated {
+			_ = os.Remove(f)
+		}
+	}
 	step("starting a control plane with %d kwok nodes of %d CPU / %s (logs in %s)", cfg.Nodes, cfg.NodeCPU, cfg.NodeMemory, filepath.Join(clusterDir, "logs"))
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	cp, err := framework.Start(startCtx, framework.Options{
 		Dir:   clusterDir,
 		Nodes: []framework.NodeSpec{{Name: "node", CPU: fmt.Sprint(cfg.NodeCPU), Memory: cfg.NodeMemory, Pods: cfg.NodePods, Count: cfg.Nodes}},
-		APIServerFlags: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog,
+		// kube-apiserver rotates its audit log at 100 MB by default, and
+		// the run reads one file: a 2,000-node run writes 800 MB.
+		APIServerFlags: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-maxsize=100000",
 			"--max-requests-inflight=800", "--max-mutating-requests-inflight=400"},
 		ControllerManagerFlags: ControllerManagerFlags,
 		SchedulerFlags:         SchedulerFlags,

@@ -81,27 +81,6 @@ type Options struct {
 	KwokPodParallelism uint
 }
 
-// kwokConfiguration is a KwokConfiguration that sets podPlayStageParallelism.
-// kwok does not default the options of a configuration it reads from a file,
-// so the rest are its defaults (v0.8.0, zz_generated.defaults.go); the
-// command line overrides those it sets.
-const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  cidr: 10.0.0.0/24
-  manageAllNodes: false
-  enableDebuggingHandlers: true
-  enableContentionProfiling: false
-  enableProfilingHandler: true
-  podPlayStageParallelism: %d
-  nodePlayStageParallelism: 4
-  nodeLeaseDurationSeconds: 40
-  nodeLeaseParallelism: 4
-  podsOnNodeSyncParallelism: 1
-  enablePodsOnNodeSyncListPager: true
-  enablePodsOnNodeSyncStreamWatch: false
-`
-
 // ControlPlane is a running control plane. Its methods are safe for
 // concurrent use.
 type ControlPlane struct {
@@ -243,9 +222,8 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		return err
 	}
 	if opts.KwokPodParallelism > 0 {
-		conf := filepath.Join(cp.Dir, "kwok", "configuration.yaml")
-		text := fmt.Sprintf(kwokConfiguration, opts.KwokPodParallelism)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil { // #nosec G306 -- a test cluster's configuration
+		conf, err := writeKwokConfiguration(filepath.Join(cp.Dir, "kwok"), opts.KwokPodParallelism)
+		if err != nil {
 			return err
 		}
 		l.kwokConfigs = append(l.kwokConfigs, conf)

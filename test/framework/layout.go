@@ -253,3 +253,32 @@ func writeStages(dir string) ([]string, error) {
 	})
 	return paths, err
 }
+
+// kwokConfiguration is a KwokConfiguration that sets podPlayStageParallelism.
+// kwok does not default the options of a configuration it reads from a file,
+// so the rest are its defaults (v0.8.0, zz_generated.defaults.go); the
+// command line overrides those it sets.
+const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseDurationSeconds: 40
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+`
+
+// writeKwokConfiguration writes kwokConfiguration with podPlayStageParallelism
+// into dir and returns its path.
+func writeKwokConfiguration(dir string, podParallelism uint) (string, error) {
+	path := filepath.Join(dir, "configuration.yaml")
+	err := os.WriteFile(path, []byte(fmt.Sprintf(kwokConfiguration, podParallelism)), 0o644) // #nosec G306 -- a test cluster's configuration
+	return path, err
+}

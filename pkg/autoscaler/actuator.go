@@ -129,14 +129,13 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *E
 	if job == nil {
 		return nil
 	}
-	cond, write := a.scalingCondition(job, e, now)
+	cond, i, write := a.scalingCondition(job, e, now)
 	if !write {
 		if record == nil {
 			return nil
 		}
 		return a.recordScale(ctx, job, record)
 	}
-	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
 	var ops []map[string]any
 	switch {
 	case i >= 0:
@@ -186,28 +185,29 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *E
 	return fmt.Errorf("record the Scaling condition of %s: %w", e.Job, err)
 }
 
-// scalingCondition is the job's Scaling condition from e, and whether it is
-// to be written: its status or reason changed, or its message did and it
-// was not written in the last FigureRefresh.
-func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *Explanation, now time.Time) (metav1.Condition, bool) {
+// scalingCondition is the job's Scaling condition from e, the index of the
+// one the job holds (-1 for none), and whether it is to be written: its
+// status or reason changed, or its message did and it was not written in
+// the last FigureRefresh.
+func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *Explanation, now time.Time) (metav1.Condition, int, bool) {
 	cond := ScalingCondition(e, job.Generation, now)
 	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
 	if i < 0 {
-		return cond, true
+		return cond, i, true
 	}
 	old := job.Status.Conditions[i]
 	if old.Status == cond.Status && old.Reason == cond.Reason {
 		if old.Message == cond.Message {
-			return cond, false
+			return cond, i, false
 		}
 		if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
-			return cond, false // only the figures moved, and recently
+			return cond, i, false // only the figures moved, and recently
 		}
 	}
 	if old.Status == cond.Status {
 		cond.LastTransitionTime = old.LastTransitionTime
 	}
-	return cond, true
+	return cond, i, true
 }
 
 // errStale: a status write lost to a concurrent writer (the controller's

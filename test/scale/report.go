@@ -102,16 +102,12 @@ func Markdown(r *Result, command string) string {
 		}
 	}
 	fmt.Fprintf(&b, "### edl's requests over the steady window of %s (from the audit log)\n\n", (steady.End - steady.Start).Round(time.Second))
-	lists, writes := 0, 0
+	lists, writes := listsAndWrites(r.Steady)
 	b.WriteString("| verb | resource | client | requests |\n|---|---|---|---:|\n")
 	for _, rc := range r.Steady {
 		client := "controller"
 		if rc.LeaderElection {
 			client = "leader election"
-		} else if rc.Verb == "list" {
-			lists += rc.N
-		} else if writeVerb(rc.Verb) {
-			writes += rc.N
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", rc.Verb, rc.Resource, client, rc.N)
 	}
@@ -164,6 +160,21 @@ func Markdown(r *Result, command string) string {
 	fmt.Fprintf(&b, "| cycles | p50 | p99 | mean |\n|---:|---:|---:|---:|\n| %d | %s | %s | %s |\n\n",
 		r.Cycle.Count, ms(r.Cycle.Quantile(0.5)), ms(r.Cycle.Quantile(0.99)), ms(r.Cycle.Mean()))
 	return b.String()
+}
+
+// listsAndWrites counts the controller's LISTs and writes among counts
+// (the leader election's lease renewals left out).
+func listsAndWrites(counts []RequestCount) (lists, writes int) {
+	for _, rc := range counts {
+		switch {
+		case rc.LeaderElection:
+		case rc.Verb == "list":
+			lists += rc.N
+		case writeVerb(rc.Verb):
+			writes += rc.N
+		}
+	}
+	return lists, writes
 }
 
 func writeVerb(v string) bool {

@@ -69,15 +69,7 @@ func Summarize(r *Result) Summary {
 			busy = append(busy, Phase{Name: p.Name, Start: p.Start, End: p.End})
 		}
 	}
-	for _, rc := range r.Steady {
-		switch {
-		case rc.LeaderElection:
-		case rc.Verb == "list":
-			s.SteadyLists += rc.N
-		case writeVerb(rc.Verb):
-			s.SteadyWrites += rc.N
-		}
-	}
+	s.SteadyLists, s.SteadyWrites = listsAndWrites(r.Steady)
 	var n int
 	var length time.Duration
 	for _, bk := range r.Buckets {

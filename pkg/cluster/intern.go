@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxShared bounds the distinct values an intern table remembers. Jobs come
@@ -22,6 +25,8 @@ const maxShared = 4096
 type internTable[T any] struct {
 	mu sync.Mutex
 	m  map[string]T
+	// limit is the most values kept, maxShared when zero.
+	limit int
 }
 
 // share returns the value stored under key, else stores v there and returns
@@ -32,7 +37,7 @@ func (t *internTable[T]) share(key string, v T) T {
 	if s, ok := t.m[key]; ok {
 		return s
 	}
-	if t.m == nil || len(t.m) >= maxShared {
+	if limit := cmp.Or(t.limit, maxShared); t.m == nil || len(t.m) >= limit {
 		t.m = make(map[string]T, 64)
 	}
 	t.m[key] = v
@@ -42,7 +47,45 @@ func (t *internTable[T]) share(key string, v T) T {
 var (
 	sharedResourceLists internTable[corev1.ResourceList]
 	sharedLabels        internTable[map[string]string]
+	// Every job's ReplicaSets (three a job) and every node name must fit.
+	sharedOwners  = internTable[[]metav1.OwnerReference]{limit: 1 << 15}
+	sharedStrings = internTable[string]{limit: 1 << 15}
 )
+
+// shareString returns the string equal to s that was seen first, or s: a
+// decoded pod has its own copy of its namespace, node name, priority class
+// and container names, which thousands of pods share.
+func shareString(s string) string {
+	if s == "" {
+		return s
+	}
+	return sharedStrings.share(s, s)
+}
+
+// shareOwners returns the owner references equal to refs that were seen
+// first, or refs: the pods of one ReplicaSet have equal ones.
+func shareOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return refs
+	}
+	var b strings.Builder
+	for i := range refs {
+		r := &refs[i]
+		for _, part := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID), optBool(r.Controller), optBool(r.BlockOwnerDeletion)} {
+			b.WriteString(part)
+			b.WriteByte(';')
+		}
+	}
+	return sharedOwners.share(b.String(), refs)
+}
+
+// optBool renders an optional bool: unset, true or false.
+func optBool(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	return strconv.FormatBool(*b)
+}
 
 // shareResources returns the list equal to l that was seen first, or l.
 // Lists are equal when they name the same resources with quantities of the

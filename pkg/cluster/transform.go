@@ -31,14 +31,20 @@ import (
 //     required node affinity, tolerations, and preemptionPolicy; and its
 //     schedulingGates, which the controller removes when it admits a job.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
-//     PodScheduled condition (to see Unschedulable). Of a job's pods also
-//     what the controller judges the job by: the Ready condition, the
-//     PodScheduled condition's message, and each container's name,
-//     restartCount and the exit code and reason of its current and last
-//     termination.
+//     PodScheduled condition while it is not True (to see Unschedulable).
+//     Of a job's pods also what the controller judges the job by: the
+//     Ready condition when it is True, the PodScheduled condition's
+//     message, and of each container that stopped or restarted its name,
+//     restartCount, the exit code and reason of its current and last
+//     termination, and the reason it waits to start again
+//     (CrashLoopBackOff). A condition or container status that is left out
+//     reads as what it would have said: not ready, scheduled, never
+//     stopped.
 //
 // Job pods with equal labels, and containers with equal requests or limits,
-// share one map of them (see internTable): the cached pods are read-only.
+// share one map of them, the pods of a ReplicaSet their owner references,
+// and equal strings (namespaces, node names) one copy (see internTable): the
+// cached pods are read-only.
 //
 // cmd/edl must install it before the informer starts:
 //
@@ -57,7 +63,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              pod.Name,
-			Namespace:         pod.Namespace,
+			Namespace:         shareString(pod.Namespace),
 			UID:               pod.UID,
 			ResourceVersion:   pod.ResourceVersion,
 			CreationTimestamp: pod.CreationTimestamp,
@@ -66,9 +72,9 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			OwnerReferences:   pod.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{
-			NodeName:          pod.Spec.NodeName,
+			NodeName:          shareString(pod.Spec.NodeName),
 			Priority:          pod.Spec.Priority,
-			PriorityClassName: pod.Spec.PriorityClassName,
+			PriorityClassName: shareString(pod.Spec.PriorityClassName),
 			Overhead:          pod.Spec.Overhead,
 			Resources:         pod.Spec.Resources,
 			Containers:        stripContainers(pod.Spec.Containers, false),
@@ -87,39 +93,51 @@ func TransformPod(obj interface{}) (interface{}, error) {
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
 	}
-	out.Status.Phase = pod.Status.Phase
-	out.Status.NominatedNodeName = pod.Status.NominatedNodeName
+	out.Status.Phase = corev1.PodPhase(shareString(string(pod.Status.Phase)))
+	out.Status.NominatedNodeName = shareString(pod.Status.NominatedNodeName)
 	if _, _, ok := v1.JobOf(pod.Labels); !ok {
 		// Only a job's pods are the controller's: the others need no
 		// labels (the tracker reads just EDL's, to see they are absent),
 		// owners or annotations.
 		out.Labels, out.OwnerReferences = nil, nil
 		for i := range pod.Status.Conditions {
-			if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled {
-				out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+			if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: shareString(c.Reason)}}
 				break
 			}
 		}
 		return out, nil
 	}
 	out.Labels = shareLabels(pod.Labels)
+	out.OwnerReferences = shareOwners(pod.OwnerReferences)
 	if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
 		out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
 	}
 	for i := range pod.Status.Conditions {
-		if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
+		// What is read of the two: a pod is ready when Ready is True,
+		// unschedulable when PodScheduled is not; the others say nothing.
+		c := pod.Status.Conditions[i]
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue || c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
 			out.Status.Conditions = append(out.Status.Conditions,
-				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: shareString(c.Reason), Message: c.Message})
 		}
 	}
-	if n := len(pod.Status.ContainerStatuses); n > 0 {
-		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, n)
-		for i := range pod.Status.ContainerStatuses {
-			cs := &pod.Status.ContainerStatuses[i]
-			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount,
-				State:                corev1.ContainerState{Terminated: exitOnly(cs.State.Terminated)},
-				LastTerminationState: corev1.ContainerState{Terminated: exitOnly(cs.LastTerminationState.Terminated)}}
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		last := exitOnly(cs.LastTerminationState.Terminated)
+		kept := corev1.ContainerStatus{Name: shareString(cs.Name), RestartCount: cs.RestartCount,
+			State: corev1.ContainerState{Terminated: exitOnly(cs.State.Terminated)}, LastTerminationState: corev1.ContainerState{Terminated: last}}
+		if w := cs.State.Waiting; w != nil && last != nil {
+			// Waiting to start again after it exited: CrashLoopBackOff.
+			kept.State.Waiting = &corev1.ContainerStateWaiting{Reason: shareString(w.Reason)}
 		}
+		if kept.RestartCount == 0 && kept.State.Terminated == nil && last == nil {
+			continue // nothing to read: a container that never stopped
+		}
+		if out.Status.ContainerStatuses == nil {
+			out.Status.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Status.ContainerStatuses)-i)
+		}
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, kept)
 	}
 	return out, nil
 }
@@ -129,7 +147,7 @@ func exitOnly(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTerminat
 	if t == nil {
 		return nil
 	}
-	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: shareString(t.Reason)}
 }
 
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {
@@ -138,7 +156,7 @@ func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Con
 	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
-		out[i].Name = cs[i].Name
+		out[i].Name = shareString(cs[i].Name)
 		out[i].Resources = corev1.ResourceRequirements{Requests: shareResources(cs[i].Resources.Requests), Limits: shareResources(cs[i].Resources.Limits)}
 		if keepRestartPolicy {
 			out[i].RestartPolicy = cs[i].RestartPolicy

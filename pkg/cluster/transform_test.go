@@ -3,7 +3,9 @@ package cluster
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,7 +66,6 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodRunning,
 			NominatedNodeName: "n2",
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 		},
 	}
 	got, err := TransformPod(in)
@@ -78,28 +79,38 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 }
 
 // TestTransformPodKeepsWhatTheControllerReadsOfJobPods: of a job's pods'
-// status the controller reads the phase, the Ready and PodScheduled
-// conditions (the reason and message of an unschedulable pod), and each
-// container's restarts and exit codes; nothing else is kept.
+// status the controller reads the phase, a Ready condition that is True,
+// a PodScheduled condition that is not (the reason and message of an
+// unschedulable pod), and of each container that stopped or restarted its
+// restarts, its exit codes, and the reason it waits to start again; nothing
+// else is kept.
 func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 	for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 		t.Run(label, func(t *testing.T) {
 			in := fatPod(withLabel(label, "job"))
 			in.Status.Conditions = append(in.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
-			in.Status.Conditions[1].Reason = "Unschedulable"
+			in.Status.Conditions[1].Status, in.Status.Conditions[1].Reason = corev1.ConditionFalse, "Unschedulable"
 			in.Status.ContainerStatuses[0].Image = "paddle:latest"
-			in.Status.ContainerStatuses[0].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "long"}
+			in.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m"}
+			in.Status.ContainerStatuses = append(in.Status.ContainerStatuses,
+				corev1.ContainerStatus{Name: "exited", Image: "paddle:latest",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "long"}}},
+				corev1.ContainerStatus{Name: "runs", Image: "paddle:latest", Ready: true,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 			got, err := TransformPod(in)
 			require.NoError(t, err)
 			pod := got.(*corev1.Pod)
 			assert.Equal(t, corev1.PodStatus{
 				Phase: corev1.PodRunning, NominatedNodeName: "n2",
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Unschedulable", Message: "long message"}},
-				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", RestartCount: 3,
-					State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
-					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}},
-			}, pod.Status)
+					{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "long message"}},
+				ContainerStatuses: []corev1.ContainerStatus{
+					{Name: "main", RestartCount: 3,
+						State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}},
+					{Name: "exited", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}},
+				},
+			}, pod.Status, "a container that never stopped is left out")
 			assert.Equal(t, map[string]string{label: "job"}, pod.Labels)
 			assert.Equal(t, in.OwnerReferences, pod.OwnerReferences)
 			assert.Nil(t, pod.Annotations)
@@ -110,6 +121,49 @@ func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 			assert.Equal(t, pod, again, "the transform must be idempotent")
 		})
 	}
+}
+
+// TestTransformPodDropsWhatSaysNothing: a Ready condition that is not True,
+// a PodScheduled condition that is, and a container that runs and never
+// restarted tell the controller nothing its absence does not: a running,
+// scheduled job pod keeps no condition and no container status.
+func TestTransformPodDropsWhatSaysNothing(t *testing.T) {
+	in := fatPod(trainerOf("job"))
+	in.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	in.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	got, err := TransformPod(in)
+	require.NoError(t, err)
+	assert.Nil(t, got.(*corev1.Pod).Status.Conditions)
+	assert.Nil(t, got.(*corev1.Pod).Status.ContainerStatuses)
+
+	web := fatPod()
+	got, err = TransformPod(web)
+	require.NoError(t, err)
+	assert.Nil(t, got.(*corev1.Pod).Status.Conditions, "another pod keeps PodScheduled only when it is not True")
+}
+
+// TestTransformPodSharesWhatPodsHaveInCommon: the pods of one ReplicaSet
+// share their owner references, and equal strings one copy.
+func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
+	a, b := fatPod(trainerOf("job")), fatPod(trainerOf("job"))
+	b.Name = "other"
+	b.OwnerReferences = append([]metav1.OwnerReference(nil), a.OwnerReferences...)
+	b.Spec.NodeName = strings.Clone(a.Spec.NodeName)
+	ga, err := TransformPod(a)
+	require.NoError(t, err)
+	gb, err := TransformPod(b)
+	require.NoError(t, err)
+	pa, pb := ga.(*corev1.Pod), gb.(*corev1.Pod)
+	assert.Equal(t, a.OwnerReferences, pb.OwnerReferences)
+	assert.Same(t, &pa.OwnerReferences[0], &pb.OwnerReferences[0])
+	assert.Equal(t, unsafe.StringData(pa.Spec.NodeName), unsafe.StringData(pb.Spec.NodeName))
+
+	other := fatPod(trainerOf("job"))
+	other.OwnerReferences[0].UID = "another-rs"
+	got, err := TransformPod(other)
+	require.NoError(t, err)
+	assert.Equal(t, types.UID("another-rs"), got.(*corev1.Pod).OwnerReferences[0].UID, "another owner is not shared")
 }
 
 // TestTransformPodKeepsTheDeletionCostOfJobPods: the controller reads back

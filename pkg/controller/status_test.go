@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // trainerPod, pserverPod and masterPod build pods of the job named "mnist",
@@ -246,8 +247,28 @@ func TestJudge(t *testing.T) {
 			assert.Equal(t, tt.wantPhase, status.Phase)
 			assert.Equal(t, tt.wantReason, status.Reason)
 			assert.Equal(t, v.message, status.Message)
+
+			// The controller reads pods from the informer's cache, which
+			// keeps what cluster.TransformPod keeps: the verdict must not
+			// change for what the transform drops.
+			cached := judge(tt.job, transformed(t, tt.obs), roles(tt.job))
+			assert.Equal(t, v, cached, "the verdict on the cached pods")
 		})
 	}
+}
+
+// transformed is obs with its pods as the informer caches them.
+func transformed(t *testing.T, obs observed) observed {
+	pods := map[v1.Role][]*corev1.Pod{}
+	for role, list := range obs.pods {
+		for _, p := range list {
+			out, err := cluster.TransformPod(p.DeepCopy())
+			require.NoError(t, err)
+			pods[role] = append(pods[role], out.(*corev1.Pod))
+		}
+	}
+	obs.pods = pods
+	return obs
 }
 
 func TestComputeStatusFinalPhases(t *testing.T) {

@@ -176,6 +176,12 @@ func TestManifestShape(t *testing.T) {
 		assert.Contains(t, c.Resources.Requests, r)
 		assert.Contains(t, c.Resources.Limits, r)
 	}
+	// Go's collector works toward the memory limit before the kernel
+	// would kill edl for it.
+	require.Len(t, c.Env, 1)
+	assert.Equal(t, "GOMEMLIMIT", c.Env[0].Name)
+	require.NotNil(t, c.Env[0].ValueFrom)
+	assert.Equal(t, &corev1.ResourceFieldSelector{Resource: "limits.memory"}, c.Env[0].ValueFrom.ResourceFieldRef)
 	require.Len(t, c.Ports, 1)
 	assert.Equal(t, int32(8080), c.Ports[0].ContainerPort)
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {

@@ -223,7 +223,7 @@ func shrinkJustified(snap cluster.Snapshot, j Job, opts Options) bool {
 	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
 	for _, n := range snap.Nodes {
 		for _, t := range n.Terminating {
-			if t.Trainer || !opts.Now.After(t.Deadline.Add(settleSlack)) {
+			if t.Trainer || !opts.Now.After(t.Deadline.Add(SettleSlack)) {
 				load = load.minus(vecOf(t.Request))
 			}
 		}

@@ -79,7 +79,7 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Terminating {
-			if !opts.Now.After(p.Deadline.Add(settleSlack)) {
+			if !opts.Now.After(p.Deadline.Add(SettleSlack)) {
 				load = load.minus(vecOf(p.Request))
 			}
 		}

@@ -203,7 +203,7 @@ func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 // and the pending pods' that the plan evaluates (the queued jobs').
 func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.Placement) *planner {
 	p := &planner{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
-	var lingering vec // trainers being deleted past their grace period and settleSlack
+	var lingering vec // trainers being deleted past their grace period and SettleSlack
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
 	}
@@ -224,7 +224,7 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 		p.free[i] = vecOf(n.Free)
 		for _, t := range n.Terminating {
 			switch {
-			case !opts.Now.After(t.Deadline.Add(settleSlack)):
+			case !opts.Now.After(t.Deadline.Add(SettleSlack)):
 				p.goes(i, vecOf(t.Request))
 			case t.Trainer:
 				lingering = lingering.plus(vecOf(t.Request))
@@ -287,10 +287,10 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 	return p
 }
 
-// settleSlack is how long after its grace period a terminating pod is still
+// SettleSlack is how long after its grace period a terminating pod is still
 // expected to go; one that takes longer is stuck (on a lost node, behind a
 // finalizer) and its room is not counted on.
-const settleSlack = 30 * time.Second
+const SettleSlack = 30 * time.Second
 
 // goes records that pods holding r on node n are going: their room is free
 // for the pods that wait, and held from growth until they have gone.

@@ -57,7 +57,7 @@ type Options struct {
 	// means DefaultMaxLoadDesired.
 	MaxLoadDesired float64
 	// Now is the planning time: the cool-down counts from it, and a pod
-	// still terminating settleSlack after its grace period ended is taken
+	// still terminating SettleSlack after its grace period ended is taken
 	// to be stuck (on a lost node, behind a finalizer) rather than about to
 	// free its room.
 	Now time.Time

@@ -29,6 +29,10 @@ type driver struct {
 	samples     []Sample
 	windowStart time.Duration
 	steps       []time.Duration
+	// webAdded counts the web pods the web service's up-steps added, and
+	// stoppedForWeb the Running trainers stopped from each up-step to the
+	// next step.
+	webAdded, stoppedForWeb int
 }
 
 // sample records a sample every interval until ctx is done.
@@ -244,10 +248,27 @@ func (d *driver) shared(ctx context.Context) error {
 	d.mu.Unlock()
 	d.step(fmt.Sprintf("%d jobs running", len(jobs)))
 	next := time.Now().Add(size.Step)
+	prev, upFrom := first, -1 // upFrom: the trainers stopped when the current up-step began
+	endUpStep := func() {
+		if upFrom >= 0 {
+			d.mu.Lock()
+			d.stoppedForWeb += d.rec.TrainersStopped() - upFrom
+			d.mu.Unlock()
+		}
+		upFrom = -1
+	}
 	for _, level := range levels[1:] {
 		if err := d.sleepUntil(ctx, next); err != nil {
 			return err
 		}
+		endUpStep()
+		if level > prev {
+			upFrom = d.rec.TrainersStopped()
+			d.mu.Lock()
+			d.webAdded += int(level - prev)
+			d.mu.Unlock()
+		}
+		prev = level
 		if err := ScaleWeb(ctx, d.kube, Namespace, level); err != nil {
 			return err
 		}
@@ -258,6 +279,7 @@ func (d *driver) shared(ctx context.Context) error {
 	if err := d.sleepUntil(ctx, next); err != nil {
 		return err
 	}
+	endUpStep()
 	d.step("end")
 	return nil
 }

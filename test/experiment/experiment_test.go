@@ -16,7 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -172,6 +175,11 @@ func TestSmoke(t *testing.T) {
 		assert.Len(t, samples, len(res.Samples)+1, "a row per sample")
 	}
 	assert.Positive(t, Summarize(results[Shared]).WebPods, "web pods were created during the wave and timed")
+	wantAdded := 0
+	for i := 1; i < len(size.WebSteps); i++ {
+		wantAdded += max(0, int(size.WebSteps[i]-size.WebSteps[i-1]))
+	}
+	assert.Equal(t, wantAdded, results[Shared].WebAdded, "the up-steps' web pods are counted")
 
 	pools := results[Pools]
 	assert.Positive(t, Summarize(pools).WebPods, "web pods were created during the wave and timed")
@@ -376,4 +384,40 @@ func TestSummarizePools(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, back.Samples, 3)
 	assert.Equal(t, r.Samples[2].Pools, back.Samples[2].Pools)
+}
+
+// TestRecorderCountsStoppedTrainers: a trainer counts as stopped once, when
+// it was seen Running and then being deleted or deleted; a trainer deleted
+// before it ran, or one that finished, does not count.
+func TestRecorderCountsStoppedTrainers(t *testing.T) {
+	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{}, firstTrainer: map[string]time.Duration{},
+		running: map[string]time.Duration{}, web: map[string]*PodWait{}, growth: newGrowth(), trainerUp: map[types.UID]bool{}}
+	trainer := func(name string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{v1.LabelTrainer: "job-01"}},
+			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	r.observePod(trainer("a", corev1.PodRunning, false), false)
+	r.observePod(trainer("a", corev1.PodRunning, true), false)
+	r.observePod(trainer("a", corev1.PodRunning, true), true)
+	assert.Equal(t, 1, r.TrainersStopped(), "a Running trainer deleted counts once")
+
+	r.observePod(trainer("b", corev1.PodPending, false), false)
+	r.observePod(trainer("b", corev1.PodPending, false), true)
+	assert.Equal(t, 1, r.TrainersStopped(), "a trainer deleted before it ran does not count")
+
+	r.observePod(trainer("c", corev1.PodRunning, false), false)
+	r.observePod(trainer("c", corev1.PodSucceeded, false), false)
+	r.observePod(trainer("c", corev1.PodSucceeded, false), true)
+	assert.Equal(t, 1, r.TrainersStopped(), "a trainer that finished does not count")
+
+	r.observePod(trainer("d", corev1.PodRunning, false), false)
+	r.observePod(cache.DeletedFinalStateUnknown{Key: "d", Obj: trainer("d", corev1.PodRunning, false)}, true)
+	assert.Equal(t, 2, r.TrainersStopped(), "a trainer whose deletion was missed counts")
+
+	assert.Equal(t, "0.67 (2 for 3)", stoppedPerWebPod(Summary{WebAdded: 3, TrainersStoppedForWeb: 2}))
+	assert.Equal(t, "—", stoppedPerWebPod(Summary{}), "no up-step")
 }

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -72,6 +73,10 @@ type Recorder struct {
 	web          map[string]*PodWait
 	webDesired   int
 	growth       *growth
+	// trainerUp are the trainers seen Running and not stopping yet;
+	// stopped counts the Running trainers that were deleted since.
+	trainerUp map[types.UID]bool
+	stopped   int
 }
 
 // NewRecorder watches every pod and node and the TrainingJobs of namespace
@@ -95,6 +100,7 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		running:       map[string]time.Duration{},
 		web:           map[string]*PodWait{},
 		growth:        newGrowth(),
+		trainerUp:     map[types.UID]bool{},
 	}
 	pods := r.kubeInformers.Core().V1().Pods()
 	nodes := r.kubeInformers.Core().V1().Nodes()
@@ -188,7 +194,17 @@ func (r *Recorder) observePod(obj any, deleted bool) {
 		if _, seen := r.firstTrainer[job]; running && !seen {
 			r.firstTrainer[job] = at
 		}
-		r.growth.pod(pod.UID, pod.Name, job, pod.Spec.NodeSelector[PoolLabel], pod.Spec.NodeName != "", deleted || pod.DeletionTimestamp != nil, at)
+		stopping := deleted || pod.DeletionTimestamp != nil
+		r.growth.pod(pod.UID, pod.Name, job, pod.Spec.NodeSelector[PoolLabel], pod.Spec.NodeName != "", stopping, at)
+		switch {
+		case stopping && r.trainerUp[pod.UID]:
+			r.stopped++
+			delete(r.trainerUp, pod.UID)
+		case running && !stopping:
+			r.trainerUp[pod.UID] = true
+		case !stopping:
+			delete(r.trainerUp, pod.UID) // finished, not stopped
+		}
 	}
 	if pod.Labels[WebLabel] != WebName {
 		return
@@ -204,6 +220,14 @@ func (r *Recorder) observePod(obj any, deleted bool) {
 	if (deleted || pod.DeletionTimestamp != nil) && w.Deleted < 0 {
 		w.Deleted = at
 	}
+}
+
+// TrainersStopped counts the trainers that were seen Running and then
+// deleted (by edl's scale-downs or kube-scheduler's preemptions) so far.
+func (r *Recorder) TrainersStopped() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // observeReplicaSet feeds the trainer ReplicaSets' replicas to growth.

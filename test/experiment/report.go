@@ -43,6 +43,9 @@ type Summary struct {
 	MeanTrainers float64
 	// Scalings counts edl's trainer scalings over the whole run.
 	Scalings int
+	// WebAdded and TrainersStoppedForWeb are the Result's: the web pods the
+	// up-steps added and the Running trainers stopped while they did.
+	WebAdded, TrainersStoppedForWeb int
 
 	// Pools are the node pools' means over the window, and the waits of
 	// the trainers EDL's growth added to the jobs of each, over the whole
@@ -121,7 +124,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
-	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings}
+	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb}
 	var util, ideal, trainers, held float64
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
@@ -265,6 +268,8 @@ func Table(scenario Scenario, runs []Summary) string {
 		}, "—", "—")
 		row("most web pods pending at once", func(s Summary) string { return strconv.Itoa(s.WebMostPending) }, "—", "—")
 		row("mean trainers Running", func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }, "—", "—")
+		row(fmt.Sprintf("Running trainers stopped per web pod the up-steps added (CPU alone needs %.1f)", float64(WebSize.cpuMilli())/float64(TrainerSize.cpuMilli())),
+			stoppedPerWebPod, "—", "—")
 	}
 	if scenario == Pools {
 		growth := func(f func(GrowthSummary) string) func(Summary) string {
@@ -284,6 +289,15 @@ func Table(scenario Scenario, runs []Summary) string {
 	}
 	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
+}
+
+// stoppedPerWebPod is "0.7 (210 for 300)": the Running trainers stopped
+// during the web service's up-steps per web pod they added.
+func stoppedPerWebPod(s Summary) string {
+	if s.WebAdded == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f (%d for %d)", float64(s.TrainersStoppedForWeb)/float64(s.WebAdded), s.TrainersStoppedForWeb, s.WebAdded)
 }
 
 // poolRows are the rows of each pool's utilization and bound.

@@ -60,6 +60,10 @@ type Result struct {
 	// Scalings counts the trainer scalings edl applied (its "scaled
 	// trainers" log lines).
 	Scalings int
+	// WebAdded counts the web pods the web service's up-steps added (Shared
+	// and Pools), TrainersStoppedForWeb the Running trainers deleted from
+	// each up-step to the next step.
+	WebAdded, TrainersStoppedForWeb int
 }
 
 // Run starts a control plane with the size's kwok nodes, runs edl against it
@@ -165,6 +169,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	res.Growth = rec.GrowthWaits()
 	res.WindowStart = d.windowStart
 	res.Steps = d.steps
+	res.WebAdded, res.TrainersStoppedForWeb = d.webAdded, d.stoppedForWeb
 	if n := len(res.Samples); n > 0 {
 		res.End = res.Samples[n-1].At
 	}

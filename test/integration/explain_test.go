@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"strings"
 	"testing"
@@ -155,7 +156,17 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		}
 		return out
 	}
+	// The trainers the last plans added are still starting: their counts
+	// reach the statuses within an interval or two. Quiet is from when the
+	// statuses have not changed for 3 s.
 	before := versions()
+	err = wait.PollUntilContextTimeout(ctx, 3*time.Second, time.Minute, false, func(context.Context) (bool, error) {
+		now := versions()
+		settled := maps.Equal(before, now)
+		before = now
+		return settled, nil
+	})
+	require.NoError(t, err, "the jobs' statuses never settled")
 	time.Sleep(30 * time.Second) // the property is "no write for 30 s": there is nothing to poll for
 	assert.Equal(t, before, versions(), "a quiet cluster got status writes")
 

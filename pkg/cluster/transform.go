@@ -134,9 +134,6 @@ func TransformPod(obj interface{}) (interface{}, error) {
 		if kept.RestartCount == 0 && kept.State.Terminated == nil && last == nil {
 			continue // nothing to read: a container that never stopped
 		}
-		if out.Status.ContainerStatuses == nil {
-			out.Status.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Status.ContainerStatuses)-i)
-		}
 		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, kept)
 	}
 	return out, nil

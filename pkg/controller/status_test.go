@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // trainerPod, pserverPod and masterPod build pods of the job named "mnist",
@@ -262,9 +261,7 @@ func transformed(t *testing.T, obs observed) observed {
 	pods := map[v1.Role][]*corev1.Pod{}
 	for role, list := range obs.pods {
 		for _, p := range list {
-			out, err := cluster.TransformPod(p.DeepCopy())
-			require.NoError(t, err)
-			pods[role] = append(pods[role], out.(*corev1.Pod))
+			pods[role] = append(pods[role], cached(t, p.DeepCopy()).(*corev1.Pod))
 		}
 	}
 	obs.pods = pods

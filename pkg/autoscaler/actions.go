@@ -47,12 +47,16 @@ func sortActions(a []ScaleAction) {
 }
 
 func (p *planner) growReason(j *jobState) string {
-	if p.idleText == "" {
-		// The same for every job of the plan: format it once.
-		p.idleText = p.idle.resources().String() + " idle on " + plural(p.idleNodes, "node")
+	pl := j.pool
+	if pl.idleText == "" {
+		// The same for every job of the pool: format it once.
+		pl.idleText = pl.idle.resources().String() + " idle on " + plural(pl.idleNodes, "node")
+		if pl != p.all {
+			pl.idleText += " of its pool"
+		}
 	}
 	return fmt.Sprintf("scale up by %d: %s; fulfillment %s (%d of %d..%d trainers placed) was the lowest",
-		j.grown, p.idleText, ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
+		j.grown, pl.idleText, ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
 }
 
 func (p *planner) shrinkReason(j *jobState) string {
@@ -84,6 +88,9 @@ func (p *planner) shrinkReason(j *jobState) string {
 		load := ratio(j.loadValue)
 		if math.IsInf(j.loadValue, 1) {
 			load = "unbounded (no allocatable " + resNames[j.loadRes] + ")"
+		}
+		if j.loadPooled {
+			load += " on its pool"
 		}
 		parts = append(parts, fmt.Sprintf("%s load %s above max_load_desired %s", resNames[j.loadRes], load, ratio(p.threshold)))
 	}

@@ -131,7 +131,7 @@ func (p *planner) reserveUnplaced(unplaced []cluster.PendingPod, queue []QueuedJ
 		}
 		if n := p.fit.firstFit(req, p.classes.set(pod.Placement)); n >= 0 {
 			p.fit.take(n, req)
-			p.growLoad = p.growLoad.plus(req)
+			p.expect(n, req)
 		}
 	}
 }
@@ -150,7 +150,7 @@ func (p *planner) reserveStarting(starting []QueuedJob) {
 		for _, g := range pods {
 			if n := p.fit.firstFit(g.req, g.elig); n >= 0 {
 				p.fit.take(n, g.req)
-				p.growLoad = p.growLoad.plus(g.req)
+				p.expect(n, g.req)
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func (p *planner) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (
 	head := fmt.Sprintf("its minimum, %s, needs %s", what, need.resources())
 	miss, placed := p.placeGang(pods, nil, nil)
 	if miss < 0 {
-		p.growLoad = p.growLoad.plus(need)
+		p.expectGang(pods, placed)
 		return fmt.Sprintf("%s and fits on %s", head, plural(distinct(placed), "node")), true
 	}
 	p.unplace(pods, placed)
@@ -230,7 +230,7 @@ func (p *planner) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (
 	saved := p.save()
 	miss, placed = p.placeGang(pods, placed[:0], &c)
 	if miss < 0 {
-		p.growLoad = p.growLoad.plus(need)
+		p.expectGang(pods, placed)
 		gave := int64(0)
 		for k, j := range p.movable {
 			gave += j.shrunk - saved.jobs[k].shrunk
@@ -271,6 +271,13 @@ func (p *planner) placeGang(pods []gangPod, placed []int, c *claim) (int, []int)
 		placed = append(placed, n)
 	}
 	return -1, placed
+}
+
+// expectGang counts the pods placeGang placed in growth's load.
+func (p *planner) expectGang(pods []gangPod, placed []int) {
+	for k, n := range placed {
+		p.expect(n, pods[k].req)
+	}
 }
 
 // unplace gives back the room placeGang took without evictions.
@@ -334,7 +341,7 @@ func distinct(nodes []int) int {
 // so that a gang that does not fit whole takes nothing.
 type saved struct {
 	free, hold []vec
-	requested  vec
+	requested  []vec // per pool
 	waiting    int
 	moves      int
 	jobs       []jobSaved // per movable job
@@ -349,7 +356,7 @@ type jobSaved struct {
 }
 
 func (p *planner) save() *saved {
-	s := &saved{free: slices.Clone(p.free), hold: slices.Clone(p.hold), requested: p.requested,
+	s := &saved{free: slices.Clone(p.free), hold: slices.Clone(p.hold), requested: p.loadSnapshot(),
 		waiting: len(p.waiting), moves: len(p.moves), jobs: make([]jobSaved, len(p.movable))}
 	for k, j := range p.movable {
 		s.jobs[k] = jobSaved{next: j.next, picked: len(j.picked), desired: j.desired, shrunk: j.shrunk, placed: j.placed,
@@ -366,7 +373,7 @@ func (p *planner) restore(s *saved) {
 		}
 	}
 	copy(p.hold, s.hold)
-	p.requested = s.requested
+	p.restoreLoad(s.requested)
 	p.waiting = p.waiting[:s.waiting]
 	p.undoMoves(s.moves)
 	for k, j := range p.movable {

@@ -79,7 +79,7 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 			j.in.LastScaleDown.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), p.opts.CoolDown, trainersOf(j))
 	case j.desired == j.min && p.overFor(j) >= 0:
 		r := p.overFor(j)
-		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], p.load(r), p.threshold
+		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], j.pool.load(r), p.threshold
 		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s is above max_load_desired %s",
 			j.min, resNames[r], loadText(e.Load, r), ratio(p.threshold))
 	case j.promised > 0:
@@ -164,16 +164,16 @@ func (p *planner) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
 	default: // CauseLoad
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitLoad, resNames[j.loadRes], j.loadValue, p.threshold
 		if r := p.overFor(j); r >= 0 && j.desired == j.min {
-			e.Limit, e.Resource, e.Load = LimitAtMin, resNames[r], p.load(r)
+			e.Limit, e.Resource, e.Load = LimitAtMin, resNames[r], j.pool.load(r)
 		}
 		e.Message = fmt.Sprintf("%s: %s load %s was above max_load_desired %s", by, e.Resource, loadText(e.Load, resIndex(e.Resource)), ratio(p.threshold))
 	}
 }
 
 // overFor returns a resource j's trainers ask for that is over the
-// threshold after the plan's removals, or -1.
+// threshold in its pool after the plan's removals, or -1.
 func (p *planner) overFor(j *jobState) int {
-	mask := p.over(p.requested)
+	mask := p.over(j.pool, j.pool.requested)
 	for r := range numRes {
 		if mask&(1<<r) != 0 && j.req[r] > 0 {
 			return r
@@ -201,21 +201,26 @@ func loadText(load float64, r int) string {
 // explainLoad explains a job growth let go because one more trainer would
 // pass the threshold.
 func (p *planner) explainLoad(j *jobState, e *Explanation) {
-	next := p.growLoad.plus(j.req)
+	pl := j.pool
+	next := pl.growLoad.plus(j.req)
 	r := 0
 	for k := range numRes {
-		if j.req[k] > 0 && p.exceeds(next[k], k) {
+		if j.req[k] > 0 && p.exceeds(pl, next[k], k) {
 			r = k
 			break
 		}
 	}
 	e.Limit, e.Resource, e.Threshold, e.Need = LimitLoad, resNames[r], p.threshold, j.req.resources()
 	e.Load = math.Inf(1)
-	if p.total[r] > 0 {
-		e.Load = float64(p.growLoad[r]) / float64(p.total[r])
+	if pl.total[r] > 0 {
+		e.Load = float64(pl.growLoad[r]) / float64(pl.total[r])
 	}
-	e.Message = fmt.Sprintf("one more trainer (%s) would take %s requests past max_load_desired %s: %s of %s requested (load %s)",
-		amount(j.req[r], r), resNames[r], ratio(p.threshold), amount(p.growLoad[r], r), amount(p.total[r], r), loadText(e.Load, r))
+	of := ""
+	if pl != p.all {
+		of = fmt.Sprintf(" on its pool of %s", plural(pl.nodes, "node"))
+	}
+	e.Message = fmt.Sprintf("one more trainer (%s) would take %s requests past max_load_desired %s: %s of %s requested%s (load %s)",
+		amount(j.req[r], r), resNames[r], ratio(p.threshold), amount(pl.growLoad[r], r), amount(pl.total[r], r), of, loadText(e.Load, r))
 }
 
 func amount(v int64, r int) string {

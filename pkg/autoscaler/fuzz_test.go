@@ -197,7 +197,7 @@ func FuzzPlan(f *testing.F) {
 				// a node the trainers leave.
 				assert.True(t, claimMayUse(snap, ns, j, a.Nodes), "%s gave way on %v to no pod that may use those nodes: %s", a.Job, a.Nodes, a.Reason)
 			case a.To < a.From:
-				assert.True(t, shrinkJustified(snap, j, opts), "%s shrank without load: %s", a.Job, a.Reason)
+				assert.True(t, shrinkJustified(snap, jobs, j, opts), "%s shrank without load: %s", a.Job, a.Reason)
 			}
 		}
 	})
@@ -212,25 +212,31 @@ func jobByKey(jobs []Job, key string) Job {
 	return Job{}
 }
 
-// shrinkJustified reports whether a resource was over the threshold, counting
-// only pods bound to counted nodes, less those going and the trainers being
-// deleted however late.
-func shrinkJustified(snap cluster.Snapshot, j Job, opts Options) bool {
+// shrinkJustified reports whether a resource was over the threshold in the
+// pool of j or of a node its trainers run on, counting only pods bound to
+// counted nodes, less those going and the trainers being deleted however
+// late.
+func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) bool {
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {
 		threshold = DefaultMaxLoadDesired
 	}
-	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	lp := poolsOf(snap, jobs)
+	load, total := lp.base(snap)
 	for _, n := range snap.Nodes {
 		for _, t := range n.Terminating {
 			if t.Trainer || !opts.Now.After(t.Deadline.Add(SettleSlack)) {
-				load = load.minus(vecOf(t.Request))
+				for _, k := range []int{lp.of[n.Name], lp.count} {
+					load[k] = load[k].minus(vecOf(t.Request))
+				}
 			}
 		}
 	}
-	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
-	for r := range numRes {
-		if float64(load[r]) > threshold*float64(total[r]) {
+	if k := lp.index(j.Key); over(load[k], total[k], threshold) {
+		return true
+	}
+	for _, t := range j.Trainers {
+		if k, ok := lp.of[t.Node]; ok && over(load[k], total[k], threshold) {
 			return true
 		}
 	}

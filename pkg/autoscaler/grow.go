@@ -32,11 +32,14 @@ func (p *planner) startGrowth() {
 	growFree := make([]vec, len(p.free))
 	for n := range p.free {
 		growFree[n] = p.free[n].minus(p.hold[n])
-		if growFree[n][resCPU] > 0 {
-			p.idleNodes++
-		}
-		for r := range numRes {
-			p.idle[r] += max(0, growFree[n][r])
+		for pl := p.poolAt(n); ; pl = p.all {
+			if growFree[n][resCPU] > 0 {
+				pl.idleNodes++
+			}
+			pl.idle = pl.idle.plus(growFree[n].max0())
+			if pl == p.all {
+				break
+			}
 		}
 	}
 	p.grower = newFitter(p.classes, growFree)
@@ -123,7 +126,7 @@ func (p *planner) grow() {
 			j.stop = stopMax
 		case limit > 0 && j.grown >= limit:
 			j.stop = stopCap
-		case !p.loadAdmits(j.req):
+		case !p.loadAdmits(j):
 			j.stop = stopLoad
 		case !p.quotaAllows(j, 1):
 			j.quotaHeld, j.stop = true, stopQuota
@@ -143,7 +146,7 @@ func (p *planner) grow() {
 		}
 		p.grower.take(n, j.req)
 		spend(p.quotas[j.ns], j.req, j.lim)
-		p.growLoad = p.growLoad.plus(j.req)
+		p.expect(n, j.req)
 		j.desired++
 		j.placed++
 		j.grown++
@@ -210,22 +213,6 @@ func (p *planner) unblocked(j *jobState, blockers []*jobState) *eligible {
 	}
 	j.unblockedSet = out
 	return out
-}
-
-// loadAdmits reports whether one more trainer keeps every resource it asks
-// for within the threshold. Resources it does not ask for are not its
-// business: a CPU-only trainer is not held back by GPU load.
-func (p *planner) loadAdmits(req vec) bool { return p.admits(p.growLoad.plus(req), req) }
-
-// admits reports whether load keeps every resource req asks for within the
-// threshold.
-func (p *planner) admits(load, req vec) bool {
-	for r := range numRes {
-		if req[r] > 0 && p.exceeds(load[r], r) {
-			return false
-		}
-	}
-	return true
 }
 
 // jobHeap is a heap of jobs in the order of less: the line of the jobs to

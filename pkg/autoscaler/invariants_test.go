@@ -62,7 +62,7 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 
 // assertGrowthFits simulates the scale-ups onto the snapshot: no node may go
 // over its allocatable and no resource a grown trainer asks for over the
-// threshold.
+// threshold in the pool it grew in.
 func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
 	t.Helper()
 	threshold := opts.MaxLoadDesired
@@ -76,11 +76,17 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	free := snap.NodeResources()
 	// Pods in their grace period are going: the load growth tests leaves
 	// them out, as the shrinking phases do. Their room is not growth's.
-	load := vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	lp := poolsOf(snap, jobs)
+	load, total := lp.base(snap)
+	going := func(node string, r vec) {
+		for _, k := range []int{lp.of[node], lp.count} {
+			load[k] = load[k].minus(r)
+		}
+	}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Terminating {
 			if !opts.Now.After(p.Deadline.Add(SettleSlack)) {
-				load = load.minus(vecOf(p.Request))
+				going(n.Name, vecOf(p.Request))
 			}
 		}
 	}
@@ -95,14 +101,13 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 			kept := removeOne(left, nil)
 			for _, p := range left {
 				if !slices.ContainsFunc(kept, func(k TrainerPod) bool { return k.Name == p.Name }) && listed[p.Node] {
-					load = load.minus(vecOf(p.Request))
+					going(p.Node, vecOf(p.Request))
 				}
 			}
 			left = kept
 		}
 	}
-	total := vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
-	var grownRes [numRes]bool
+	grownRes := make([][numRes]bool, len(load))
 	for _, a := range actions {
 		if a.To <= a.From {
 			continue
@@ -116,15 +121,17 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 			assert.GreaterOrEqual(t, free.NodesMemoryFreeMega[n], int64(0), "memory of %s overcommitted", n)
 			assert.GreaterOrEqual(t, free.NodesGPUFree[n], int64(0), "GPU of %s overcommitted", n)
 		}
-		v := vecOf(req)
+		v, k := vecOf(req), lp.index(a.Job)
 		for r := range numRes {
-			load[r] += v[r] * int64(a.To-a.From)
-			grownRes[r] = grownRes[r] || v[r] > 0
+			load[k][r] += v[r] * int64(a.To-a.From)
+			grownRes[k][r] = grownRes[k][r] || v[r] > 0
 		}
 	}
-	for r := range numRes {
-		if grownRes[r] {
-			assert.LessOrEqual(t, float64(load[r]), threshold*float64(total[r]), "growth pushed %s over the threshold", resNames[r])
+	for k := range load {
+		for r := range numRes {
+			if grownRes[k][r] {
+				assert.LessOrEqual(t, float64(load[k][r]), threshold*float64(total[k][r]), "growth pushed %s over the threshold in pool %d", resNames[r], k)
+			}
 		}
 	}
 }

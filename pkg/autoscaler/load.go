@@ -1,35 +1,10 @@
 package autoscaler
 
-import (
-	"container/heap"
-	"math"
-)
+import "container/heap"
 
-// over returns a bit per resource whose load exceeds the threshold. Growth
-// uses the same comparison, so the two can never disagree (the original EDL
-// checked GPUs against the total to grow and against max_load_desired of it
-// to shrink, and added and removed a GPU trainer forever).
-func (p *planner) over(load vec) (mask int) {
-	for r := range numRes {
-		if p.exceeds(load[r], r) {
-			mask |= 1 << r
-		}
-	}
-	return mask
-}
-
-func (p *planner) exceeds(load int64, r int) bool {
-	return float64(load) > p.threshold*float64(p.total[r])
-}
-
-func (p *planner) load(r int) float64 {
-	if p.total[r] == 0 {
-		return math.Inf(1)
-	}
-	return float64(p.requested[r]) / float64(p.total[r])
-}
-
-// yieldToLoad takes trainers back while any resource is over the threshold.
+// yieldToLoad takes trainers back while a resource is over the threshold
+// in their pool. A trainer's removal relieves the pool of the node it runs
+// on, which is its job's unless the node's labels changed under it.
 func (p *planner) yieldToLoad() {
 	h := &jobHeap{less: shrinkFirst}
 	for _, j := range p.movable {
@@ -38,20 +13,26 @@ func (p *planner) yieldToLoad() {
 		}
 	}
 	heap.Init(h)
-	for h.Len() > 0 {
-		mask := p.over(p.requested)
-		if mask == 0 {
-			return
-		}
+	for h.Len() > 0 && p.anyOver() {
 		j := h.items[0]
-		if j.slack() == 0 || !touches(j.victims[j.next].req, mask) {
+		if j.slack() == 0 {
+			heap.Pop(h)
+			continue
+		}
+		v := &j.victims[j.next]
+		pl := j.pool
+		if n := p.nodeOf(j, v); n >= 0 && v.bound {
+			pl = p.poolAt(int(n))
+		}
+		mask := p.over(pl, pl.requested)
+		if mask == 0 || !touches(v.req, mask) {
 			heap.Pop(h)
 			continue
 		}
 		if j.loadValue == 0 {
 			for r := range numRes {
-				if mask&(1<<r) != 0 && j.victims[j.next].req[r] > 0 {
-					j.loadRes, j.loadValue = r, p.load(r)
+				if mask&(1<<r) != 0 && v.req[r] > 0 {
+					j.loadRes, j.loadValue, j.loadPooled = r, pl.load(r), pl != p.all
 					break
 				}
 			}
@@ -59,6 +40,16 @@ func (p *planner) yieldToLoad() {
 		p.removeNext(j)
 		heap.Fix(h, 0)
 	}
+}
+
+// anyOver reports whether some pool has a resource over the threshold.
+func (p *planner) anyOver() bool {
+	for i := range p.pools {
+		if pl := &p.pools[i]; pl != p.all && p.over(pl, pl.requested) != 0 {
+			return true
+		}
+	}
+	return len(p.pools) == 1 && p.over(p.all, p.all.requested) != 0
 }
 
 // trimStuck gives up, down to min, the trainers of a job that the scheduler

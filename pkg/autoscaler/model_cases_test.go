@@ -13,9 +13,9 @@ import (
 
 var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
-// pool returns count nodes named prefix-0.. labelled pool=prefix, with the
+// poolNodes returns count nodes named prefix-0.. labelled pool=prefix, with the
 // given taints.
-func pool(prefix string, count int, alloc Resources, taints ...corev1.Taint) []nodeSpec {
+func poolNodes(prefix string, count int, alloc Resources, taints ...corev1.Taint) []nodeSpec {
 	out := nodes(prefix, count, alloc)
 	for i := range out {
 		out[i].labels = map[string]string{"pool": prefix}
@@ -45,8 +45,8 @@ func join(groups ...[]nodeSpec) []nodeSpec {
 // which pending pods count against a job, which nodes count, where pods may
 // run, quotas, priorities. Each is named after its rule.
 func modelCases() []planCase {
-	cpu := pool("cpu", 2, res(8, 64, 0))
-	gpu := pool("gpu", 2, res(8, 64, 4), gpuTaint)
+	cpu := poolNodes("cpu", 2, res(8, 64, 0))
+	gpu := poolNodes("gpu", 2, res(8, 64, 4), gpuTaint)
 	// Ten nodes of 8 CPU, n-9 cordoned: the snapshot does not list it.
 	ten := nodes("n", 10, res(8, 64, 0))
 	return []planCase{
@@ -101,14 +101,14 @@ func modelCases() []planCase {
 		},
 		{
 			name:  "a CPU job does not grow into room that only tainted nodes have",
-			nodes: join(pool("cpu", 1, res(2, 64, 0)), gpu),
+			nodes: join(poolNodes("cpu", 1, res(2, 64, 0)), gpu),
 			opts:  Options{MaxLoadDesired: 1},
 			jobs:  []Job{newJob("cpu", withRange(1, 20), runningOn("cpu-0", "cpu-0"))},
 			want:  map[string]int32{},
 		},
 		{
 			name:  "required node affinity limits growth like a selector",
-			nodes: join(pool("a", 1, res(2, 64, 0)), pool("b", 1, res(4, 64, 0))),
+			nodes: join(poolNodes("a", 1, res(2, 64, 0)), poolNodes("b", 1, res(4, 64, 0))),
 			opts:  Options{MaxLoadDesired: 1},
 			jobs: []Job{newJob("j", withRange(0, 20), withCurrent(0),
 				withPlacement(placementOf(requiring(expr("pool", corev1.NodeSelectorOpNotIn, "b")))))},
@@ -134,7 +134,7 @@ func modelCases() []planCase {
 		},
 		{
 			name:  "a job's pods below its minimum take room only on nodes they may use",
-			nodes: join(pool("a", 1, res(8, 64, 0)), pool("b", 1, res(8, 64, 0))),
+			nodes: join(poolNodes("a", 1, res(8, 64, 0)), poolNodes("b", 1, res(8, 64, 0))),
 			opts:  Options{MaxLoadDesired: 2},
 			jobs: []Job{newJob("rich", withRange(1, 10), withRequest(res(4, 1, 0)),
 				runningOn("b-0", "b-0", "a-0", "a-0"))},
@@ -164,7 +164,7 @@ func modelCases() []planCase {
 		},
 		{
 			name:  "a constrained trainer that fits nowhere it may run is given up",
-			nodes: join(pool("a", 1, res(2, 64, 0)), pool("b", 1, res(8, 64, 0))),
+			nodes: join(poolNodes("a", 1, res(2, 64, 0)), poolNodes("b", 1, res(8, 64, 0))),
 			opts:  Options{MaxLoadDesired: 1},
 			jobs: []Job{newJob("j", withRange(1, 10), withPlacement(inPool("a")), runningOn("a-0", "a-0"),
 				unschedulableTrainers(1))},

@@ -65,8 +65,9 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 		}
 		switch a.Cause {
 		case CauseLoad:
-			if !s.overloaded(snap) {
-				s.t.Fatalf("tick %d: %s shrank for load %v below the threshold: %s", s.tick, a.Job, s.loads(snap), a.Reason)
+			if !s.overloaded(snap, jobs, j) {
+				_, loads := s.loads(snap, jobs)
+				s.t.Fatalf("tick %d: %s shrank for load %v below the threshold: %s", s.tick, a.Job, loads, a.Reason)
 			}
 		case CauseMinimum, CausePriority:
 			// Running trainers stop for a pod of higher priority only when
@@ -85,37 +86,58 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 	}
 }
 
-// loads are the requests of the pods bound to counted nodes, less those
-// being deleted, over the counted nodes' allocatable.
-func (s *sim) loads(snap cluster.Snapshot) [numRes]float64 {
-	var used, total vec
+// loads are, per pool (poolsOf), the requests of the pods bound to counted
+// nodes, less those being deleted, over the pool's allocatable; the last is
+// the whole cluster's.
+func (s *sim) loads(snap cluster.Snapshot, jobs []Job) (loadPools, [][numRes]float64) {
+	lp := poolsOf(snap, jobs)
+	used, total := make([]vec, lp.count+1), make([]vec, lp.count+1)
 	for _, n := range s.nodes {
-		if n.cordoned {
+		k, counted := lp.of[n.name]
+		if n.cordoned || !counted {
 			continue
 		}
-		total = total.plus(n.alloc)
 		for _, p := range s.pods {
 			if p.node == n.name && p.deleteAt == 0 {
-				used = used.plus(p.req)
+				used[k] = used[k].plus(p.req)
+				used[lp.count] = used[lp.count].plus(p.req)
+			}
+		}
+		total[k] = total[k].plus(n.alloc)
+		total[lp.count] = total[lp.count].plus(n.alloc)
+	}
+	out := make([][numRes]float64, len(used))
+	for k := range used {
+		for r := range numRes {
+			if total[k][r] > 0 {
+				out[k][r] = float64(used[k][r]) / float64(total[k][r])
 			}
 		}
 	}
-	var out [numRes]float64
-	for r := range numRes {
-		if total[r] > 0 {
-			out[r] = float64(used[r]) / float64(total[r])
-		}
-	}
-	return out
+	return lp, out
 }
 
-func (s *sim) overloaded(snap cluster.Snapshot) bool {
+// overloaded reports whether a resource is over the threshold in the pool
+// of j or of a node its trainers run on.
+func (s *sim) overloaded(snap cluster.Snapshot, jobs []Job, j Job) bool {
 	th := s.opts.MaxLoadDesired
 	if th <= 0 {
 		th = DefaultMaxLoadDesired
 	}
-	for _, l := range s.loads(snap) {
-		if l > th {
+	lp, loads := s.loads(snap, jobs)
+	overAt := func(k int) bool {
+		for _, l := range loads[k] {
+			if l > th {
+				return true
+			}
+		}
+		return false
+	}
+	if overAt(lp.index(j.Key)) {
+		return true
+	}
+	for _, t := range j.Trainers {
+		if k, ok := lp.of[t.Node]; ok && overAt(k) {
 			return true
 		}
 	}

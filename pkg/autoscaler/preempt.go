@@ -39,6 +39,7 @@ func (p *planner) preempt(q *QueuedJob, pods []gangPod, need vec, what string, r
 		return preemptResult{}, false
 	}
 	saved := p.save()
+	var placed []int // where the last try placed the pods
 	try := func(victims []*candidate) bool {
 		p.restore(saved)
 		for _, c := range cands {
@@ -46,7 +47,9 @@ func (p *planner) preempt(q *QueuedJob, pods []gangPod, need vec, what string, r
 				c.job.stopping = false
 			}
 		}
-		return p.stopAndPlace(q, pods, victims)
+		var ok bool
+		ok, placed = p.stopAndPlace(q, pods, victims, placed[:0])
+		return ok
 	}
 	// The shortest prefix of the order that makes room, then without each
 	// victim that the others make room without, the latest taken first: the
@@ -90,7 +93,7 @@ func (p *planner) preempt(q *QueuedJob, pods []gangPod, need vec, what string, r
 			Reason: fmt.Sprintf("stopped whole for queued %s of priority %d, whose minimum, %s, needs %s and does not fit even with every job of a lower priority at its minimum; it waits in the queue to start again",
 				q.Key, q.Priority, what, need.resources())})
 	}
-	p.growLoad = p.growLoad.plus(need)
+	p.expectGang(pods, placed)
 	res.reason = fmt.Sprintf("its minimum, %s, needs %s and fits once %s of a lower priority (%s) %s stopped whole",
 		what, need.resources(), plural(len(chosen), "running job"), strings.Join(keys, ", "), map[bool]string{true: "is", false: "are"}[len(chosen) == 1])
 	return res, true
@@ -99,7 +102,7 @@ func (p *planner) preempt(q *QueuedJob, pods []gangPod, need vec, what string, r
 // stopAndPlace counts the victims' pods as gone and places the pods of q's
 // minimum, taking trainers above the minimums of the other jobs of its
 // priority and lower where needed.
-func (p *planner) stopAndPlace(q *QueuedJob, pods []gangPod, victims []*candidate) bool {
+func (p *planner) stopAndPlace(q *QueuedJob, pods []gangPod, victims []*candidate, placed []int) (bool, []int) {
 	for _, c := range victims {
 		if c.job != nil {
 			c.job.stopping = true
@@ -110,11 +113,11 @@ func (p *planner) stopAndPlace(q *QueuedJob, pods []gangPod, victims []*candidat
 		}
 	}
 	if len(victims) == 0 {
-		return false
+		return false, placed
 	}
 	c := claim{priority: q.Priority, share: true, own: q.Key, admit: q.Key}
-	miss, _ := p.placeGang(pods, nil, &c)
-	return miss < 0
+	miss, placed := p.placeGang(pods, placed, &c)
+	return miss < 0, placed
 }
 
 // candidates are the running jobs q may stop: of a lower priority, holding

@@ -7,15 +7,16 @@ import "container/heap"
 // when Options.RebalanceGap is not positive.
 const DefaultRebalanceGap = 0.1
 
-// rebalance moves capacity between the running jobs of one priority: while
-// the most fulfilled job is more than the gap above the least fulfilled one
-// that could grow, the former gives back its newest trainer, provided the
-// latter's trainer fits where it leaves and within MaxLoadDesired, and the
-// move does not reverse their order. Only the scale-downs are planned here;
-// the freed capacity is still held by the terminating pods, and growth hands
-// it to the least fulfilled jobs in the next cycles, while the givers cool
-// down. Without this phase a job that arrives when the cluster is full keeps
-// its minimum for as long as the earlier jobs run.
+// rebalance moves capacity between the running jobs of one priority and
+// pool: while the most fulfilled job is more than the gap above the least
+// fulfilled one that could grow, the former gives back its newest trainer,
+// provided the latter's trainer fits where it leaves and within
+// MaxLoadDesired, and the move does not reverse their order. Only the
+// scale-downs are planned here; the freed capacity is still held by the
+// terminating pods, and growth hands it to the least fulfilled jobs in the
+// next cycles, while the givers cool down. Without this phase a job that
+// arrives when the cluster is full keeps its minimum for as long as the
+// earlier jobs run.
 func (p *planner) rebalance() {
 	gap := p.rebalanceGap()
 	if gap >= 1 {
@@ -28,34 +29,46 @@ func (p *planner) rebalance() {
 	}
 	// A job that growth can serve from idle capacity takes nothing.
 	for _, j := range p.movable {
-		j.growsFromIdle = p.grower.firstFit(j.req, j.elig) >= 0 && p.loadAdmits(j.req) && p.quotaAllows(j, 1)
+		j.growsFromIdle = p.grower.firstFit(j.req, j.elig) >= 0 && p.loadAdmits(j) && p.quotaAllows(j, 1)
 	}
-	byPriority := map[int32][]*jobState{}
-	var levels []int32
+	// Jobs compete for room with the jobs of their priority in their pool:
+	// the jobs of another pool could not use what they give back.
+	type level struct {
+		pool     *pool
+		priority int32
+	}
+	byLevel := map[level][]*jobState{}
+	var levels []level
 	for _, j := range p.movable {
-		if _, seen := byPriority[j.priority]; !seen {
-			levels = append(levels, j.priority)
+		l := level{j.pool, j.priority}
+		if _, seen := byLevel[l]; !seen {
+			levels = append(levels, l)
 		}
-		byPriority[j.priority] = append(byPriority[j.priority], j)
+		byLevel[l] = append(byLevel[l], j)
 	}
 	// Per node, the room rebalancing freed and the room it promised to
 	// takers; made at the first move. A taker is promised only room givers
 	// free: idle room next to it would be growth's to hand out in the next
 	// plan, before the giver's trainer has gone.
 	var freed, reserved []vec
-	load := p.growLoad
+	// Growth's load of each pool, with the moves so far: a giver and its
+	// taker share the node, so the pool.
+	load := make([]vec, len(p.pools))
+	for i := range p.pools {
+		load[i] = p.pools[i].growLoad
+	}
 	for _, level := range levels {
 		// Growth serves higher priorities first: room freed where one of
 		// them could grow would go to it, not to the taker.
 		var ahead []*jobState
 		for _, j := range p.movable {
-			if j.priority > level && p.mayGrow(j) {
+			if j.priority > level.priority && p.mayGrow(j) {
 				ahead = append(ahead, j)
 			}
 		}
 		givers := &jobHeap{less: giveFirst}
 		takers := &jobHeap{less: takeFirst, at: func(j *jobState) *int { return &j.takerAt }}
-		for _, j := range byPriority[level] {
+		for _, j := range byLevel[level] {
 			givers.items = append(givers.items, j)
 			takers.items = append(takers.items, j)
 		}
@@ -100,8 +113,9 @@ func (p *planner) rebalance() {
 				heap.Pop(takers)
 				continue
 			}
-			after := load.minus(v.req).plus(taker.req)
-			if !p.admits(after, taker.req) {
+			pi := p.poolOf[p.classes.classOf[n]]
+			after := load[pi].minus(v.req).plus(taker.req)
+			if !p.admits(&p.pools[pi], after, taker.req) {
 				break
 			}
 			if giver.rebalanceTo == nil {
@@ -116,7 +130,7 @@ func (p *planner) rebalance() {
 			}
 			freed[n] = freed[n].plus(v.req)
 			reserved[n] = reserved[n].plus(taker.req)
-			load = after
+			load[pi] = after
 			p.removeNext(giver)
 			giver.rebalanced++
 			if taker.promisedBy == nil {

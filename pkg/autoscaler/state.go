@@ -35,9 +35,12 @@ type planner struct {
 	stopped  map[string]bool           // the jobs preemption stops whole in this plan
 	snap     *cluster.Snapshot
 
-	total     vec
-	requested vec // the load the shrinking phases test: pods bound to counted nodes that stay
-	growLoad  vec // the load growth tests: bound pods that stay or that this plan removes, and what it expects to be bound
+	// pools are the groups of nodes the load is tested over (pools.go);
+	// poolOf maps a class to its pool, and all is the whole cluster's
+	// load, a pool of its own when there are several.
+	pools  []pool
+	poolOf []int32
+	all    *pool
 
 	jobs    []*jobState
 	byKey   map[string]*jobState
@@ -55,10 +58,6 @@ type planner struct {
 	// waiting are the unschedulable pods the plan reserved room for or
 	// made room for, for the reasons.
 	waiting []*cluster.PendingPod
-
-	idle      vec // capacity growth could use, for the reasons
-	idleNodes int
-	idleText  string
 
 	// For the explanations (explain.go): the jobs that cannot even be
 	// accounted, the jobs cooling down that growth held room for, and the
@@ -79,6 +78,7 @@ type jobState struct {
 	movable  bool
 	ns       string
 	elig     *eligible // the nodes its trainers may use
+	pool     *pool     // the pool of those nodes, whose load it tests
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
@@ -131,6 +131,7 @@ type reasonNotes struct {
 	stuckOutranked    bool           // pods of a higher priority hold the room they would need
 	loadRes           int            // the resource over the threshold when load first took a trainer
 	loadValue         float64        // its load then
+	loadPooled        bool           // of a pool, not of the whole cluster
 	growFulfilment    float64        // fulfillment before the first trainer grown
 	growPlaced        int64          // placed trainers then
 	rebalanced        int64          // trainers given back by rebalance
@@ -203,12 +204,9 @@ func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 // and the pending pods' that the plan evaluates (the queued jobs').
 func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.Placement) *planner {
 	p := &planner{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
-	var lingering vec // trainers being deleted past their grace period and SettleSlack
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
 	}
-	p.total = vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
-	p.requested = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
 
 	p.nodes = snap.Nodes
 	if !slices.IsSortedFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) }) {
@@ -216,20 +214,8 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 		slices.SortFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	p.nodeIdx = make(map[string]int32, len(p.nodes))
-	p.free = make([]vec, len(p.nodes))
-	p.hold = make([]vec, len(p.nodes))
 	for i := range p.nodes {
-		n := &p.nodes[i]
-		p.nodeIdx[n.Name] = int32(i) // #nosec G115 -- a node index: far fewer than 2^31 nodes
-		p.free[i] = vecOf(n.Free)
-		for _, t := range n.Terminating {
-			switch {
-			case !opts.Now.After(t.Deadline.Add(SettleSlack)):
-				p.goes(i, vecOf(t.Request))
-			case t.Trainer:
-				lingering = lingering.plus(vecOf(t.Request))
-			}
-		}
+		p.nodeIdx[p.nodes[i].Name] = int32(i) // #nosec G115 -- a node index: far fewer than 2^31 nodes
 	}
 
 	p.jobs = make([]*jobState, 0, len(jobs))
@@ -262,6 +248,34 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 	p.classes = newClasses(p.nodes, placements)
 	for _, j := range p.jobs {
 		j.elig = p.classes.set(j.in.Placement)
+	}
+	p.buildPools()
+
+	// A trainer still being deleted long after its grace period (a slow
+	// kubelet's backlog after a big scale-down) keeps its room from growth
+	// but is no load to shrink for: its job's ReplicaSet has let it go
+	// already, and taking more trainers for it would not make it go sooner
+	// — only take its room twice, and add to the kubelet's backlog.
+	type linger struct {
+		n int
+		r vec
+	}
+	var lingering []linger
+	p.free = make([]vec, len(p.nodes))
+	p.hold = make([]vec, len(p.nodes))
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		p.free[i] = vecOf(n.Free)
+		for _, t := range n.Terminating {
+			switch {
+			case !opts.Now.After(t.Deadline.Add(SettleSlack)):
+				p.goes(i, vecOf(t.Request))
+			case t.Trainer:
+				lingering = append(lingering, linger{i, vecOf(t.Request)})
+			}
+		}
+	}
+	for _, j := range p.jobs {
 		// The trainers a scale-down under way is deleting still hold their
 		// nodes: their room is the pending pods' once they are gone.
 		for k := range j.next {
@@ -277,13 +291,12 @@ func newPlanner(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*clust
 	// as the shrinking phases do: counting a terminating trainer would keep
 	// the job it was given back for from growing into its room. The
 	// removals of this plan stay in: their room is not growth's yet.
-	p.growLoad = p.requested
-	// A trainer still being deleted long after its grace period (a slow
-	// kubelet's backlog after a big scale-down) keeps its room from growth
-	// but is no load to shrink for: its job's ReplicaSet has let it go
-	// already, and taking more trainers for it would not make it go sooner
-	// — only take its room twice, and add to the kubelet's backlog.
-	p.requested = p.requested.minus(lingering)
+	for i := range p.pools {
+		p.pools[i].growLoad = p.pools[i].requested
+	}
+	for _, l := range lingering {
+		p.relieve(l.n, l.r)
+	}
 	return p
 }
 
@@ -297,7 +310,7 @@ const SettleSlack = 30 * time.Second
 func (p *planner) goes(n int, r vec) {
 	p.free[n] = p.free[n].plus(r)
 	p.hold[n] = p.hold[n].plus(r)
-	p.requested = p.requested.minus(r)
+	p.relieve(n, r)
 }
 
 // canonicalOrder is the order Plan reads jobs in: by key, and duplicate keys

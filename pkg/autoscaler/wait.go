@@ -84,7 +84,7 @@ func (p *planner) reserve(pending []cluster.PendingPod) []*cluster.PendingPod {
 			if n := p.fit.firstFit(v.req, j.elig); n >= 0 {
 				v.node = int32(n) // #nosec G115 -- a node index: far fewer than 2^31
 				p.fit.take(n, v.req)
-				p.growLoad = p.growLoad.plus(v.req)
+				p.expect(n, v.req)
 				j.placed++
 			} else {
 				j.starved = true
@@ -107,13 +107,13 @@ func (p *planner) reserve(pending []cluster.PendingPod) []*cluster.PendingPod {
 		}
 		if n, ok := p.nodeIdx[pod.NominatedNode]; ok {
 			p.fit.take(int(n), req)
-			p.growLoad = p.growLoad.plus(req)
+			p.expect(int(n), req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}
 		if n := p.fit.firstFit(req, p.classes.set(pod.Placement)); n >= 0 {
 			p.fit.take(n, req)
-			p.growLoad = p.growLoad.plus(req)
+			p.expect(n, req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}

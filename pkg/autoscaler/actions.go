@@ -89,9 +89,7 @@ func (p *planner) shrinkReason(j *jobState) string {
 		if math.IsInf(j.loadValue, 1) {
 			load = "unbounded (no allocatable " + resNames[j.loadRes] + ")"
 		}
-		if j.loadPooled {
-			load += " on its pool"
-		}
+		load += onPool(j.loadPooled)
 		parts = append(parts, fmt.Sprintf("%s load %s above max_load_desired %s", resNames[j.loadRes], load, ratio(p.threshold)))
 	}
 	b.WriteString(strings.Join(parts, "; "))

@@ -80,8 +80,8 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 	case j.desired == j.min && p.overFor(j) >= 0:
 		r := p.overFor(j)
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], j.pool.load(r), p.threshold
-		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s is above max_load_desired %s",
-			j.min, resNames[r], loadText(e.Load, r), ratio(p.threshold))
+		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s%s is above max_load_desired %s",
+			j.min, resNames[r], loadText(e.Load, r), onPool(j.pool != p.all), ratio(p.threshold))
 	case j.promised > 0:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.promisedBy.key, j.promisedBy.fulfillment()
 		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s, more fulfilled (%s), gives back trainers for it; it grows into their room once they have gone",
@@ -163,10 +163,11 @@ func (p *planner) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
 			by, e.Need, e.Room, e.Node)
 	default: // CauseLoad
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitLoad, resNames[j.loadRes], j.loadValue, p.threshold
+		pooled := j.loadPooled
 		if r := p.overFor(j); r >= 0 && j.desired == j.min {
-			e.Limit, e.Resource, e.Load = LimitAtMin, resNames[r], j.pool.load(r)
+			e.Limit, e.Resource, e.Load, pooled = LimitAtMin, resNames[r], j.pool.load(r), j.pool != p.all
 		}
-		e.Message = fmt.Sprintf("%s: %s load %s was above max_load_desired %s", by, e.Resource, loadText(e.Load, resIndex(e.Resource)), ratio(p.threshold))
+		e.Message = fmt.Sprintf("%s: %s load %s%s was above max_load_desired %s", by, e.Resource, loadText(e.Load, resIndex(e.Resource)), onPool(pooled), ratio(p.threshold))
 	}
 }
 

@@ -175,6 +175,15 @@ func (p *planner) admits(pl *pool, load, req vec) bool {
 	return true
 }
 
+// onPool is what a load figure of a pool, rather than of the whole cluster,
+// says it is.
+func onPool(pooled bool) string {
+	if pooled {
+		return " on its pool"
+	}
+	return ""
+}
+
 // loadSnapshot copies what save keeps of the pools: their requested load.
 func (p *planner) loadSnapshot() []vec {
 	out := make([]vec, len(p.pools))

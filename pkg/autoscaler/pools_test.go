@@ -120,5 +120,6 @@ func TestExplanationsQuoteThePool(t *testing.T) {
 	assert.Contains(t, c.Message, "12 CPU of 16 CPU requested on its pool of 2 nodes (load 0.75)")
 	g := byJob["gpu"]
 	assert.Equal(t, LimitAtMin, g.Limit, g.Message)
-	assert.InDelta(t, 1.0, g.Load, 1e-9, "the GPU nodes' CPU load, not the cluster's 0.625")
+	assert.InDelta(t, 1.0, g.Load, 1e-9, "the GPU nodes' CPU load, not the cluster's 0.875")
+	assert.Contains(t, g.Message, "CPU load 1 on its pool is above max_load_desired 0.75")
 }

@@ -301,12 +301,16 @@ func (p *planner) explainNoFit(j *jobState, e *Explanation, f *fitter, pending b
 		e.Message = fmt.Sprintf("%s of its %s wait for a node, where they fit; it grows once they are placed", plural(waiting, "trainer"), trainers)
 		return
 	case !pending && f.firstFit(j.req, j.elig) >= 0:
-		// Room it could use is left, but a job cooling down ahead of it
-		// keeps it.
-		if b := p.blockerOf(j); b != nil {
+		// Room it could use is left, but a job cooling down or arriving
+		// ahead of it keeps it.
+		if b := p.blockerOf(j, int32(f.firstFit(j.req, j.elig))); b != nil { // #nosec G115 -- a node index
 			e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, b.key, b.fulfillment()
-			e.Message = fmt.Sprintf("at %s (fulfillment %s): the room it could use is kept for %s (fulfillment %s), which is cooling down and grows first",
-				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment))
+			why := "which is cooling down and grows first"
+			if b.arriving {
+				why = "which was admitted and is starting; it grows first once Running"
+			}
+			e.Message = fmt.Sprintf("at %s (fulfillment %s): the room it could use is kept for %s (fulfillment %s), %s",
+				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment), why)
 			return
 		}
 	case !pending && j.fitAtStart && j.lostTo != nil:
@@ -332,11 +336,11 @@ func (p *planner) explainNoFit(j *jobState, e *Explanation, f *fitter, pending b
 	}
 }
 
-// blockerOf returns the first job cooling down that growth kept room for
-// ahead of j.
-func (p *planner) blockerOf(j *jobState) *jobState {
+// blockerOf returns the first job cooling down or arriving that growth kept
+// room for ahead of j on node n, the room j could use.
+func (p *planner) blockerOf(j *jobState, n int32) *jobState {
 	for _, b := range p.blockers {
-		if b.priority >= j.priority {
+		if b.priority >= j.priority && b.elig.has(n, p.classes.classOf[n]) && b.req.fitsIn(vecOf(p.nodes[n].Allocatable)) {
 			return b
 		}
 	}

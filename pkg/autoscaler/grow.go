@@ -113,7 +113,9 @@ func (p *planner) grow() {
 	// do so): the capacity it could use waits for it. Capacity it could
 	// never use — nodes it may not run on, or too small for its trainer —
 	// does not.
-	var blockers []*jobState
+	// The jobs arriving come first in their priority's line (at their
+	// minimum, fulfillment 0): they hold their room from the start.
+	blockers := slices.Clone(p.arriving)
 	for h.Len() > 0 {
 		j := h.items[0]
 		if j.coolingDown {

@@ -44,7 +44,11 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decisi
 			placements = append(placements, s.Placement)
 		}
 	}
+	for i := range queue.Arriving {
+		placements = append(placements, queue.Arriving[i].Placement)
+	}
 	p := newPlanner(snap, jobs, opts, placements...)
+	p.arrive(queue.Arriving)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
 	p.reserveUnplaced(snap.Unplaced, queue.Jobs)

@@ -116,6 +116,38 @@ func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
 	return out
 }
 
+// arrivingJobs are the elastic jobs admitted and not Running yet, for
+// growth to keep room for (arrive.go).
+func (a *Autoscaler) arrivingJobs() []ArrivingJob {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		return nil
+	}
+	var out []ArrivingJob
+	for _, tj := range all {
+		spec := &tj.Spec
+		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || spec.Suspend ||
+			spec.Trainer.MinInstance >= spec.Trainer.MaxInstance ||
+			tj.Status.Phase == v1.PhaseRunning || tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
+		if err != nil {
+			continue
+		}
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
+			continue
+		}
+		template := &rs.Spec.Template.Spec
+		req, _ := a.tracker.PodRequestAndLimits(template)
+		out = append(out, ArrivingJob{Key: key(tj), Priority: a.priority(spec.PriorityClassName),
+			Min: spec.Trainer.MinInstance, Max: spec.Trainer.MaxInstance, Admitted: c.LastTransitionTime.Time,
+			Request: req, Placement: cluster.PlacementOf(template)})
+	}
+	return out
+}
+
 // runningJobs are the admitted jobs that may hold pods — not queued,
 // suspended or finished, past Pending — as the running jobs preemption may
 // stop, and the jobs by key.

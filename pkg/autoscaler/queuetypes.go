@@ -19,6 +19,27 @@ type Queue struct {
 	// which preemption may stop whole (Options.Preemption); their pods are
 	// the snapshot's Trainers and Servers.
 	Running []RunningJob
+	// Arriving are the elastic jobs admitted and not Running yet (their
+	// pods exist or are being created): growth keeps the room they could
+	// use (Options.CoolDown, arrive.go).
+	Arriving []ArrivingJob
+}
+
+// ArrivingJob is an elastic job an earlier plan admitted that is not Running
+// yet, as growth sees it: one trainer's request and where trainers may run.
+type ArrivingJob struct {
+	// Key is "namespace/name".
+	Key string
+	// Priority is the job's pod priority.
+	Priority int32
+	// Min and Max are the trainer's min-instance and max-instance.
+	Min, Max int32
+	// Admitted is when a plan admitted it (its Queued condition's last
+	// transition).
+	Admitted time.Time
+	// Request is one trainer's effective request, as in Job.
+	Request   Resources
+	Placement *cluster.Placement
 }
 
 // RunningJob is an admitted job, as preemption sees it.

@@ -64,6 +64,9 @@ type planner struct {
 	// largest room per placement and trainer shape.
 	dropped  []*Job
 	blockers []*jobState
+	// arriving are the admitted jobs not Running yet that growth keeps
+	// room for (arrive.go).
+	arriving []*jobState
 	rooms    map[roomKey]nodeRoom
 }
 
@@ -88,6 +91,7 @@ type jobState struct {
 	unschedulable bool // a kept trainer is pending unschedulable
 	starved       bool // a kept, not-yet-scheduled trainer fits on no node
 	coolingDown   bool
+	arriving      bool // admitted, not Running yet: in planner.arriving only
 	quotaHeld     bool // growth stopped at its namespace's quota
 	// stopping is set while a trial of preempt.go counts the job's pods as
 	// gone; preempted once the plan stops the job whole, for by (of

@@ -18,10 +18,13 @@ func arriving(key string, admitted time.Time, muts ...func(*ArrivingJob)) Arrivi
 	return a
 }
 
-// TestArrivingJobsHoldTheirRoom: growth keeps the room an admitted job that
-// is not Running yet could use from the jobs of its priority and lower, for
-// up to a cool-down after its admission.
-func TestArrivingJobsHoldTheirRoom(t *testing.T) {
+// TestArrivingJobsKeepTheirShare: growth plans for an admitted job that is
+// not Running yet as if it ran, and keeps its share idle, for up to a
+// cool-down after its admission; the jobs of its priority and lower get
+// the rest. Two nodes of 8 CPU: a runs 1 trainer, b arrives (its minimum's
+// pods not in the snapshot): of the 15 CPU idle, a grows by 8 and b's 7 are
+// kept.
+func TestArrivingJobsKeepTheirShare(t *testing.T) {
 	cpu := poolNodes("cpu", 2, res(8, 64, 0))
 	gpu := poolNodes("gpu", 2, res(8, 64, 4), gpuTaint)
 	running := newJob("ns/a", withRange(1, 20), runningOn("cpu-0"))
@@ -32,8 +35,8 @@ func TestArrivingJobsHoldTheirRoom(t *testing.T) {
 		opts     Options
 		want     int32 // ns/a's replicas after the plan
 	}{
-		{name: "one admitted a second ago holds the room it could use", arriving: arriving("ns/b", t0.Add(-time.Second)),
-			opts: opts, want: 1},
+		{name: "one admitted a second ago keeps its share", arriving: arriving("ns/b", t0.Add(-time.Second)),
+			opts: opts, want: 9},
 		{name: "no longer than a cool-down after its admission", arriving: arriving("ns/b", t0.Add(-15*time.Second)),
 			opts: opts, want: 16},
 		{name: "not without a cool-down", arriving: arriving("ns/b", t0.Add(-time.Second)),
@@ -44,6 +47,8 @@ func TestArrivingJobsHoldTheirRoom(t *testing.T) {
 			opts: opts, want: 16},
 		{name: "not for a job that is not elastic", arriving: arriving("ns/b", t0.Add(-time.Second), func(a *ArrivingJob) { a.Min = 20 }),
 			opts: opts, want: 16},
+		{name: "no more than its maximum", arriving: arriving("ns/b", t0.Add(-time.Second), func(a *ArrivingJob) { a.Max = 3 }),
+			opts: opts, want: 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jobs := []Job{running}
@@ -51,48 +56,71 @@ func TestArrivingJobsHoldTheirRoom(t *testing.T) {
 			d := Decide(snap, jobs, Queue{Arriving: []ArrivingJob{tc.arriving}}, tc.opts)
 			assert.Equal(t, tc.want, toOf(d.Actions, running))
 			assertExplained(t, jobs, tc.opts, d)
-			if tc.want == running.Current {
-				require.Len(t, d.Jobs, 1)
-				e := d.Jobs[0]
-				assert.Equal(t, LimitFairShare, e.Limit, e.Message)
-				assert.Equal(t, "ns/b", e.Other)
-				assert.Contains(t, e.Message, "the room it could use is kept for ns/b (fulfillment 0), which was admitted and is starting; it grows first once Running")
-			}
+			require.Len(t, d.Actions, 1, "no action for the arriving job")
 		})
 	}
 }
 
+// TestARunningJobBehindAnArrivingOneIsToldWhy: when the arriving job's
+// share is all the room there is, the running job is told the room is kept
+// for it.
+func TestARunningJobBehindAnArrivingOneIsToldWhy(t *testing.T) {
+	ns := nodes("n", 2, res(8, 64, 0))
+	a := newJob("ns/a", withRange(1, 20), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-1", "n-1", "n-1", "n-1", "n-1"))
+	opts := Options{MaxLoadDesired: 1, CoolDown: 15 * time.Second, Now: t0}
+	jobs := []Job{a}
+	d := Decide(clusterOf(ns, jobs), jobs, Queue{Arriving: []ArrivingJob{arriving("ns/b", t0.Add(-time.Second))}}, opts)
+	assert.Empty(t, d.Actions, "b, less fulfilled, would take all 6 CPU")
+	require.Len(t, d.Jobs, 1)
+	e := d.Jobs[0]
+	assert.Equal(t, LimitLoad, e.Limit, e.Message)
+	assert.Contains(t, e.Message, "16 CPU of 16 CPU requested, 6 CPU of it kept for jobs admitted and starting (load 1)")
+
+	// Where the load leaves room, the last job growth gave to is named.
+	opts.MaxLoadDesired = 2
+	d = Decide(clusterOf(ns, jobs), jobs, Queue{Arriving: []ArrivingJob{arriving("ns/b", t0.Add(-time.Second))}}, opts)
+	assert.Empty(t, d.Actions)
+	require.Len(t, d.Jobs, 1)
+	e = d.Jobs[0]
+	assert.Equal(t, LimitFairShare, e.Limit, e.Message)
+	assert.Equal(t, "ns/b", e.Other)
+	assert.Contains(t, e.Message, "the last to ns/b (priority 0, fulfillment 0.316; admitted and starting, the room is kept for it)")
+}
+
 // TestJobsAdmittedTogetherGrowTogether: two jobs admitted in one plan
-// reach Running a cycle apart. The first does not take the room while the
-// other starts, so once both run they grow evenly and no trainer is
-// stopped to even them out — before, the first grew to its maximum and
-// rebalancing then gave half of it back.
+// reach Running a cycle apart. The first grows only into its share while
+// the other starts, so once both run the other grows into the rest and no
+// trainer is stopped to even them out — without it, the first grows into
+// all the room and rebalancing then gives some of it back.
 func TestJobsAdmittedTogetherGrowTogether(t *testing.T) {
 	ns := nodes("n", 2, res(8, 64, 0))
 	opts := Options{MaxLoadDesired: 1, CoolDown: 15 * time.Second, Now: t0}
 	a := newJob("ns/a", withRange(1, 20), runningOn("n-0"))
 	b := newJob("ns/b", withRange(1, 20), runningOn("n-1"))
 
-	// Cycle 1: a runs, b is admitted and starting.
+	// Cycle 1: a runs, b is admitted and starting; its pod is in the
+	// snapshot.
 	first := []Job{a}
-	acts := Decide(clusterOf(ns, first), first, Queue{Arriving: []ArrivingJob{arriving("ns/b", t0.Add(-2*time.Second))}}, opts).Actions
-	assert.Empty(t, acts, "a waits for b")
+	snap := clusterOf(ns, []Job{a, b})
+	acts := Decide(snap, first, Queue{Arriving: []ArrivingJob{arriving("ns/b", t0.Add(-2*time.Second))}}, opts).Actions
+	require.Len(t, acts, 1)
+	assert.Equal(t, int32(8), acts[0].To, "a grows into its share: 7 of the 14 CPU idle")
 
-	// Cycle 2: both run; the room goes to them one trainer at a time.
+	// Cycle 2: both run; b grows into the room kept for it, nothing shrinks.
 	opts.Now = t0.Add(2 * time.Second)
-	both := []Job{a, b}
+	grownA := newJob("ns/a", withRange(1, 20), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))
+	both := []Job{grownA, b}
 	d := Decide(clusterOf(ns, both), both, Queue{}, opts)
-	assert.Equal(t, int32(8), toOf(d.Actions, a))
-	assert.Equal(t, int32(8), toOf(d.Actions, b))
-	for _, act := range d.Actions {
-		assert.Equal(t, CauseIdle, act.Cause, act.Reason)
-	}
+	require.Len(t, d.Actions, 1, "%v", d.Actions)
+	assert.Equal(t, "ns/b", d.Actions[0].Job)
+	assert.Equal(t, int32(8), d.Actions[0].To)
+	assert.Equal(t, CauseIdle, d.Actions[0].Cause)
 
 	// Without the hold, a takes everything first and gives trainers back
 	// once b runs.
 	opts.Now = t0
-	greedy := Decide(clusterOf(ns, first), first, Queue{}, opts).Actions
-	assert.Equal(t, int32(16), toOf(greedy, a))
+	greedy := Decide(snap, first, Queue{}, opts).Actions
+	assert.Equal(t, int32(15), toOf(greedy, a))
 	opts.Now = t0.Add(2 * time.Second)
 	grown := newJob("ns/a", withRange(1, 20), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0", "n-0", "n-0",
 		"n-1", "n-1", "n-1", "n-1", "n-1", "n-1", "n-1"))

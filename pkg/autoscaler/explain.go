@@ -220,6 +220,9 @@ func (p *planner) explainLoad(j *jobState, e *Explanation) {
 	if pl != p.all {
 		of = fmt.Sprintf(" on its pool of %s", plural(pl.nodes, "node"))
 	}
+	if pl.kept[r] > 0 {
+		of += fmt.Sprintf(", %s of it kept for jobs admitted and starting", amount(pl.kept[r], r))
+	}
 	e.Message = fmt.Sprintf("one more trainer (%s) would take %s requests past max_load_desired %s: %s of %s requested%s (load %s)",
 		amount(j.req[r], r), resNames[r], ratio(p.threshold), amount(pl.growLoad[r], r), amount(pl.total[r], r), of, loadText(e.Load, r))
 }
@@ -305,18 +308,14 @@ func (p *planner) explainNoFit(j *jobState, e *Explanation, f *fitter, pending b
 		// ahead of it keeps it.
 		if b := p.blockerOf(j, int32(f.firstFit(j.req, j.elig))); b != nil { // #nosec G115 -- a node index
 			e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, b.key, b.fulfillment()
-			why := "which is cooling down and grows first"
-			if b.arriving {
-				why = "which was admitted and is starting; it grows first once Running"
-			}
-			e.Message = fmt.Sprintf("at %s (fulfillment %s): the room it could use is kept for %s (fulfillment %s), %s",
-				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment), why)
+			e.Message = fmt.Sprintf("at %s (fulfillment %s): the room it could use is kept for %s (fulfillment %s), which is cooling down and grows first",
+				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment))
 			return
 		}
 	case !pending && j.fitAtStart && j.lostTo != nil:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.lostTo.key, j.lostTo.fulfillment()
-		e.Message = fmt.Sprintf("at %s (fulfillment %s): the idle room it could use went to jobs ahead of it in line (of a higher priority or less fulfilled), the last to %s (priority %d, fulfillment %s)",
-			trainers, ratio(e.Fulfillment), e.Other, j.lostTo.priority, ratio(e.OtherFulfillment))
+		e.Message = fmt.Sprintf("at %s (fulfillment %s): the idle room it could use went to jobs ahead of it in line (of a higher priority or less fulfilled), the last to %s (priority %d, fulfillment %s%s)",
+			trainers, ratio(e.Fulfillment), e.Other, j.lostTo.priority, ratio(e.OtherFulfillment), arrivingNote(j.lostTo))
 		return
 	case !pending && p.fit.firstFit(j.req, j.elig) >= 0:
 		e.Limit = LimitSettling
@@ -336,8 +335,16 @@ func (p *planner) explainNoFit(j *jobState, e *Explanation, f *fitter, pending b
 	}
 }
 
-// blockerOf returns the first job cooling down or arriving that growth kept
-// room for ahead of j on node n, the room j could use.
+// arrivingNote says of a job growth gave room to that it is not Running yet.
+func arrivingNote(j *jobState) string {
+	if j.arriving {
+		return "; admitted and starting, the room is kept for it"
+	}
+	return ""
+}
+
+// blockerOf returns the first job cooling down that growth kept room for
+// ahead of j on node n, the room j could use.
 func (p *planner) blockerOf(j *jobState, n int32) *jobState {
 	for _, b := range p.blockers {
 		if b.priority >= j.priority && b.elig.has(n, p.classes.classOf[n]) && b.req.fitsIn(vecOf(p.nodes[n].Allocatable)) {

@@ -64,6 +64,14 @@ func queueFrom(data []byte, snap *cluster.Snapshot, jobs []Job, others []otherPo
 		// The first was admitted by the last plan, its pods not created yet.
 		q.Starting, q.Jobs = q.Jobs[:1], q.Jobs[1:]
 	}
+	for i := range f.intn(3) {
+		// Admitted, not Running yet; some past their cool-down.
+		q.Arriving = append(q.Arriving, ArrivingJob{Key: fmt.Sprintf("%s/arriving%d", namespaces[f.intn(3)], i),
+			Priority: priorities[f.intn(len(priorities))], Min: int32(f.intn(3)), Max: int32(f.intn(12)),
+			Admitted:  opts.Now.Add(-time.Duration(f.intn(40)) * time.Second),
+			Request:   Resources{CPUMilli: int64(500 * f.intn(5)), MemoryMega: int64(512 * f.intn(3)), GPU: int64(f.intn(4) / 3)},
+			Placement: placements[f.intn(len(placements))]})
+	}
 	return q
 }
 
@@ -86,7 +94,8 @@ func FuzzQueue(f *testing.F) {
 		snap := clusterOf(ns, jobs, others...)
 		queue := queueFrom(data, &snap, jobs, others, &opts)
 		wantSnap := snap.DeepCopy()
-		wantQueue := Queue{Jobs: slices.Clone(queue.Jobs), Starting: slices.Clone(queue.Starting), Running: slices.Clone(queue.Running)}
+		wantQueue := Queue{Jobs: slices.Clone(queue.Jobs), Starting: slices.Clone(queue.Starting), Running: slices.Clone(queue.Running),
+			Arriving: slices.Clone(queue.Arriving)}
 
 		d := Decide(snap, jobs, queue, opts)
 		assertQueueInvariants(t, snap, jobs, queue, d)
@@ -96,6 +105,10 @@ func FuzzQueue(f *testing.F) {
 		require.Equal(t, d, Decide(snap, jobs, queue, opts), "Decide is not deterministic")
 		if !opts.Preemption {
 			assert.Empty(t, d.Preempted)
+		}
+		for _, a := range queue.Arriving {
+			_, acted := actionFor(d.Actions, a.Key)
+			assert.False(t, acted, "an arriving job %s got an action", a.Key)
 		}
 
 		// The head's fate and that of the jobs ahead of it do not depend on
@@ -112,7 +125,7 @@ func FuzzQueue(f *testing.F) {
 				break
 			}
 		}
-		short := Decide(snap, jobs, Queue{Jobs: upTo, Starting: queue.Starting, Running: queue.Running}, opts)
+		short := Decide(snap, jobs, Queue{Jobs: upTo, Starting: queue.Starting, Running: queue.Running, Arriving: queue.Arriving}, opts)
 		assert.ElementsMatch(t, admittedKeys(short), slices.DeleteFunc(admittedKeys(d), func(k string) bool {
 			return !slices.ContainsFunc(upTo, func(q QueuedJob) bool { return q.Key == k })
 		}), "the jobs behind the head changed who ahead of it is admitted")

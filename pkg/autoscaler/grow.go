@@ -43,6 +43,9 @@ func (p *planner) startGrowth() {
 		}
 	}
 	p.grower = newFitter(p.classes, growFree)
+	for _, j := range p.arriving {
+		p.quotaFor(j.ns) // their pods are in the quota's used figures, or Starting's
+	}
 	for _, j := range p.jobs {
 		// What admission took is gone already (quotaFor).
 		q := p.quotaFor(j.ns)
@@ -101,6 +104,9 @@ func (p *planner) grow() {
 			h.items = append(h.items, j)
 		}
 	}
+	// The jobs arriving take their place in line too; what they take is
+	// kept idle for them (arrive.go).
+	h.items = append(h.items, p.arriving...)
 	for _, j := range h.items {
 		j.fitAtStart = p.grower.firstFit(j.req, j.elig) >= 0
 	}
@@ -113,9 +119,7 @@ func (p *planner) grow() {
 	// do so): the capacity it could use waits for it. Capacity it could
 	// never use — nodes it may not run on, or too small for its trainer —
 	// does not.
-	// The jobs arriving come first in their priority's line (at their
-	// minimum, fulfillment 0): they hold their room from the start.
-	blockers := slices.Clone(p.arriving)
+	var blockers []*jobState
 	for h.Len() > 0 {
 		j := h.items[0]
 		if j.coolingDown {
@@ -149,6 +153,9 @@ func (p *planner) grow() {
 		p.grower.take(n, j.req)
 		spend(p.quotas[j.ns], j.req, j.lim)
 		p.expect(n, j.req)
+		if j.arriving {
+			j.pool.kept = j.pool.kept.plus(j.req)
+		}
 		j.desired++
 		j.placed++
 		j.grown++

@@ -23,6 +23,8 @@ type pool struct {
 	idle      vec
 	idleNodes int
 	idleText  string
+	// kept is the part of growLoad growth kept for jobs arriving.
+	kept vec
 }
 
 // buildPools groups the classes into pools and counts each pool's capacity

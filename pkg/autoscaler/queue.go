@@ -140,10 +140,10 @@ func (a *Autoscaler) arrivingJobs() []ArrivingJob {
 			continue
 		}
 		template := &rs.Spec.Template.Spec
-		req, _ := a.tracker.PodRequestAndLimits(template)
+		req, lim := a.tracker.PodRequestAndLimits(template)
 		out = append(out, ArrivingJob{Key: key(tj), Priority: a.priority(spec.PriorityClassName),
 			Min: spec.Trainer.MinInstance, Max: spec.Trainer.MaxInstance, Admitted: c.LastTransitionTime.Time,
-			Request: req, Placement: cluster.PlacementOf(template)})
+			Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
 	}
 	return out
 }

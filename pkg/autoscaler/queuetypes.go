@@ -37,9 +37,9 @@ type ArrivingJob struct {
 	// Admitted is when a plan admitted it (its Queued condition's last
 	// transition).
 	Admitted time.Time
-	// Request is one trainer's effective request, as in Job.
-	Request   Resources
-	Placement *cluster.Placement
+	// Request and Limits are one trainer's, as in Job.
+	Request, Limits Resources
+	Placement       *cluster.Placement
 }
 
 // RunningJob is an admitted job, as preemption sees it.

@@ -64,8 +64,8 @@ type planner struct {
 	// largest room per placement and trainer shape.
 	dropped  []*Job
 	blockers []*jobState
-	// arriving are the admitted jobs not Running yet that growth keeps
-	// room for (arrive.go).
+	// arriving are the admitted jobs not Running yet that growth plans
+	// for and keeps room for (arrive.go).
 	arriving []*jobState
 	rooms    map[roomKey]nodeRoom
 }

@@ -61,6 +61,37 @@ func TestArrivingJobsKeepTheirShare(t *testing.T) {
 	}
 }
 
+// TestArrivalLastsWhilePodsAreCreated: past a cool-down since its
+// admission, an arriving job keeps its share while pods of its minimum are
+// still to be created, and for a cool-down after its newest pod appeared;
+// a job this plan admits keeps it from the start.
+func TestArrivalLastsWhilePodsAreCreated(t *testing.T) {
+	ns := nodes("n", 2, res(8, 64, 0))
+	running := newJob("ns/a", withRange(1, 20), runningOn("n-0"))
+	opts := Options{MaxLoadDesired: 1, CoolDown: 15 * time.Second, Now: t0}
+	long := arriving("ns/b", t0.Add(-time.Minute))
+	trainerSet := PodSet{Role: "trainer", Count: 1, Request: res(1, 1, 0)}
+
+	jobs := []Job{running}
+	snap := clusterOf(ns, jobs)
+	assert.Equal(t, int32(16), toOf(Decide(snap, jobs, Queue{Arriving: []ArrivingJob{long}}, opts).Actions, running),
+		"admitted a minute ago, every pod there long since: its share is not kept")
+
+	starting := Queue{Arriving: []ArrivingJob{long}, Starting: []QueuedJob{{Key: "ns/b", Pods: []PodSet{trainerSet}}}}
+	assert.Equal(t, int32(8), toOf(Decide(snap, jobs, starting, opts).Actions, running),
+		"a pod of its minimum is still to be created (its room reserved): 7 of the 14 CPU left")
+
+	fresh := clusterOf(ns, []Job{running, newJob("ns/b", withRange(1, 20))})
+	fresh.Trainers["ns/b"] = []TrainerPod{{Name: "b-0", Created: t0.Add(-time.Second), Request: res(1, 1, 0)}}
+	assert.Equal(t, int32(9), toOf(Decide(fresh, jobs, Queue{Arriving: []ArrivingJob{long}}, opts).Actions, running),
+		"its newest pod is a second old")
+
+	queued := Queue{Jobs: []QueuedJob{{Key: "ns/c", Created: t0, MaxTrainers: 20, Pods: []PodSet{trainerSet}}}}
+	d := Decide(snap, jobs, queued, opts)
+	require.Len(t, d.Admitted, 1)
+	assert.Equal(t, int32(8), toOf(d.Actions, running), "c, admitted by this plan, keeps its share: 7 of the 14 CPU left")
+}
+
 // TestARunningJobBehindAnArrivingOneIsToldWhy: when the arriving job's
 // share is all the room there is, the running job is told the room is kept
 // for it.

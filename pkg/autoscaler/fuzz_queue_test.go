@@ -40,6 +40,7 @@ func queueFrom(data []byte, snap *cluster.Snapshot, jobs []Job, others []otherPo
 			lim.CPUMilli *= int64(1 + f.intn(2))
 			job.Pods = append(job.Pods, PodSet{Role: role, Count: n, Request: req, Limits: lim, Placement: pl})
 		}
+		job.MaxTrainers = job.Pods[2].Count + int32(f.intn(8))
 		q.Jobs = append(q.Jobs, job)
 	}
 	for _, ns := range namespaces {
@@ -109,6 +110,10 @@ func FuzzQueue(f *testing.F) {
 		for _, a := range queue.Arriving {
 			_, acted := actionFor(d.Actions, a.Key)
 			assert.False(t, acted, "an arriving job %s got an action", a.Key)
+		}
+		for _, a := range d.Admitted {
+			_, acted := actionFor(d.Actions, a.Job)
+			assert.False(t, acted, "a job admitted by this plan, %s, got an action", a.Job)
 		}
 
 		// The head's fate and that of the jobs ahead of it do not depend on

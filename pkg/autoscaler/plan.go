@@ -48,13 +48,13 @@ func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decisi
 		placements = append(placements, queue.Arriving[i].Placement)
 	}
 	p := newPlanner(snap, jobs, opts, placements...)
-	p.arrive(queue.Arriving)
 	claims := p.reserve(snap.Pending)
 	p.yieldToMinimum(claims)
 	p.reserveUnplaced(snap.Unplaced, queue.Jobs)
 	p.reserveStarting(queue.Starting)
 	var d Decision
 	d.Admitted, d.Waiting, d.Preempted = p.admit(queue)
+	p.arrive(queue, d.Admitted)
 	p.yieldToLoad()
 	p.trimStuck()
 	p.startGrowth()

@@ -49,7 +49,8 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
 	if tj.Spec.FaultTolerant {
 		roles = append(roles, v1.RoleMaster)
 	}
-	q := QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time}
+	q := QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
+		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	for _, role := range roles {
 		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
 		if err != nil || rs.Spec.Replicas == nil {

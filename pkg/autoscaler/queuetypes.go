@@ -67,6 +67,9 @@ type QueuedJob struct {
 	// Pods are the job's minimum: its master, its pservers and min-instance
 	// trainers. The job is admitted only when all of them fit at once.
 	Pods []PodSet
+	// MaxTrainers is the trainers' max-instance: growth keeps room for the
+	// share of a job it admits (arrive.go).
+	MaxTrainers int32
 }
 
 // PodSet is Count pods of one role of a queued job, each requesting Request

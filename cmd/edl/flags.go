@@ -133,7 +133,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster configuration")
 	fs.StringVar(&o.configFile, "config", "", "path to an EDLConfiguration file ("+config.APIVersion+"); the flags given on the command line override its fields")
 	fs.StringVar(&o.logLevel, "log_level", *d.LogLevel, "log level: debug, info, warn, error or crit")
-	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", *a.MaxLoadDesired, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable (0 < x <= 1)")
+	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", *a.MaxLoadDesired, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable in the job's pool, and takes trainers back above it (0 < x <= 1)")
 	fs.IntVar(&o.workers, "workers", *d.Workers, "TrainingJobs synced in parallel")
 	fs.DurationVar(&o.resync, "resync", d.Resync.Duration, "how often every job is synced even without events (0 disables)")
 	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", a.Interval.Duration, "time between two autoscaling plans")

@@ -90,9 +90,11 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 		p.explainNoFit(j, &e, p.fit, true)
 	case j.quotaHeld:
 		p.explainQuota(j, &e)
-	case j.stop == stopLoad:
+	case j.stop == stopLoad && p.couldHold(j.req, j.elig):
+		// A trainer larger than every node of a small pool also passes its
+		// pool's threshold; the nodes' size is the cause to name then.
 		p.explainLoad(j, &e)
-	default: // stopNoFit
+	default: // stopNoFit, or a trainer no node it may use could ever hold
 		p.explainNoFit(j, &e, p.grower, false)
 	}
 	return e

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -122,4 +123,20 @@ func TestExplanationsQuoteThePool(t *testing.T) {
 	assert.Equal(t, LimitAtMin, g.Limit, g.Message)
 	assert.InDelta(t, 1.0, g.Load, 1e-9, "the GPU nodes' CPU load, not the cluster's 0.875")
 	assert.Contains(t, g.Message, "CPU load 1 on its pool is above max_load_desired 0.75")
+}
+
+// TestATrainerLargerThanItsPoolIsNoEligibleNode: a trainer bigger than
+// every node of its pool also passes the pool's threshold; the explanation
+// names the nodes' size, which no load will change.
+func TestATrainerLargerThanItsPoolIsNoEligibleNode(t *testing.T) {
+	ns := join(poolNodes("small", 1, res(8, 64, 0)), poolNodes("cpu", 2, res(16, 64, 0)))
+	// Its one trainer runs on a larger node, cordoned since: the snapshot
+	// leaves it out.
+	jobs := []Job{newJob("big", withRange(1, 3), withRequest(res(10, 1, 0)), withPlacement(inPool("small")), runningOn("cordoned"))}
+	d := Decide(clusterOf(ns, jobs), jobs, Queue{}, Options{})
+	assert.Empty(t, d.Actions)
+	require.Len(t, d.Jobs, 1)
+	e := d.Jobs[0]
+	assert.Equal(t, LimitNoEligibleNode, e.Limit, e.Message)
+	assert.Contains(t, e.Message, "one trainer needs 10 CPU, 1024 MiB memory, 0 GPU, more than any node it may use: the largest, small-0, has 8 CPU")
 }

@@ -138,10 +138,12 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		require.NoError(t, err, "job %s/%s: want %s %q, have %s: %s", namespace, name, want, messageHas, reason, message)
 	}
 	waitLimit(ns, "atmax", v1.ScalingAtMax, "2 of 1..2 trainers")
-	waitLimit(ns, "gpu", v1.ScalingLoad, "one more trainer (1 GPU) would take GPU requests past max_load_desired 0.97: 3 GPU of 4 GPU requested (load 0.75)")
+	waitLimit(ns, "gpu", v1.ScalingLoad, "one more trainer (1 GPU) would take GPU requests past max_load_desired 0.97: 3 GPU of 4 GPU requested on its pool of 1 node (load 0.75)")
 	waitLimit(quotaNS, "capped", v1.ScalingQuota, "the ResourceQuota of namespace capped leaves requests.cpu 0.4 CPU, and one more trainer needs 0.5 CPU; at 3 of 1..8 trainers")
 	waitLimit(ns, "big", v1.ScalingNoRoom, "no node it may use has room for one more trainer (10 CPU")
-	waitLimit(ns, "cool", v1.ScalingNoRoom, "at 3 of 1..8 trainers")
+	// cool's pool is the shared node: with the filler, its pserver and 3
+	// trainers it is past what one more trainer may take.
+	waitLimit(ns, "cool", v1.ScalingLoad, "4.1 CPU of 5 CPU requested on its pool of 1 node (load 0.82)")
 
 	// A quiet cluster: nothing changes, so nothing is written — not the
 	// conditions, not anything else of the jobs.

@@ -291,9 +291,10 @@ func TestKubectlEDL(t *testing.T) {
 	require.NoError(t, tj.PaddlepaddleV1().TrainingJobs("waiting").Delete(ctx, "huge", metav1.DeleteOptions{}))
 
 	// A new load target, applied by a restart: the controller takes a
-	// trainer back from the job at its maximum, and explain plans with the
-	// new target and still agrees with the controller.
-	setConfig(ctx, t, plane, func(c *config.EDLConfiguration) { c.Autoscaler.MaxLoadDesired = ptrTo(0.3) })
+	// trainer back from the job at its maximum (its pool, node a, is at
+	// 1.1 of 4 CPU), and explain plans with the new target and still
+	// agrees with the controller.
+	setConfig(ctx, t, plane, func(c *config.EDLConfiguration) { c.Autoscaler.MaxLoadDesired = ptrTo(0.2) })
 	require.NoError(t, edl.stop())
 	edl = runControllerFromConfigMap(ctx, t, plane)
 	edl.waitIdentity()
@@ -303,12 +304,12 @@ func TestKubectlEDL(t *testing.T) {
 	require.NoError(t, err, "the controller never took atmax below its maximum: %v", controllerLimits(ctx, t, tj))
 	limits, report = agree(ctx, t, plane, tj, "jobs/atmax", "capped/capped")
 	assert.NotEqual(t, v1.ScalingAtMax, limits["jobs/atmax"])
-	assert.Equal(t, 0.3, report.Configuration.Autoscaler.MaxLoadDesired, "the changed ConfigMap's")
+	assert.Equal(t, 0.2, report.Configuration.Autoscaler.MaxLoadDesired, "the changed ConfigMap's")
 	assert.Contains(t, report.Source, "published by "+edl.Identity(), "the restarted controller's")
 	text, errOut, err = kubectlEDL(ctx, t, plane, "explain", "-A")
 	require.NoError(t, err, errOut)
 	t.Logf("kubectl edl explain -A:\n%s", text)
-	assert.Contains(t, text, "(max_load_desired 0.3)")
+	assert.Contains(t, text, "(max_load_desired 0.2)")
 }
 
 func ptrTo[T any](v T) *T { return &v }

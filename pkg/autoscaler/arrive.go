@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"slices"
 	"time"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -28,13 +29,12 @@ func (p *planner) arrive(queue Queue, admitted []Admission) {
 	for _, q := range queue.Starting {
 		creating[q.Key] = true
 	}
-	candidates := queue.Arriving
+	candidates := slices.Clip(queue.Arriving)
 	for _, a := range admitted {
 		for i := range queue.Jobs {
 			if q := &queue.Jobs[i]; q.Key == a.Job {
-				if s, ok := q.trainers(); ok {
-					candidates = append(candidates, ArrivingJob{Key: q.Key, Priority: q.Priority, Min: s.Count, Max: q.MaxTrainers,
-						Admitted: p.opts.Now, Request: s.Request, Limits: s.Limits, Placement: s.Placement})
+				if arr, ok := arrivingOf(q, p.opts.Now); ok {
+					candidates = append(candidates, arr)
 					creating[q.Key] = true
 				}
 				break
@@ -55,14 +55,7 @@ func (p *planner) arrive(queue Queue, admitted []Admission) {
 			priority: a.Priority, req: req, lim: vecOf(a.Limits), ns: namespaceOf(a.Key),
 			elig: p.classes.set(a.Placement), movable: true, arriving: true, takerAt: -1,
 		}
-		j.pool = p.all
-		pools := map[int32]bool{}
-		j.elig.eachClass(p.classes, func(id int32) { pools[p.poolOf[id]] = true })
-		if len(pools) == 1 {
-			for k := range pools {
-				j.pool = &p.pools[k]
-			}
-		}
+		j.pool = p.poolOfSet(j.elig)
 		p.arriving = append(p.arriving, j)
 	}
 }
@@ -81,12 +74,14 @@ func (p *planner) lastArrival(a *ArrivingJob) time.Time {
 	return last
 }
 
-// trainers returns the queued job's trainer pod set.
-func (q *QueuedJob) trainers() (PodSet, bool) {
+// arrivingOf is queued job q as an arriving job admitted at admitted; false
+// when q has no trainers or is not elastic.
+func arrivingOf(q *QueuedJob, admitted time.Time) (ArrivingJob, bool) {
 	for _, s := range q.Pods {
-		if s.Role == v1.RoleTrainer.Name() {
-			return s, true
+		if s.Role == v1.RoleTrainer.Name() && s.Count < q.MaxTrainers {
+			return ArrivingJob{Key: q.Key, Priority: q.Priority, Min: s.Count, Max: q.MaxTrainers, Admitted: admitted,
+				Request: s.Request, Limits: s.Limits, Placement: s.Placement}, true
 		}
 	}
-	return PodSet{}, false
+	return ArrivingJob{}, false
 }

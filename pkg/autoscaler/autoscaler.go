@@ -234,8 +234,7 @@ func (a *Autoscaler) queue(snap cluster.Snapshot) (Queue, map[string]*v1.Trainin
 	}
 	var objects map[string]*v1.TrainingJob
 	queue.Jobs, objects = a.queuedJobs()
-	queue.Starting = a.startingJobs(snap)
-	queue.Arriving = a.arrivingJobs()
+	queue.Starting, queue.Arriving = a.admittedJobs(snap)
 	if a.cfg.Preemption && len(queue.Jobs) > 0 {
 		var running map[string]*v1.TrainingJob
 		queue.Running, running = a.runningJobs()

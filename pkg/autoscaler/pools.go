@@ -91,9 +91,26 @@ func (p *planner) buildPools() {
 		*p.all = whole
 	}
 	for _, j := range p.jobs {
-		j.pool = p.all
-		j.elig.eachClass(c, func(id int32) { j.pool = &p.pools[p.poolOf[id]] })
+		j.pool = p.poolOfSet(j.elig)
 	}
+}
+
+// poolOfSet is the pool of the nodes of e: the whole cluster's when e has
+// none or, for a placement the pools were not drawn from, spans several.
+func (p *planner) poolOfSet(e *eligible) *pool {
+	k := int32(-1)
+	e.eachClass(p.classes, func(id int32) {
+		switch {
+		case k == -1:
+			k = p.poolOf[id]
+		case k != p.poolOf[id]:
+			k = -2
+		}
+	})
+	if k < 0 {
+		return p.all
+	}
+	return &p.pools[k]
 }
 
 // eachClass calls f with each class e has nodes of (more than once for a

@@ -75,16 +75,16 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
 	return q, true
 }
 
-// startingJobs are the jobs admitted but not Running yet whose minimum's
-// pods do not all exist yet, with the pods that are missing: the room an
-// earlier plan admitted them into, which no other job may take before the
-// ReplicaSet controller creates them.
-func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
+// admittedJobs are the jobs admitted but not Running yet. Starting are
+// those whose minimum's pods do not all exist yet, with the pods that are
+// missing: the room an earlier plan admitted them into, which no other job
+// may take before the ReplicaSet controller creates them. Arriving are the
+// elastic ones, for growth to keep their share (arrive.go).
+func (a *Autoscaler) admittedJobs(snap cluster.Snapshot) (starting []QueuedJob, arriving []ArrivingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
-		return nil
+		return nil, nil
 	}
-	var out []QueuedJob
 	for _, tj := range all {
 		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || tj.Spec.Suspend ||
@@ -94,6 +94,9 @@ func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
 		q, ok := a.minimumOf(tj)
 		if !ok {
 			continue
+		}
+		if arr, ok := arrivingOf(&q, c.LastTransitionTime.Time); ok {
+			arriving = append(arriving, arr)
 		}
 		// Clamped: more than a minimum's worth leaves nothing missing.
 		trainers := int32(min(len(snap.TrainerPods(q.Key)), math.MaxInt32)) // #nosec G115 -- clamped to MaxInt32
@@ -111,42 +114,10 @@ func (a *Autoscaler) startingJobs(snap cluster.Snapshot) []QueuedJob {
 			missing = missing || s.Count > 0
 		}
 		if missing {
-			out = append(out, q)
+			starting = append(starting, q)
 		}
 	}
-	return out
-}
-
-// arrivingJobs are the elastic jobs admitted and not Running yet, for
-// growth to keep room for (arrive.go).
-func (a *Autoscaler) arrivingJobs() []ArrivingJob {
-	all, err := a.jobs.List(labels.Everything())
-	if err != nil { // a lister's List never fails
-		return nil
-	}
-	var out []ArrivingJob
-	for _, tj := range all {
-		spec := &tj.Spec
-		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || spec.Suspend ||
-			spec.Trainer.MinInstance >= spec.Trainer.MaxInstance ||
-			tj.Status.Phase == v1.PhaseRunning || tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
-			continue
-		}
-		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
-		if err != nil {
-			continue
-		}
-		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
-			continue
-		}
-		template := &rs.Spec.Template.Spec
-		req, lim := a.tracker.PodRequestAndLimits(template)
-		out = append(out, ArrivingJob{Key: key(tj), Priority: a.priority(spec.PriorityClassName),
-			Min: spec.Trainer.MinInstance, Max: spec.Trainer.MaxInstance, Admitted: c.LastTransitionTime.Time,
-			Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
-	}
-	return out
+	return starting, arriving
 }
 
 // runningJobs are the admitted jobs that may hold pods — not queued,

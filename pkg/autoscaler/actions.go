@@ -19,6 +19,8 @@ func (p *planner) actions() []ScaleAction {
 		// #nosec G115 -- desired stays within [Min, Max], both int32.
 		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes, Remove: j.picked}
 		switch {
+		case j.promised > 0:
+			a.Reason, a.Cause = p.takeReason(j), CauseRebalance
 		case j.grown > 0:
 			a.Reason, a.Cause = p.growReason(j), CauseIdle
 		case len(j.yieldNodes) > 0:
@@ -160,6 +162,19 @@ func (p *planner) shareReason(j *jobState) string {
 func (p *planner) rebalanceReason(j *jobState) string {
 	return fmt.Sprintf("scale down by %d: fulfillment %s (%d of %d..%d trainers placed) is more than %s above the %s of %s, the least fulfilled job of priority %d; the room goes to the least fulfilled jobs",
 		j.rebalanced, ratio(j.rebalanceFrom), j.rebalancePlaced, j.min, j.max, ratio(p.rebalanceGap()), ratio(j.rebalanceToF), j.rebalanceTo.key, j.priority)
+}
+
+// takeReason describes a taker's scale-up: the room that more fulfilled
+// jobs give back, and what growth added from idle capacity besides.
+func (p *planner) takeReason(j *jobState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scale up by %d: %s, more fulfilled (%s), gives back %s for it; fulfillment %s (%d of %d..%d trainers placed) was the lowest of priority %d",
+		j.promised+j.grown, j.promisedBy.key, ratio(j.promisedBy.fulfillment()), plural(int(j.promised), "trainer"),
+		ratio(j.takeFulfilment), j.takePlaced, j.min, j.max, j.priority)
+	if j.grown > 0 {
+		fmt.Fprintf(&b, "; %d more into idle capacity", j.grown)
+	}
+	return b.String()
 }
 
 // outrankedBy describes the waiting pods of a priority higher than j's.

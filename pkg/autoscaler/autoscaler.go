@@ -176,12 +176,23 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
 	failed := map[string]bool{}
 	scaled := map[string]*v1.ScaleRecord{}
-	for _, act := range actions {
+	givenBack := true // every rebalancing scale-down applied
+	for _, act := range applyOrder(actions) {
 		if a.cfg.DryRun {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 			continue
 		}
+		if act.Cause == CauseRebalance && act.To > act.From && !givenBack {
+			// Its room was to come from a giver whose scale-down failed:
+			// its pods would only wait. The next plan decides again.
+			failed[act.Job] = true
+			a.log.Info("not scaling up: a rebalancing scale-down it was to take the room of failed", "job", act.Job, "from", act.From, "to", act.To)
+			continue
+		}
 		if err := a.apply(ctx, objects[act.Job], act); err != nil {
+			if act.Cause == CauseRebalance && act.To < act.From {
+				givenBack = false
+			}
 			failed[act.Job] = true
 			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
 			continue
@@ -222,6 +233,20 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 		a.cfg.Metrics.Queued(waits(decision.Waiting, queue.Jobs, now))
 	}
 	return actions
+}
+
+// applyOrder is the plan's actions with the scale-downs first: the
+// scale-ups of rebalancing take the room those free.
+func applyOrder(actions []ScaleAction) []ScaleAction {
+	out := make([]ScaleAction, 0, len(actions))
+	for _, down := range []bool{true, false} {
+		for _, act := range actions {
+			if (act.To < act.From) == down {
+				out = append(out, act)
+			}
+		}
+	}
+	return out
 }
 
 // queue is Decide's queue — with gang admission, the queued jobs, the

@@ -62,6 +62,13 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 		e.Limit = LimitDryRun
 		e.Message = fmt.Sprintf("dry run: the plan would scale from %d to %d trainers (%s), and nothing is applied: %s",
 			act.From, act.To, act.Cause, act.Reason)
+	case j.promised > 0:
+		e.Limit = LimitGrowing
+		if j.desired >= j.max {
+			e.Limit = LimitAtMax
+		}
+		e.Message = fmt.Sprintf("grows by %d to %s into the room %s, more fulfilled (%s), gives back by rebalancing; fulfillment %s",
+			j.promised+j.grown, trainersOf(j), j.promisedBy.key, ratio(j.promisedBy.fulfillment()), ratio(e.Fulfillment))
 	case j.grown > 0 && j.desired >= j.max:
 		e.Limit, e.Message = LimitAtMax, fmt.Sprintf("grows by %d to its maximum, %s", j.grown, trainersOf(j))
 	case j.grown > 0:
@@ -82,10 +89,6 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], j.pool.load(r), p.threshold
 		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s%s is above max_load_desired %s",
 			j.min, resNames[r], loadText(e.Load, r), onPool(j.pool != p.all), ratio(p.threshold))
-	case j.promised > 0:
-		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.promisedBy.key, j.promisedBy.fulfillment()
-		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s, more fulfilled (%s), gives back trainers for it; it grows into their room once they have gone",
-			trainersOf(j), ratio(e.Fulfillment), e.Other, ratio(e.OtherFulfillment))
 	case j.unschedulable || j.starved:
 		p.explainNoFit(j, &e, p.fit, true)
 	case j.quotaHeld:

@@ -148,10 +148,10 @@ func explainCases() []explainCase {
 			nodes: full,
 			jobs:  []Job{newJob("rich", spread(10, full)), newJob("poor", spread(1, full))},
 			opts:  Options{MaxLoadDesired: 1},
-			want:  map[string]Limit{"rich": LimitFairShare, "poor": LimitFairShare},
+			want:  map[string]Limit{"rich": LimitFairShare, "poor": LimitGrowing},
 			messages: map[string][]string{
 				"rich": {"gives back 4 trainers, to 6 of 1..10: its fulfillment 1 was more than 0.1 above the 0 of poor"},
-				"poor": {"rich, more fulfilled (0.556), gives back trainers for it"},
+				"poor": {"grows by 4 to 5 of 1..10 trainers into the room rich, more fulfilled (0.556), gives back by rebalancing"},
 			},
 		},
 		{

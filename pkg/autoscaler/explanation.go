@@ -19,7 +19,9 @@ const (
 	// LimitAtMin: the job is at min-instance and a resource its trainers
 	// ask for is over max_load_desired: the plan would take more if it could.
 	LimitAtMin Limit = v1.ScalingAtMin
-	// LimitGrowing: the plan grows the job (and it stays below its max).
+	// LimitGrowing: the plan grows the job, into idle capacity or into the
+	// room a more fulfilled job gives back by rebalancing (and it stays
+	// below its max).
 	LimitGrowing Limit = v1.ScalingGrowing
 	// LimitNoRoom: no node its trainers may use has room for one more.
 	LimitNoRoom Limit = v1.ScalingNoRoom
@@ -31,8 +33,8 @@ const (
 	LimitLoad Limit = v1.ScalingLoad
 	// LimitFairShare: jobs of its priority come first — the room went to
 	// jobs ahead of it in line, is kept for a less fulfilled job cooling
-	// down, or the job gives trainers back to a less fulfilled one (or gets
-	// them from a more fulfilled one) by rebalancing.
+	// down, or the job gives trainers back to a less fulfilled one by
+	// rebalancing (the one that gets them grows: LimitGrowing).
 	LimitFairShare Limit = v1.ScalingFairShare
 	// LimitCoolDown: the job was scaled down less than the cool-down ago.
 	LimitCoolDown Limit = v1.ScalingCoolDown

@@ -175,6 +175,10 @@ func FuzzPlan(f *testing.F) {
 				for _, n := range a.Nodes {
 					assert.True(t, mayRun(j.Placement, nodeObj(ns, n)), "%s grew onto %s, which it may not use", a.Job, n)
 				}
+			case a.To < a.From && a.Cause == CausePriority && strings.Contains(a.Reason, "make room on"):
+				// Yielding, and perhaps giving up stuck trainers besides: one
+				// of the waiting pods may use a node the trainers leave.
+				assert.True(t, claimMayUse(snap, ns, j, a.Nodes), "%s gave way on %v to no pod that may use those nodes: %s", a.Job, a.Nodes, a.Reason)
 			case a.To < a.From && (a.Cause == CauseUnschedulable || strings.Contains(a.Reason, "cannot be scheduled") && a.Cause == CausePriority):
 				// Giving up stuck trainers: only trainers the scheduler
 				// reported unschedulable go.

@@ -35,6 +35,8 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 		assertPicksWellFormed(t, j, a)
 		assert.Regexp(t, hasNumber, a.Reason)
 		switch {
+		case a.To > a.From && strings.Contains(a.Reason, "gives back"):
+			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
 		case a.To > a.From:
 			assert.Equal(t, CauseIdle, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "trainers of priority"):
@@ -78,10 +80,14 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	// them out, as the shrinking phases do. Their room is not growth's.
 	lp := poolsOf(snap, jobs)
 	load, total := lp.base(snap)
+	// gone is each node's room held by pods that are going: rebalancing's
+	// takers may count on it, growth into idle room may not.
+	gone := map[string]vec{}
 	going := func(node string, r vec) {
 		for _, k := range []int{lp.of[node], lp.count} {
 			load[k] = load[k].minus(r)
 		}
+		gone[node] = gone[node].plus(r)
 	}
 	for _, n := range snap.Nodes {
 		for _, p := range n.Terminating {
@@ -107,6 +113,18 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 			left = kept
 		}
 	}
+	// And the trainers rebalancing gives back: their room is the takers'.
+	for _, a := range actions {
+		if a.Cause != CauseRebalance || a.To >= a.From {
+			continue
+		}
+		req := byKey[a.Job].Request
+		for _, n := range a.Nodes {
+			if listed[n] {
+				going(n, vecOf(req))
+			}
+		}
+	}
 	grownRes := make([][numRes]bool, len(load))
 	for _, a := range actions {
 		if a.To <= a.From {
@@ -114,6 +132,16 @@ func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 		}
 		req := byKey[a.Job].Request
 		for _, n := range a.Nodes {
+			if a.Cause == CauseRebalance {
+				// A taker's trainer waits for pods that are going: the node
+				// must hold it once they are gone.
+				g := gone[n].minus(vecOf(req))
+				gone[n] = g
+				assert.True(t, vec{free.NodesCPUIdleMilli[n], free.NodesMemoryFreeMega[n], free.NodesGPUFree[n]}.plus(g).max0() ==
+					vec{free.NodesCPUIdleMilli[n], free.NodesMemoryFreeMega[n], free.NodesGPUFree[n]}.plus(g),
+					"%s's trainer overcommits %s once the going pods are gone", a.Job, n)
+				continue
+			}
 			free.NodesCPUIdleMilli[n] -= req.CPUMilli
 			free.NodesMemoryFreeMega[n] -= req.MemoryMega
 			free.NodesGPUFree[n] -= req.GPU

@@ -51,6 +51,17 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 		if a.From != j.Current || a.To < j.Min || a.To > j.Max {
 			s.t.Fatalf("tick %d: %s: action %d → %d outside [%d, %d] or not from %d", s.tick, a.Job, a.From, a.To, j.Min, j.Max, j.Current)
 		}
+		if a.To > a.From && a.Cause == CauseRebalance {
+			// A taker's scale-up takes the room a giver of its priority
+			// gives back in the same plan.
+			given := false
+			for _, g := range acts {
+				given = given || (g.Cause == CauseRebalance && g.To < g.From && byKey[g.Job].Priority == j.Priority)
+			}
+			if !given {
+				s.t.Fatalf("tick %d: %s took room by rebalancing that no job gave back: %s", s.tick, a.Job, a.Reason)
+			}
+		}
 		if a.To >= a.From {
 			continue
 		}

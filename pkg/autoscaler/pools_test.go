@@ -85,8 +85,11 @@ func poolCases() []planCase {
 				newJob("rich", withRange(1, 20), runningOn(sixteen[:14]...)),
 				newJob("poor", withRange(1, 20), runningOn("cpu-1", "cpu-1")),
 			},
-			want:    map[string]int32{"rich": 8},
-			reasons: map[string][]string{"rich": {"the least fulfilled job of priority 0", "poor"}},
+			want: map[string]int32{"rich": 8, "poor": 8},
+			reasons: map[string][]string{
+				"rich": {"the least fulfilled job of priority 0", "poor"},
+				"poor": {"scale up by 6: rich, more fulfilled (0.368), gives back 6 trainers"},
+			},
 		},
 	}
 }

@@ -12,11 +12,12 @@ const DefaultRebalanceGap = 0.1
 // fulfilled one that could grow, the former gives back its newest trainer,
 // provided the latter's trainer fits where it leaves and within
 // MaxLoadDesired, and the move does not reverse their order. Only the
-// scale-downs are planned here; the freed capacity is still held by the
-// terminating pods, and growth hands it to the least fulfilled jobs in the
-// next cycles, while the givers cool down. Without this phase a job that
-// arrives when the cluster is full keeps its minimum for as long as the
-// earlier jobs run.
+// takers scale up in the same plan: their new pods wait for the givers'
+// trainers to go, and kube-scheduler binds them as soon as the room is free
+// — a cycle sooner than growth could hand the room out in the next plan,
+// which is the dip in the cluster's use that each move costs. Without this
+// phase a job that arrives when the cluster is full keeps its minimum for
+// as long as the earlier jobs run.
 func (p *planner) rebalance() {
 	gap := p.rebalanceGap()
 	if gap >= 1 {
@@ -98,11 +99,20 @@ func (p *planner) rebalance() {
 			}
 			v := &giver.victims[giver.next]
 			n := p.nodeOf(giver, v)
+			// The room the giver's trainers free, and no more than the
+			// node will have free once they are gone (a node whose pods
+			// ask more than it holds has less).
 			room := v.req
-			if reserved != nil && n >= 0 {
-				room = room.plus(freed[n]).minus(reserved[n])
+			var avail vec
+			if n >= 0 {
+				avail = p.free[n].plus(v.req)
+				if reserved != nil {
+					room = room.plus(freed[n]).minus(reserved[n])
+					avail = avail.minus(reserved[n])
+				}
 			}
-			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || takesFirst(ahead, n, room, p) {
+			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || !taker.req.fitsIn(avail) ||
+				takesFirst(ahead, n, room, p) {
 				// The taker's trainer would not fit where this one leaves,
 				// or a job of a higher priority would take the room first:
 				// the giver's capacity is of no use to the taker.
@@ -131,14 +141,28 @@ func (p *planner) rebalance() {
 			freed[n] = freed[n].plus(v.req)
 			reserved[n] = reserved[n].plus(taker.req)
 			load[pi] = after
+			// Growth's load keeps this plan's removals; the taker's
+			// trainer replaces the giver's in it.
+			p.expect(int(n), taker.req.minus(v.req))
 			p.removeNext(giver)
 			giver.rebalanced++
 			if taker.promisedBy == nil {
 				taker.promisedBy = giver
+				taker.takeFulfilment, taker.takePlaced = taker.fulfillment(), taker.placed
 			}
 			taker.promised++
+			taker.nodes = append(taker.nodes, p.nodes[n].Name)
 			heap.Fix(givers, 0)
 			heap.Fix(takers, taker.takerAt)
+		}
+	}
+	for _, j := range p.movable {
+		if j.promised > 0 {
+			j.desired += j.promised
+			j.placed += j.promised
+			for range j.promised {
+				spend(p.quotas[j.ns], j.req, j.lim)
+			}
 		}
 	}
 }

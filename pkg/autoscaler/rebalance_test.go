@@ -21,12 +21,14 @@ func rebalanceCases() []planCase {
 			nodes: full,
 			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
 			opts:  opts,
-			// rich 10 → 6, poor will grow 1 → 5: 5/9 − 4/9 = 0.11 > 0.1 would
-			// move one more, but then poor (5/9) would pass rich (4/9).
-			want: map[string]int32{"rich": 6},
-			reasons: map[string][]string{"rich": {
-				"scale down by 4: fulfillment 1 (10 of 1..10 trainers placed) is more than 0.1 above the 0 of poor, the least fulfilled job of priority 0",
-			}},
+			// rich 10 → 6, poor 1 → 5 in the same plan, into the room rich
+			// frees: 5/9 − 4/9 = 0.11 > 0.1 would move one more, but then
+			// poor (5/9) would pass rich (4/9).
+			want: map[string]int32{"rich": 6, "poor": 5},
+			reasons: map[string][]string{
+				"rich": {"scale down by 4: fulfillment 1 (10 of 1..10 trainers placed) is more than 0.1 above the 0 of poor, the least fulfilled job of priority 0"},
+				"poor": {"scale up by 4: rich, more fulfilled (0.556), gives back 4 trainers for it; fulfillment 0 (1 of 1..10 trainers placed) was the lowest of priority 0"},
+			},
 		},
 		{
 			name:  "a job that can grow into idle capacity takes nothing",
@@ -69,6 +71,18 @@ func rebalanceCases() []planCase {
 			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", withRange(1, 1), fill(1))},
 			opts:  opts,
 			want:  map[string]int32{},
+		},
+		{
+			// n-0's pods ask 70Gi of its 64Gi of memory: one of rich's
+			// trainers leaving frees nothing poor's could use. (The pool's
+			// memory, with the node of 0.5 CPU beside it, is under the
+			// threshold: no load rule.)
+			name:   "a node whose pods ask more than it holds: nothing moves",
+			nodes:  append(nodes("n", 1, res(11, 64, 0)), nodeSpec{name: "mem", alloc: res(0.5, 64, 0)}),
+			jobs:   []Job{newJob("rich", fill(10)), newJob("poor", withRange(0, 10))},
+			others: []otherPod{{name: "big", node: "n-0", req: res(0, 60, 0)}},
+			opts:   opts,
+			want:   map[string]int32{},
 		},
 		{
 			name:  "no room where the giver's trainers leave: nothing moves",

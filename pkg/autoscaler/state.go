@@ -117,7 +117,7 @@ type jobState struct {
 
 	// Rebalance's working state.
 	growsFromIdle bool  // growth can serve it from idle capacity: rebalance gives it nothing
-	promised      int64 // trainers rebalance freed room for, for growth to add
+	promised      int64 // trainers rebalance freed room for, added to desired in the same plan
 	takerAt       int   // index in rebalance's heap of takers, -1 when not in it
 
 	reasonNotes
@@ -143,6 +143,8 @@ type reasonNotes struct {
 	rebalancePlaced   int64          // its placed trainers before
 	rebalanceTo       *jobState      // the least fulfilled job when it first gave
 	rebalanceToF      float64        // that job's fulfillment then
+	takeFulfilment    float64        // a taker's fulfillment before rebalance promised it a trainer
+	takePlaced        int64          // its placed trainers then
 }
 
 func (j *jobState) slack() int64 { return j.desired - j.min }

@@ -157,7 +157,8 @@ const (
 	// theirs (a job that cannot start, or runs fewer than min trainers).
 	CauseMinimum Cause = "minimum"
 	// CauseRebalance: the job gave trainers back because it was more than
-	// RebalanceGap more fulfilled than another job of its priority.
+	// RebalanceGap more fulfilled than another job of its priority, or it
+	// took the room such a job gave back (a scale-up in the same plan).
 	CauseRebalance Cause = "rebalance"
 	// CauseLoad: the job shrank because requests exceeded MaxLoadDesired.
 	CauseLoad Cause = "load"

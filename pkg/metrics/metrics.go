@@ -124,6 +124,7 @@ func New(version string) *Metrics {
 	// Every direction and reason exists from the start, so that rate() and
 	// alerts see a 0 rather than no series.
 	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseIdle))
+	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseRebalance))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CausePriority))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseMinimum))
 	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseRebalance))

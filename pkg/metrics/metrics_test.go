@@ -124,6 +124,7 @@ edl_autoscaler_scale_actions_total{direction="down",reason="priority"} 2
 edl_autoscaler_scale_actions_total{direction="down",reason="rebalance"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="unschedulable"} 0
 edl_autoscaler_scale_actions_total{direction="up",reason="idle"} 1
+edl_autoscaler_scale_actions_total{direction="up",reason="rebalance"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "edl_autoscaler_scale_actions_total"))
 }

@@ -53,6 +53,9 @@ type Summary struct {
 	Pools []PoolSummary
 	// Growth is the same waits over every pool, or the whole cluster.
 	Growth GrowthSummary
+	// RegrowLags are, per web down-step, how long the trainers took to
+	// grow into the room it left (regrowLags).
+	RegrowLags []time.Duration
 }
 
 // PoolSummary is one pool's figures in a Summary.
@@ -188,6 +191,7 @@ func Summarize(r *Result) Summary {
 		s.WebP50, s.WebP95, s.WebMax = percentile(waits, 50), percentile(waits, 95), waits[len(waits)-1]
 	}
 
+	s.RegrowLags = regrowLags(r.Samples, r.Steps)
 	s.Pools = summarizePools(r.Samples, r.WindowStart, r.Growth, r.End, r.Size.Interval)
 	for _, w := range r.Growth {
 		s.Growth.add(w.Wait(r.End), r.Size.Interval)
@@ -270,6 +274,8 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("mean trainers Running", func(s Summary) string { return fmt.Sprintf("%.0f", s.MeanTrainers) }, "—", "—")
 		row(fmt.Sprintf("Running trainers stopped per web pod the up-steps added (CPU alone needs %.1f)", float64(WebSize.cpuMilli())/float64(TrainerSize.cpuMilli())),
 			stoppedPerWebPod, "—", "—")
+		row(fmt.Sprintf("regrowth after each web down-step (until %.0f%% of the trainers it let grow ran; to the sample)", 100*RegrowShare),
+			func(s Summary) string { return lags(s.RegrowLags) }, "—", "—")
 	}
 	if scenario == Pools {
 		growth := func(f func(GrowthSummary) string) func(Summary) string {
@@ -289,6 +295,18 @@ func Table(scenario Scenario, runs []Summary) string {
 	}
 	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
+}
+
+// lags is "6 s, 4 s, 8 s", or "—" for none.
+func lags(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stoppedPerWebPod is "0.7 (210 for 300)": the Running trainers stopped

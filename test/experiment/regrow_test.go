@@ -26,3 +26,8 @@ func TestRegrowLags(t *testing.T) {
 	assert.Equal(t, []time.Duration{7 * time.Second, time.Second}, regrowLags(samples, steps))
 	assert.Empty(t, regrowLags(samples, nil), "no steps, no lags")
 }
+
+func TestLagsAreTenthsOfSeconds(t *testing.T) {
+	assert.Equal(t, "9.5 s, 3.0 s", lags([]time.Duration{9516845967, 3 * time.Second}))
+	assert.Equal(t, "—", lags(nil))
+}

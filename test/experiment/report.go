@@ -304,7 +304,7 @@ func lags(ds []time.Duration) string {
 	}
 	parts := make([]string, len(ds))
 	for i, d := range ds {
-		parts[i] = strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+		parts[i] = strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -166,9 +166,11 @@ func (a *Autoscaler) kick() {
 	}
 }
 
-// KickGap is the shortest time between the start of a cycle and a cycle a
-// job's phase asked for, as a share of the interval: a burst of jobs
-// starting makes a cycle at most this often, besides the ticks.
+// KickGap is how long a cycle a job's phase asked for waits, as a share of
+// the interval: long enough for the pod informer's handlers (the tracker)
+// to have seen what the job informer reports — a job Running has its pods
+// bound, but the tracker may not have read them yet — and to let a burst
+// of jobs starting make one cycle.
 const KickGap = 4
 
 // Run plans every interval until ctx is done.
@@ -190,8 +192,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // interval, not an interval after the last one ended: a cycle that applies
 // many scalings spends seconds writing them at the client's rate limit, and
 // the next would start that much later — and, between the ticks, when a
-// job's phase asks for one (onJobUpdate), no sooner than Interval/KickGap
-// after the last cycle started.
+// job's phase asks for one (onJobUpdate), Interval/KickGap after it asked.
 func (a *Autoscaler) loop(ctx context.Context) {
 	last := a.clock.Now()
 	next := last.Add(a.cfg.Interval) // the next tick
@@ -209,12 +210,10 @@ func (a *Autoscaler) loop(ctx context.Context) {
 			}
 		case <-a.kicked:
 			timer.Stop()
-			if gap := a.cfg.Interval/KickGap - a.clock.Since(last); gap > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-a.clock.After(gap):
-				}
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.clock.After(a.cfg.Interval / KickGap):
 			}
 		}
 		last = a.clock.Now()

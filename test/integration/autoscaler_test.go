@@ -313,5 +313,16 @@ func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
 	joined := strings.Join(scaled, "\n")
 	assert.Contains(t, joined, "1 job below their minimum", "the early job made room for the late one's minimum")
 	assert.Contains(t, joined, "the least fulfilled job of priority 100", "the early job gave back to the late one")
+	// The late job took that room in the plan that gave it back: no idle
+	// room is left that growth could have given it.
+	events, err = c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=late"})
+	require.NoError(t, err)
+	var took []string
+	for _, e := range events.Items {
+		if e.Reason == v1.EventScaled {
+			took = append(took, e.Message)
+		}
+	}
+	assert.Contains(t, strings.Join(took, "\n"), "early, more fulfilled", "the late job grew into the room the early one gave back")
 	t.Logf("trainers once shared: %v", replicas)
 }

@@ -194,8 +194,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // the next would start that much later — and, between the ticks, when a
 // job's phase asks for one (onJobUpdate), Interval/KickGap after it asked.
 func (a *Autoscaler) loop(ctx context.Context) {
-	last := a.clock.Now()
-	next := last.Add(a.cfg.Interval) // the next tick
+	next := a.clock.Now().Add(a.cfg.Interval) // the next tick
 	a.RunOnce(ctx)
 	for {
 		timer := a.clock.NewTimer(next.Sub(a.clock.Now()))
@@ -216,7 +215,6 @@ func (a *Autoscaler) loop(ctx context.Context) {
 			case <-a.clock.After(a.cfg.Interval / KickGap):
 			}
 		}
-		last = a.clock.Now()
 		a.RunOnce(ctx)
 	}
 }

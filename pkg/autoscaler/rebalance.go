@@ -11,8 +11,8 @@ const DefaultRebalanceGap = 0.1
 // pool: while the most fulfilled job is more than the gap above the least
 // fulfilled one that could grow, the former gives back its newest trainer,
 // provided the latter's trainer fits where it leaves and within
-// MaxLoadDesired, and the move does not reverse their order. Only the
-// takers scale up in the same plan: their new pods wait for the givers'
+// MaxLoadDesired, and the move does not reverse their order. The takers
+// scale up in the same plan: their new pods wait for the givers'
 // trainers to go, and kube-scheduler binds them as soon as the room is free
 // — a cycle sooner than growth could hand the room out in the next plan,
 // which is the dip in the cluster's use that each move costs. Without this

@@ -136,7 +136,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.maxLoadDesired, "max_load_desired", *a.MaxLoadDesired, "the autoscaler grows trainers while every resource's requests stay under this share of allocatable in the job's pool, and takes trainers back above it (0 < x <= 1)")
 	fs.IntVar(&o.workers, "workers", *d.Workers, "TrainingJobs synced in parallel")
 	fs.DurationVar(&o.resync, "resync", d.Resync.Duration, "how often every job is synced even without events (0 disables)")
-	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", a.Interval.Duration, "time between two autoscaling plans (a job that enters the queue or starts running gets one a quarter interval later)")
+	fs.DurationVar(&o.autoscaleInterval, "autoscale_interval", a.Interval.Duration, "time between two autoscaling plans")
 	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", *a.CooldownCycles, "autoscale intervals a job scaled down is not grown again (0 disables)")
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", *a.MaxGrowPerCycle, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", *a.RebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")

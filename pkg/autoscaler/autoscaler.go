@@ -10,6 +10,7 @@ import (
 	log "github.com/inconshreveable/log15"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1"
 	"k8s.io/client-go/kubernetes"
@@ -112,9 +113,6 @@ type Autoscaler struct {
 	// job key and UID), so that figures that move with every pod do not
 	// rewrite it every cycle; see recordStatus. Only RunOnce touches it.
 	written map[string]time.Time
-	// kicked asks Run for a cycle before the next tick (kick); it holds
-	// one request, so that a burst of them makes one cycle.
-	kicked chan struct{}
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.
@@ -123,7 +121,7 @@ func New(cfg Config) *Autoscaler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	a := &Autoscaler{
+	return &Autoscaler{
 		kubeClient:      cfg.KubeClient,
 		tjClient:        cfg.TJClient,
 		tracker:         cfg.Tracker,
@@ -136,42 +134,8 @@ func New(cfg Config) *Autoscaler {
 		log:      cfg.Logger,
 		clock:    clk,
 		cfg:      cfg,
-		kicked:   make(chan struct{}, 1),
-	}
-	if _, err := cfg.JobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: a.onJobUpdate}); err != nil {
-		a.log.Error("watch the jobs' phases; the autoscaler plans on its interval alone", "err", err)
-	}
-	return a
-}
-
-// onJobUpdate asks for a cycle when a job enters the queue or starts
-// Running: a plan may admit the one and grow the other, and waiting for the
-// next tick would leave the room they could use idle for up to an interval.
-func (a *Autoscaler) onJobUpdate(oldObj, newObj interface{}) {
-	old, ok1 := oldObj.(*v1.TrainingJob)
-	job, ok2 := newObj.(*v1.TrainingJob)
-	if !ok1 || !ok2 || old.Status.Phase == job.Status.Phase {
-		return
-	}
-	if job.Status.Phase == v1.PhaseRunning || job.Status.Phase == v1.PhaseQueued {
-		a.kick()
 	}
 }
-
-// kick asks Run for a cycle soon; it never blocks.
-func (a *Autoscaler) kick() {
-	select {
-	case a.kicked <- struct{}{}:
-	default: // one is asked for already
-	}
-}
-
-// KickGap is how long a cycle a job's phase asked for waits, as a share of
-// the interval: long enough for the pod informer's handlers (the tracker)
-// to have seen what the job informer reports — a job Running has its pods
-// bound, but the tracker may not have read them yet — and to let a burst
-// of jobs starting make one cycle.
-const KickGap = 4
 
 // Run plans every interval until ctx is done.
 func (a *Autoscaler) Run(ctx context.Context) error {
@@ -183,40 +147,12 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return errors.New("the autoscaler's caches did not sync")
 	}
-	a.loop(ctx)
+	// A cycle starts every interval, not an interval after the last one
+	// ended: a cycle that applies many scalings spends seconds writing them
+	// at the client's rate limit, and the next would start that much later.
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)
 	a.log.Info("stopping the autoscaler")
 	return nil
-}
-
-// loop runs a cycle at once and then every interval — a cycle starts every
-// interval, not an interval after the last one ended: a cycle that applies
-// many scalings spends seconds writing them at the client's rate limit, and
-// the next would start that much later — and, between the ticks, when a
-// job's phase asks for one (onJobUpdate), Interval/KickGap after it asked.
-func (a *Autoscaler) loop(ctx context.Context) {
-	next := a.clock.Now().Add(a.cfg.Interval) // the next tick
-	a.RunOnce(ctx)
-	for {
-		timer := a.clock.NewTimer(next.Sub(a.clock.Now()))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C():
-			next = next.Add(a.cfg.Interval)
-			if now := a.clock.Now(); next.Before(now) {
-				next = now // a cycle outran the interval: the next starts at once
-			}
-		case <-a.kicked:
-			timer.Stop()
-			select {
-			case <-ctx.Done():
-				return
-			case <-a.clock.After(a.cfg.Interval / KickGap):
-			}
-		}
-		a.RunOnce(ctx)
-	}
 }
 
 // RunOnce plans once and applies the plan; it returns the actions planned.

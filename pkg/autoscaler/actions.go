@@ -165,12 +165,15 @@ func (p *planner) rebalanceReason(j *jobState) string {
 }
 
 // takeReason describes a taker's scale-up: the room that more fulfilled
-// jobs give back, and what growth added from idle capacity besides.
+// jobs give back, and what growth added from idle capacity besides. Its
+// trainers before the plan are the placed ones less both: a taker shrinks
+// nothing in the plan.
 func (p *planner) takeReason(j *jobState) string {
 	var b strings.Builder
+	before := j.placed - j.promised - j.grown
 	fmt.Fprintf(&b, "scale up by %d: %s, more fulfilled (%s), gives back %s for it; fulfillment %s (%d of %d..%d trainers placed) was the lowest of priority %d",
 		j.promised+j.grown, j.promisedBy.key, ratio(j.promisedBy.fulfillment()), plural(int(j.promised), "trainer"),
-		ratio(j.takeFulfilment), j.takePlaced, j.min, j.max, j.priority)
+		ratio(j.fulfillmentAt(before)), before, j.min, j.max, j.priority)
 	if j.grown > 0 {
 		fmt.Fprintf(&b, "; %d more into idle capacity", j.grown)
 	}

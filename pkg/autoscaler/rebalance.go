@@ -148,7 +148,6 @@ func (p *planner) rebalance() {
 			giver.rebalanced++
 			if taker.promisedBy == nil {
 				taker.promisedBy = giver
-				taker.takeFulfilment, taker.takePlaced = taker.fulfillment(), taker.placed
 			}
 			taker.promised++
 			taker.nodes = append(taker.nodes, p.nodes[n].Name)

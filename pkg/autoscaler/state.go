@@ -143,8 +143,6 @@ type reasonNotes struct {
 	rebalancePlaced   int64          // its placed trainers before
 	rebalanceTo       *jobState      // the least fulfilled job when it first gave
 	rebalanceToF      float64        // that job's fulfillment then
-	takeFulfilment    float64        // a taker's fulfillment before rebalance promised it a trainer
-	takePlaced        int64          // its placed trainers then
 }
 
 func (j *jobState) slack() int64 { return j.desired - j.min }

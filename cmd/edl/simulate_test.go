@@ -138,7 +138,7 @@ func benchSimulated(b *testing.B, c simCluster) {
 	scaler := w.Autoscaler(planner, kube, tj, record.NewFakeRecorder(0), discard, plans)
 	var seen atomic.Int64 // the sentinel's last resourceVersion the informer delivered
 	if _, err := w.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
-		if p := obj.(*corev1.Pod); p.Name == "sentinel" {
+		if p := obj.(*cluster.Pod); p.Name == "sentinel" {
 			rv, _ := strconv.Atoi(p.ResourceVersion)
 			seen.Store(int64(rv))
 		}

@@ -103,6 +103,10 @@ func withOverhead(cpu, mem string) podMutator {
 
 func withPriority(v int32) podMutator { return func(p *corev1.Pod) { p.Spec.Priority = &v } }
 
+func withNodeSelector(sel map[string]string) podMutator {
+	return func(p *corev1.Pod) { p.Spec.NodeSelector = sel }
+}
+
 func withLabel(k, v string) podMutator {
 	return func(p *corev1.Pod) {
 		if p.Labels == nil {

@@ -2,14 +2,13 @@ package cluster
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 func (t *Tracker) onPod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := PodOf(obj)
 	if !ok {
 		return
 	}
@@ -57,18 +56,19 @@ func (t *Tracker) onPodDelete(obj interface{}) {
 	}
 }
 
-func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
+func (t *Tracker) newPodRecord(pod *Pod) *podRecord {
 	rec := &podRecord{
 		key:         pod.Namespace + "/" + pod.Name,
 		rv:          pod.ResourceVersion,
 		namespace:   pod.Namespace,
 		name:        pod.Name,
-		node:        pod.Spec.NodeName,
-		phase:       pod.Status.Phase,
-		live:        pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed,
+		node:        pod.NodeName,
+		phase:       pod.Phase,
+		live:        pod.Phase != corev1.PodSucceeded && pod.Phase != corev1.PodFailed,
 		terminating: pod.DeletionTimestamp != nil,
 		created:     pod.CreationTimestamp.Time,
-		nominated:   pod.Status.NominatedNodeName,
+		nominated:   pod.NominatedNodeName,
+		priority:    pod.Priority,
 	}
 	if pod.DeletionTimestamp != nil {
 		rec.deletion = pod.DeletionTimestamp.Time
@@ -79,35 +79,23 @@ func (t *Tracker) newPodRecord(pod *corev1.Pod) *podRecord {
 			rec.job = rec.member
 		}
 	}
-	if pod.Spec.Priority != nil {
-		rec.priority = *pod.Spec.Priority
-	}
-	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && unschedulable(pod)
+	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && pod.Unschedulable()
 	rec.unplaced = rec.member != "" && rec.live && rec.node == "" && !rec.unschedulable && !rec.terminating
-	if rec.unschedulable || rec.unplaced {
-		rec.placement = PlacementOf(&pod.Spec)
-		rec.preemptNever = pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever
+	if s := pod.Scheduling; s != nil && (rec.unschedulable || rec.unplaced) {
+		rec.placement, rec.preemptNever = s.Placement, s.PreemptNever
 	}
-	rec.req, rec.lim = t.reader.podRequestsAndLimits(&pod.Spec)
+	if pod.Resources != nil {
+		rec.req, rec.lim = t.reader.podRequestsAndLimits(pod.Resources)
+	}
 	rec.request, rec.limit = rec.req.ceilResources(), rec.lim.ceilResources()
 	return rec
 }
 
 // controlledByJob reports whether the pod's controller is the job's
 // ReplicaSet of the role its label names.
-func controlledByJob(pod *corev1.Pod, job string, role v1.Role) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
+func controlledByJob(pod *Pod, job string, role v1.Role) bool {
+	ref := pod.Controller()
 	return ref != nil && ref.Kind == "ReplicaSet" && ref.Name == v1.ReplicaSetName(job, role)
-}
-
-func unschedulable(pod *corev1.Pod) bool {
-	for i := range pod.Status.Conditions {
-		c := &pod.Status.Conditions[i]
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
 }
 
 func (t *Tracker) onNode(obj interface{}) {

@@ -40,10 +40,11 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	assert.Equal(t, map[string]int64{"n1": 4000 - 1110}, r.NodeResources().NodesCPUIdleMilli)
 	require.Len(t, r.Trainers["ns/job"], 1)
 
-	cached, err := pods.Lister().Pods("ns").Get("fat")
+	cached, ok, err := pods.Informer().GetIndexer().GetByKey("ns/fat")
 	require.NoError(t, err)
-	assert.Empty(t, cached.Spec.Containers[0].Env, "the cache holds the transformed pod")
-	assert.Nil(t, cached.ManagedFields)
+	require.True(t, ok)
+	require.IsType(t, &Pod{}, cached, "the cache holds the transformed pod")
+	assert.Equal(t, "n1", cached.(*Pod).NodeName)
 
 	big := newPod("big", withRequests("2", "1Gi"), withPhase(corev1.PodPending))
 	_, err = client.CoreV1().Pods("ns").Create(ctx, big, metav1.CreateOptions{})

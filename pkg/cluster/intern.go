@@ -47,6 +47,7 @@ func (t *internTable[T]) share(key string, v T) T {
 var (
 	sharedResourceLists internTable[corev1.ResourceList]
 	sharedLabels        internTable[map[string]string]
+	sharedPodResources  internTable[*PodResources]
 	// Every job's ReplicaSets (three a job) and every node name must fit.
 	sharedOwners  = internTable[[]metav1.OwnerReference]{limit: 1 << 15}
 	sharedStrings = internTable[string]{limit: 1 << 15}
@@ -94,7 +95,12 @@ func shareResources(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return l
 	}
-	return sharedResourceLists.share(mapKey(l, func(q resource.Quantity) string { return q.String() }), l)
+	return sharedResourceLists.share(resourcesKey(l), l)
+}
+
+// resourcesKey renders l so that equal lists get equal keys.
+func resourcesKey(l corev1.ResourceList) string {
+	return mapKey(l, func(q resource.Quantity) string { return q.String() })
 }
 
 // shareLabels returns the labels equal to l that were seen first, or l.

@@ -13,6 +13,6 @@ func (t *Tracker) PodRequest(spec *corev1.PodSpec) Resources {
 
 // PodRequestAndLimits is PodRequest and the pod's effective limits alike.
 func (t *Tracker) PodRequestAndLimits(spec *corev1.PodSpec) (req, lim Resources) {
-	r, l := t.reader.podRequestsAndLimits(spec)
+	r, l := t.reader.podRequestsAndLimits(podResources(spec))
 	return r.ceilResources(), l.ceilResources()
 }

@@ -93,16 +93,16 @@ func (rr resourceReader) read(l corev1.ResourceList) amounts {
 //
 // The in-place-resize refinement (max of spec and status.allocatedResources
 // while a resize is pending) is not modelled: statuses are stripped.
-func (rr resourceReader) podRequestsAndLimits(spec *corev1.PodSpec) (req, lim amounts) {
+func (rr resourceReader) podRequestsAndLimits(spec *PodResources) (req, lim amounts) {
 	for i := range spec.Containers {
-		req.add(rr.read(spec.Containers[i].Resources.Requests))
-		lim.add(rr.read(spec.Containers[i].Resources.Limits))
+		req.add(rr.read(spec.Containers[i].Requests))
+		lim.add(rr.read(spec.Containers[i].Limits))
 	}
 	var sidecarReq, sidecarLim, initReq, initLim amounts
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		r, l := rr.read(c.Resources.Requests), rr.read(c.Resources.Limits)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		r, l := rr.read(c.Requests), rr.read(c.Limits)
+		if c.Sidecar {
 			req.add(r)
 			lim.add(l)
 			sidecarReq.add(r)
@@ -119,7 +119,7 @@ func (rr resourceReader) podRequestsAndLimits(spec *corev1.PodSpec) (req, lim am
 	req = maxAmounts(req, initReq)
 	lim = maxAmounts(lim, initLim)
 
-	if pl := spec.Resources; pl != nil {
+	if pl := spec.Pod; pl != nil {
 		if q, ok := pl.Requests[corev1.ResourceCPU]; ok {
 			req.cpuMilli = saturatingMilli(q)
 		}

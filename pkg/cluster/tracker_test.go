@@ -291,7 +291,7 @@ func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
 	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, lim := rr.podRequestsAndLimits(&tt.pod.Spec)
+			req, lim := rr.podRequestsAndLimits(podResources(&tt.pod.Spec))
 			assert.Equal(t, tt.wantReq, req)
 			assert.Equal(t, tt.wantLim, lim)
 		})
@@ -441,8 +441,7 @@ func TestUnschedulablePodsKeepWhereTheyMayRun(t *testing.T) {
 	bound.Spec.NodeName = "n1"
 	obj, err = TransformPod(bound)
 	require.NoError(t, err)
-	assert.Nil(t, obj.(*corev1.Pod).Spec.NodeSelector, "a bound pod's placement is not kept")
-	assert.Nil(t, obj.(*corev1.Pod).Spec.Tolerations)
+	assert.Nil(t, obj.(*Pod).Scheduling, "a bound pod's placement is not kept")
 }
 
 func TestQuotasAreTrackedPerNamespace(t *testing.T) {

@@ -10,8 +10,9 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
-// TransformPod is a cache.TransformFunc for the shared pod informer. At 150,000
-// pods the informer cache dominates the controller's memory, and most of a pod
+// TransformPod is a cache.TransformFunc for the shared pod informer: it
+// turns each *corev1.Pod into the *Pod that EDL keeps of it. At 150,000 pods
+// the informer cache dominates the controller's memory, and most of a pod
 // (env, volumes, probes, managed fields, annotations such as
 // last-applied-configuration, most of the status) is never read by EDL, so
 // the cache keeps only:
@@ -23,27 +24,28 @@ import (
 //     that a labelled pod is the job's) and the pod-deletion-cost
 //     annotation the controller maintains. Other pods keep no labels: EDL
 //     selects pods by its job index, never by a label selector.
-//   - spec: nodeName, priority, priorityClassName, overhead, pod-level
-//     resources, and of each container and init container its name and
-//     resources; init containers also keep restartPolicy, which marks the
-//     sidecars that the scheduler adds to the running sum. While the pod is
-//     not bound, also what restricts where it may run: nodeSelector, the
-//     required node affinity, tolerations, and preemptionPolicy; and its
-//     schedulingGates, which the controller removes when it admits a job.
+//   - spec: nodeName, priority, priorityClassName, and what the pod's
+//     requests and limits are computed from (of each container and init
+//     container its resources, whether an init container is a sidecar,
+//     overhead, pod-level resources). While the pod is not bound, also
+//     what restricts where it may run (nodeSelector, the required node
+//     affinity and tolerations, as a Placement), whether it may preempt,
+//     and its scheduling gates, which the controller removes when it admits
+//     a job.
 //   - status: phase, nominatedNodeName (a preemption under way) and the
 //     PodScheduled condition while it is not True (to see Unschedulable).
-//     Of a job's pods also what the controller judges the job by: the
-//     Ready condition when it is True, the PodScheduled condition's
-//     message, and of each container that stopped or restarted its name,
+//     Of a job's pods also what the controller judges the job by: whether
+//     the Ready condition is True, the PodScheduled condition's message,
+//     and of each container that stopped or restarted its name,
 //     restartCount, the exit code and reason of its current and last
 //     termination, and the reason it waits to start again
 //     (CrashLoopBackOff). A condition or container status that is left out
 //     reads as what it would have said: not ready, scheduled, never
 //     stopped.
 //
-// Job pods with equal labels, and containers with equal requests or limits,
-// share one map of them, the pods of a ReplicaSet their owner references,
-// and equal strings (namespaces, node names) one copy (see internTable): the
+// Job pods with equal labels, and pods with equal resources, share one map
+// or struct of them, the pods of a ReplicaSet their owner references, and
+// equal strings (namespaces, node names) one copy (see internTable): the
 // cached pods are read-only.
 //
 // cmd/edl must install it before the informer starts:
@@ -51,100 +53,87 @@ import (
 //	podInformer.Informer().SetTransform(cluster.TransformPod)
 //
 // It is idempotent, never fails for a pod, and passes anything that is not a
-// *corev1.Pod (for example a cache.DeletedFinalStateUnknown) through
-// unchanged. It builds a new object from the old one's parts, which client-go
-// permits since 1.27 because the transform sees each object first.
+// *corev1.Pod (a *Pod, a cache.DeletedFinalStateUnknown) through unchanged.
 func TransformPod(obj interface{}) (interface{}, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	out := &corev1.Pod{
-		TypeMeta: pod.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              pod.Name,
-			Namespace:         shareString(pod.Namespace),
-			UID:               pod.UID,
-			ResourceVersion:   pod.ResourceVersion,
-			CreationTimestamp: pod.CreationTimestamp,
-			DeletionTimestamp: pod.DeletionTimestamp,
-			Labels:            pod.Labels,
-			OwnerReferences:   pod.OwnerReferences,
-		},
-		Spec: corev1.PodSpec{
-			NodeName:          shareString(pod.Spec.NodeName),
-			Priority:          pod.Spec.Priority,
-			PriorityClassName: shareString(pod.Spec.PriorityClassName),
-			Overhead:          pod.Spec.Overhead,
-			Resources:         pod.Spec.Resources,
-			Containers:        stripContainers(pod.Spec.Containers, false),
-			InitContainers:    stripContainers(pod.Spec.InitContainers, true),
-		},
+	return slimPod(pod), nil
+}
+
+// slimPod builds the *Pod that TransformPod keeps of pod.
+func slimPod(pod *corev1.Pod) *Pod {
+	out := &Pod{
+		Name:              pod.Name,
+		Namespace:         shareString(pod.Namespace),
+		UID:               pod.UID,
+		ResourceVersion:   pod.ResourceVersion,
+		CreationTimestamp: pod.CreationTimestamp,
+		DeletionTimestamp: pod.DeletionTimestamp,
+		NodeName:          shareString(pod.Spec.NodeName),
+		PriorityClassName: shareString(pod.Spec.PriorityClassName),
+		Resources:         sharePodResources(podResources(&pod.Spec)),
+		Phase:             corev1.PodPhase(shareString(string(pod.Status.Phase))),
+		NominatedNodeName: shareString(pod.Status.NominatedNodeName),
+	}
+	if pod.Spec.Priority != nil {
+		out.Priority = *pod.Spec.Priority
 	}
 	if pod.Spec.NodeName == "" {
 		// Where a pod may run matters while it waits for a node, and only
 		// then: the next version, bound, drops it again.
-		out.Spec.NodeSelector = pod.Spec.NodeSelector
-		out.Spec.Tolerations = pod.Spec.Tolerations
-		out.Spec.PreemptionPolicy = pod.Spec.PreemptionPolicy
-		out.Spec.SchedulingGates = pod.Spec.SchedulingGates
-		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+		s := &Scheduling{Placement: PlacementOf(&pod.Spec),
+			PreemptNever: pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever}
+		for _, g := range pod.Spec.SchedulingGates {
+			s.Gates = append(s.Gates, shareString(g.Name))
 		}
+		out.Scheduling = s
 	}
-	out.Status.Phase = corev1.PodPhase(shareString(string(pod.Status.Phase)))
-	out.Status.NominatedNodeName = shareString(pod.Status.NominatedNodeName)
-	if _, _, ok := v1.JobOf(pod.Labels); !ok {
-		// Only a job's pods are the controller's: the others need no
-		// labels (the tracker reads just EDL's, to see they are absent),
-		// owners or annotations.
-		out.Labels, out.OwnerReferences = nil, nil
-		for i := range pod.Status.Conditions {
-			if c := pod.Status.Conditions[i]; c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
-				out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: shareString(c.Reason)}}
-				break
+	_, _, job := v1.JobOf(pod.Labels)
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		switch {
+		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+			out.Ready = job
+		case c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue:
+			out.Scheduled = &Condition{Status: c.Status, Reason: shareString(c.Reason)}
+			if job {
+				out.Scheduled.Message = c.Message
 			}
 		}
-		return out, nil
+	}
+	if !job {
+		// Only a job's pods are the controller's: the others need no
+		// labels (the tracker reads just EDL's, to see they are absent),
+		// owners, annotations or container statuses.
+		return out
 	}
 	out.Labels = shareLabels(pod.Labels)
 	out.OwnerReferences = shareOwners(pod.OwnerReferences)
-	if cost, ok := pod.Annotations[v1.AnnotationDeletionCost]; ok {
-		out.Annotations = map[string]string{v1.AnnotationDeletionCost: cost}
-	}
-	for i := range pod.Status.Conditions {
-		// What is read of the two: a pod is ready when Ready is True,
-		// unschedulable when PodScheduled is not; the others say nothing.
-		c := pod.Status.Conditions[i]
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue || c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
-			out.Status.Conditions = append(out.Status.Conditions,
-				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: shareString(c.Reason), Message: c.Message})
-		}
-	}
+	out.DeletionCost = pod.Annotations[v1.AnnotationDeletionCost]
 	for i := range pod.Status.ContainerStatuses {
 		cs := &pod.Status.ContainerStatuses[i]
-		last := exitOnly(cs.LastTerminationState.Terminated)
-		kept := corev1.ContainerStatus{Name: shareString(cs.Name), RestartCount: cs.RestartCount,
-			State: corev1.ContainerState{Terminated: exitOnly(cs.State.Terminated)}, LastTerminationState: corev1.ContainerState{Terminated: last}}
-		if w := cs.State.Waiting; w != nil && last != nil {
+		kept := ContainerStatus{Name: shareString(cs.Name), RestartCount: cs.RestartCount,
+			Terminated: exitOnly(cs.State.Terminated), LastTerminated: exitOnly(cs.LastTerminationState.Terminated)}
+		if w := cs.State.Waiting; w != nil && kept.LastTerminated != nil {
 			// Waiting to start again after it exited: CrashLoopBackOff.
-			kept.State.Waiting = &corev1.ContainerStateWaiting{Reason: shareString(w.Reason)}
+			kept.Waiting = shareString(w.Reason)
 		}
-		if kept.RestartCount == 0 && kept.State.Terminated == nil && last == nil {
+		if kept.RestartCount == 0 && kept.Terminated == nil && kept.LastTerminated == nil {
 			continue // nothing to read: a container that never stopped
 		}
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, kept)
+		out.ContainerStatuses = append(out.ContainerStatuses, kept)
 	}
-	return out, nil
+	return out
 }
 
 // exitOnly keeps a termination's exit code and reason.
-func exitOnly(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTerminated {
+func exitOnly(t *corev1.ContainerStateTerminated) *Termination {
 	if t == nil {
 		return nil
 	}
-	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: shareString(t.Reason)}
+	return &Termination{ExitCode: t.ExitCode, Reason: shareString(t.Reason)}
 }
 
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -50,32 +51,56 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 }
 
 func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
 	in := fatPod(withLabel("app", "web"))
-	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "fat", Namespace: "ns", UID: "uid-fat", ResourceVersion: "1", CreationTimestamp: in.CreationTimestamp,
+	want := &Pod{
+		Name: "fat", Namespace: "ns", UID: "uid-fat", ResourceVersion: "1", CreationTimestamp: in.CreationTimestamp,
+		NodeName: "n1", Priority: 100, PriorityClassName: "high",
+		Resources: &PodResources{
+			Containers:     []ContainerResources{{Requests: rl("1", "1Gi"), Limits: rl("2", "2Gi")}},
+			InitContainers: []ContainerResources{{Requests: rl("100m", ""), Sidecar: true}},
+			Overhead:       in.Spec.Overhead,
 		},
-		Spec: corev1.PodSpec{
-			NodeName: "n1", Priority: in.Spec.Priority, PriorityClassName: "high", Overhead: in.Spec.Overhead,
-			Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
-				Requests: rl("1", "1Gi"), Limits: rl("2", "2Gi")}}},
-			InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: &always,
-				Resources: corev1.ResourceRequirements{Requests: rl("100m", "")}}},
-		},
-		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			NominatedNodeName: "n2",
-		},
+		Phase:             corev1.PodRunning,
+		NominatedNodeName: "n2",
 	}
 	got, err := TransformPod(in)
 	require.NoError(t, err)
-	assert.Equal(t, want, got)
-	assert.Nil(t, got.(*corev1.Pod).ManagedFields)
+	assert.Equal(t, want, got, "another pod keeps no labels, owners, annotations, Ready condition or container statuses")
 
 	again, err := TransformPod(got)
 	require.NoError(t, err)
-	assert.Equal(t, want, again, "the transform must be idempotent")
+	assert.Same(t, got, again, "the transform must be idempotent")
+
+	meta, err := apimeta.Accessor(got)
+	require.NoError(t, err, "client-go's stores read a cached pod's metadata")
+	key, err := cache.MetaNamespaceKeyFunc(got)
+	require.NoError(t, err)
+	assert.Equal(t, "ns/fat", key)
+	assert.Equal(t, "1", meta.GetResourceVersion())
+}
+
+// TestTransformPodKeepsWhereAnUnboundPodMayRun: while a pod waits for a node
+// it keeps its placement, preemption policy and scheduling gates; bound, it
+// drops them.
+func TestTransformPodKeepsWhereAnUnboundPodMayRun(t *testing.T) {
+	never := corev1.PreemptNever
+	in := fatPod(withNodeSelector(map[string]string{"pool": "cpu"}))
+	unschedulablePod()(in)
+	in.Spec.PreemptionPolicy = &never
+	in.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "other"}, {Name: v1.SchedulingGateAdmission}}
+	got, err := TransformPod(in)
+	require.NoError(t, err)
+	pod := got.(*Pod)
+	require.NotNil(t, pod.Scheduling)
+	assert.Equal(t, PlacementOf(&in.Spec), pod.Scheduling.Placement)
+	assert.True(t, pod.Scheduling.PreemptNever)
+	assert.Equal(t, []string{"other", v1.SchedulingGateAdmission}, pod.Scheduling.Gates)
+	assert.True(t, pod.Unschedulable())
+
+	in.Spec.NodeName = "n1"
+	got, err = TransformPod(in)
+	require.NoError(t, err)
+	assert.Nil(t, got.(*Pod).Scheduling, "a bound pod keeps nothing of where it may run")
 }
 
 // TestTransformPodKeepsWhatTheControllerReadsOfJobPods: of a job's pods'
@@ -88,6 +113,7 @@ func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 	for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 		t.Run(label, func(t *testing.T) {
 			in := fatPod(withLabel(label, "job"))
+			in.Annotations[v1.AnnotationDeletionCost] = "999"
 			in.Status.Conditions = append(in.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
 			in.Status.Conditions[1].Status, in.Status.Conditions[1].Reason = corev1.ConditionFalse, "Unschedulable"
 			in.Status.ContainerStatuses[0].Image = "paddle:latest"
@@ -99,26 +125,20 @@ func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 			got, err := TransformPod(in)
 			require.NoError(t, err)
-			pod := got.(*corev1.Pod)
-			assert.Equal(t, corev1.PodStatus{
-				Phase: corev1.PodRunning, NominatedNodeName: "n2",
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-					{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "long message"}},
-				ContainerStatuses: []corev1.ContainerStatus{
-					{Name: "main", RestartCount: 3,
-						State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}},
-					{Name: "exited", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}},
-				},
-			}, pod.Status, "a container that never stopped is left out")
+			pod := got.(*Pod)
+			assert.True(t, pod.Ready)
+			assert.Equal(t, &Condition{Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "long message"}, pod.Scheduled)
+			assert.Equal(t, []ContainerStatus{
+				{Name: "main", RestartCount: 3, Waiting: "CrashLoopBackOff", LastTerminated: &Termination{ExitCode: 137}},
+				{Name: "exited", Terminated: &Termination{ExitCode: 1, Reason: "Error"}},
+			}, pod.ContainerStatuses, "a container that never stopped is left out")
 			assert.Equal(t, map[string]string{label: "job"}, pod.Labels)
 			assert.Equal(t, in.OwnerReferences, pod.OwnerReferences)
-			assert.Nil(t, pod.Annotations)
-			assert.Empty(t, pod.Spec.Containers[0].Env)
+			assert.Equal(t, "999", pod.DeletionCost)
 
 			again, err := TransformPod(pod)
 			require.NoError(t, err)
-			assert.Equal(t, pod, again, "the transform must be idempotent")
+			assert.Same(t, pod, again, "the transform must be idempotent")
 		})
 	}
 }
@@ -134,36 +154,44 @@ func TestTransformPodDropsWhatSaysNothing(t *testing.T) {
 	in.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
 	got, err := TransformPod(in)
 	require.NoError(t, err)
-	assert.Nil(t, got.(*corev1.Pod).Status.Conditions)
-	assert.Nil(t, got.(*corev1.Pod).Status.ContainerStatuses)
+	assert.False(t, got.(*Pod).Ready)
+	assert.Nil(t, got.(*Pod).Scheduled)
+	assert.Nil(t, got.(*Pod).ContainerStatuses)
 
 	web := fatPod()
+	unschedulablePod()(web)
+	web.Status.Conditions[0].Message = "0/3 nodes are available"
 	got, err = TransformPod(web)
 	require.NoError(t, err)
-	assert.Nil(t, got.(*corev1.Pod).Status.Conditions, "another pod keeps PodScheduled only when it is not True")
+	assert.Equal(t, &Condition{Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}, got.(*Pod).Scheduled,
+		"another pod keeps PodScheduled only when it is not True, without its message")
 }
 
 // TestTransformPodSharesWhatPodsHaveInCommon: the pods of one ReplicaSet
-// share their owner references, and equal strings one copy.
+// share their owner references and resources, and equal strings one copy.
 func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
 	a, b := fatPod(trainerOf("job")), fatPod(trainerOf("job"))
 	b.Name = "other"
 	b.OwnerReferences = append([]metav1.OwnerReference(nil), a.OwnerReferences...)
 	b.Spec.NodeName = strings.Clone(a.Spec.NodeName)
+	b.Spec.Containers[0].Resources.Requests = rl("1000m", "1Gi")
 	ga, err := TransformPod(a)
 	require.NoError(t, err)
 	gb, err := TransformPod(b)
 	require.NoError(t, err)
-	pa, pb := ga.(*corev1.Pod), gb.(*corev1.Pod)
+	pa, pb := ga.(*Pod), gb.(*Pod)
 	assert.Equal(t, a.OwnerReferences, pb.OwnerReferences)
 	assert.Same(t, &pa.OwnerReferences[0], &pb.OwnerReferences[0])
-	assert.Equal(t, unsafe.StringData(pa.Spec.NodeName), unsafe.StringData(pb.Spec.NodeName))
+	assert.Equal(t, unsafe.StringData(pa.NodeName), unsafe.StringData(pb.NodeName))
+	assert.Same(t, pa.Resources, pb.Resources, "equal resources (1 and 1000m CPU) are shared")
 
-	other := fatPod(trainerOf("job"))
+	other := fatPod(trainerOf("job"), withRequests("2", "1Gi"))
 	other.OwnerReferences[0].UID = "another-rs"
 	got, err := TransformPod(other)
 	require.NoError(t, err)
-	assert.Equal(t, types.UID("another-rs"), got.(*corev1.Pod).OwnerReferences[0].UID, "another owner is not shared")
+	assert.Equal(t, types.UID("another-rs"), got.(*Pod).OwnerReferences[0].UID, "another owner is not shared")
+	assert.NotSame(t, pa.Resources, got.(*Pod).Resources, "other resources are not shared")
+	assert.Equal(t, rl("2", "1Gi"), got.(*Pod).Resources.Containers[0].Requests)
 }
 
 // TestTransformPodKeepsTheDeletionCostOfJobPods: the controller reads back
@@ -176,20 +204,36 @@ func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
 	}
 	got, err := TransformPod(annotated(fatPod(trainerOf("job"))))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{v1.AnnotationDeletionCost: "999"}, got.(*corev1.Pod).Annotations)
+	assert.Equal(t, "999", got.(*Pod).DeletionCost)
 
 	got, err = TransformPod(annotated(fatPod()))
 	require.NoError(t, err)
-	assert.Nil(t, got.(*corev1.Pod).Annotations, "other pods keep no annotation")
+	assert.Empty(t, got.(*Pod).DeletionCost, "other pods keep no annotation")
 }
 
+// TestTransformPodPreservesWhatTheSnapshotComputes: the tracker's record of
+// a cached pod holds the requests, limits, priority, placement and state
+// the full pod says.
 func TestTransformPodPreservesWhatTheSnapshotComputes(t *testing.T) {
-	for _, in := range []*corev1.Pod{fatPod(), fatPod(trainerOf("job")), fatPod(unschedulablePod(), withPriority(7))} {
-		s := newTracker(Config{})
-		want := s.newPodRecord(in.DeepCopy())
-		out, err := TransformPod(in)
+	s := newTracker(Config{})
+	waiting := fatPod(withPriority(7), withNodeSelector(map[string]string{"pool": "cpu"}))
+	unschedulablePod()(waiting)
+	for _, in := range []*corev1.Pod{fatPod(), fatPod(trainerOf("job")), waiting} {
+		out, err := TransformPod(in.DeepCopy())
 		require.NoError(t, err)
-		assert.Equal(t, want, s.newPodRecord(out.(*corev1.Pod)))
+		rec := s.newPodRecord(out.(*Pod))
+		req, lim := s.reader.podRequestsAndLimits(podResources(&in.Spec))
+		assert.Equal(t, req, rec.req)
+		assert.Equal(t, lim, rec.lim)
+		assert.Equal(t, *in.Spec.Priority, rec.priority)
+		assert.Equal(t, in.Spec.NodeName, rec.node)
+		assert.Equal(t, in.Status.NominatedNodeName, rec.nominated)
+		assert.Equal(t, in.Spec.NodeName == "", rec.unschedulable)
+		if rec.unschedulable {
+			assert.Equal(t, PlacementOf(&in.Spec), rec.placement)
+		}
+		_, _, member := v1.JobOf(in.Labels)
+		assert.Equal(t, member, rec.member != "")
 	}
 }
 
@@ -347,14 +391,14 @@ func TestTransformPodSharesEqualMaps(t *testing.T) {
 	require.NoError(t, err)
 	c, err := TransformPod(fatPod(trainerOf("other-job"), withRequests("3", "1Gi")))
 	require.NoError(t, err)
-	pa, pb, pc := a.(*corev1.Pod), b.(*corev1.Pod), c.(*corev1.Pod)
+	pa, pb, pc := a.(*Pod), b.(*Pod), c.(*Pod)
 	assert.Equal(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pb.Labels).Pointer())
-	assert.Equal(t, reflect.ValueOf(pa.Spec.Containers[0].Resources.Requests).Pointer(),
-		reflect.ValueOf(pb.Spec.Containers[0].Resources.Requests).Pointer())
+	assert.Equal(t, reflect.ValueOf(pa.Resources.Containers[0].Requests).Pointer(),
+		reflect.ValueOf(pb.Resources.Containers[0].Requests).Pointer())
 	assert.NotEqual(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pc.Labels).Pointer())
-	assert.NotEqual(t, reflect.ValueOf(pa.Spec.Containers[0].Resources.Requests).Pointer(),
-		reflect.ValueOf(pc.Spec.Containers[0].Resources.Requests).Pointer())
-	assert.Equal(t, rl("3", "1Gi"), pc.Spec.Containers[0].Resources.Requests)
+	assert.NotEqual(t, reflect.ValueOf(pa.Resources.Containers[0].Requests).Pointer(),
+		reflect.ValueOf(pc.Resources.Containers[0].Requests).Pointer())
+	assert.Equal(t, rl("3", "1Gi"), pc.Resources.Containers[0].Requests)
 }
 
 // TestInternTableStartsOverWhenFull: a table that is full forgets what it
@@ -369,12 +413,4 @@ func TestInternTableStartsOverWhenFull(t *testing.T) {
 	assert.Equal(t, -1, table.share("new", -1), "the table starts over")
 	assert.Equal(t, -1, table.share("new", -2), "and shares the new value")
 	assert.Equal(t, 100, table.share("0", 100), "what it forgot is shared anew")
-}
-
-func TestTransformPodKeepsSchedulingGatesWhileUnbound(t *testing.T) {
-	p := newPod("q", memberOf("q", v1.RoleTrainer), withPhase(corev1.PodPending))
-	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
-	obj, err := TransformPod(p)
-	require.NoError(t, err)
-	assert.Equal(t, p.Spec.SchedulingGates, obj.(*corev1.Pod).Spec.SchedulingGates, "the controller removes them")
 }

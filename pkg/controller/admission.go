@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // Gang admission: a queued job's ReplicaSets exist with 0 replicas, and
@@ -114,6 +116,14 @@ func gateIndex(spec *corev1.PodSpec) int {
 	return -1
 }
 
+// podGateIndex is gateIndex of a cached pod: -1 once it is bound.
+func podGateIndex(pod *cluster.Pod) int {
+	if pod.Scheduling == nil {
+		return -1
+	}
+	return slices.Index(pod.Scheduling.Gates, v1.SchedulingGateAdmission)
+}
+
 // gate adds the admission gate to the ReplicaSet's pod template and updates
 // its template hash, so that admitting the job replaces the template with
 // one without it.
@@ -132,7 +142,7 @@ func (c *Controller) ensureUngated(ctx context.Context, job *v1.TrainingJob, obs
 	removed := 0
 	for _, role := range jobRoles {
 		for _, pod := range obs.pods[role] {
-			i := gateIndex(&pod.Spec)
+			i := podGateIndex(pod)
 			if i < 0 || pod.DeletionTimestamp != nil {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 const testNamespace = "team-a"
@@ -217,3 +218,13 @@ func controlledByKind(apiVersion, kind, name string) rsMutator {
 }
 
 func withRSRV(rv string) rsMutator { return func(rs *appsv1.ReplicaSet) { rs.ResourceVersion = rv } }
+
+// slim returns a pod as the informer caches it (cluster.TransformPod), or
+// pods as a slice of them.
+func slim(pods ...*corev1.Pod) []*cluster.Pod {
+	out := make([]*cluster.Pod, len(pods))
+	for i, p := range pods {
+		out[i], _ = cluster.PodOf(p.DeepCopy())
+	}
+	return out
+}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
@@ -347,7 +348,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // An object with one of the job's names that the job does not control is
 // "in the way": it is reported, never adopted, patched or deleted.
 func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed, error) {
-	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, services: map[v1.Role]*corev1.Service{}, pods: map[v1.Role][]*corev1.Pod{}}
+	obs := observed{replicaSets: map[v1.Role]*appsv1.ReplicaSet{}, services: map[v1.Role]*corev1.Service{}, pods: map[v1.Role][]*cluster.Pod{}}
 	for _, role := range jobRoles {
 		rs, err := c.replicaSets.ReplicaSets(job.Namespace).Get(v1.ReplicaSetName(job.Name, role))
 		switch {
@@ -381,7 +382,10 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed,
 		return obs, err
 	}
 	for _, obj := range objs {
-		pod := obj.(*corev1.Pod)
+		pod, ok := cluster.PodOf(obj)
+		if !ok {
+			continue
+		}
 		for _, role := range jobRoles {
 			if pod.Labels[v1.LabelFor(role)] == job.Name {
 				obs.pods[role] = append(obs.pods[role], pod)

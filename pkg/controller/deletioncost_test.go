@@ -16,7 +16,7 @@ func TestDeletionCosts(t *testing.T) {
 	job.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	trainer := func(name, node string, ageSeconds int, mutators ...func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace,
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: map[string]string{v1.LabelTrainer: job.Name},
 				CreationTimestamp: metav1.NewTime(job.CreationTimestamp.Add(time.Duration(ageSeconds) * time.Second))},
 			Spec:   corev1.PodSpec{NodeName: node},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
@@ -36,6 +36,8 @@ func TestDeletionCosts(t *testing.T) {
 	marked := func(p *corev1.Pod) {
 		p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove}
 	}
+	// The trainers are labelled as the job's: the informer's cache keeps
+	// the deletion cost of a job's pods only.
 
 	tests := []struct {
 		name string
@@ -72,7 +74,7 @@ func TestDeletionCosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, DeletionCosts(job, tt.pods))
+			assert.Equal(t, tt.want, DeletionCosts(job, slim(tt.pods...)))
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // ensureReplicaSet creates a role's ReplicaSet, or JSON-patches the replicas
@@ -97,11 +98,11 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 
 // ensureDeletionCosts annotates the running trainers whose deletion cost
 // differs from what DeletionCosts wants; most syncs write nothing.
-func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*corev1.Pod) error {
+func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*cluster.Pod) error {
 	costs := DeletionCosts(job, trainers)
 	for _, pod := range trainers {
 		cost, ok := costs[pod.Name]
-		if !ok || pod.Annotations[v1.AnnotationDeletionCost] == cost {
+		if !ok || pod.DeletionCost == cost {
 			continue
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationDeletionCost: cost}}})

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // jobIndex is the pod-informer index from a pod to the key of its job.
@@ -17,7 +18,7 @@ const jobIndex = "edl-job"
 
 // podJobKeys indexes a pod under the key of the job its role label names.
 func podJobKeys(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := cluster.PodOf(obj)
 	if !ok {
 		return nil, nil
 	}
@@ -51,8 +52,9 @@ func objectMeta(obj any) (metav1.Object, error) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
+	// meta.Accessor also reads a cached *cluster.Pod.
+	m, err := meta.Accessor(obj)
+	if err != nil {
 		return nil, fmt.Errorf("%T is not an object", obj)
 	}
 	return m, nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // Event handlers: they only map objects to job keys.
@@ -148,7 +149,7 @@ func TestPodIndexMapsPodsToJobs(t *testing.T) {
 	require.NoError(t, err)
 	var names []string
 	for _, o := range objs {
-		names = append(names, o.(*corev1.Pod).Name)
+		names = append(names, o.(*cluster.Pod).Name)
 	}
 	assert.ElementsMatch(t, []string{"mnist-master-0", "mnist-pserver-a", "mnist-trainer-a", "mnist-trainer-b"}, names)
 }

@@ -329,18 +329,18 @@ const deletionCostCeiling = 1_000_000_000
 // use they are kept up for new trainers. A trainer the autoscaler marked
 // for removal (v1.DeletionCostRemove) keeps its mark and counts for
 // nothing here. It returns nil when the ranking is already right.
-func DeletionCosts(job *v1.TrainingJob, trainers []*corev1.Pod) map[string]string {
-	var running []*corev1.Pod
+func DeletionCosts(job *v1.TrainingJob, trainers []*cluster.Pod) map[string]string {
+	var running []*cluster.Pod
 	perNode := map[string]int{}
 	inUse := false
 	for _, p := range trainers {
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning ||
-			p.Annotations[v1.AnnotationDeletionCost] == v1.DeletionCostRemove {
+		if p.DeletionTimestamp != nil || p.NodeName == "" || p.Phase != corev1.PodRunning ||
+			p.DeletionCost == v1.DeletionCostRemove {
 			continue
 		}
 		running = append(running, p)
-		perNode[p.Spec.NodeName]++
-		if _, ok := p.Annotations[v1.AnnotationDeletionCost]; ok {
+		perNode[p.NodeName]++
+		if p.DeletionCost != "" {
 			inUse = true
 		}
 	}
@@ -360,17 +360,17 @@ func DeletionCosts(job *v1.TrainingJob, trainers []*corev1.Pod) map[string]strin
 
 // evenlySpread: every node holds as many of the running trainers, and they
 // all restarted as often, so the ReplicaSet's ranking falls through to age.
-func evenlySpread(running []*corev1.Pod, perNode map[string]int) bool {
-	restarts := func(p *corev1.Pod) int32 {
+func evenlySpread(running []*cluster.Pod, perNode map[string]int) bool {
+	restarts := func(p *cluster.Pod) int32 {
 		var n int32
-		for _, cs := range p.Status.ContainerStatuses {
+		for _, cs := range p.ContainerStatuses {
 			n += cs.RestartCount
 		}
 		return n
 	}
-	first, firstRestarts := perNode[running[0].Spec.NodeName], restarts(running[0])
+	first, firstRestarts := perNode[running[0].NodeName], restarts(running[0])
 	for _, p := range running[1:] {
-		if perNode[p.Spec.NodeName] != first || restarts(p) != firstRestarts {
+		if perNode[p.NodeName] != first || restarts(p) != firstRestarts {
 			return false
 		}
 	}

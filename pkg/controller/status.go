@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // observed is what the listers hold about one job.
@@ -20,7 +21,7 @@ type observed struct {
 	// services are the job's own Services by role; a missing role has none yet.
 	services map[v1.Role]*corev1.Service
 	// pods are the job's pods by role.
-	pods map[v1.Role][]*corev1.Pod
+	pods map[v1.Role][]*cluster.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
 	// queued: the job waits for admission (admission.go).
@@ -125,7 +126,7 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 			return verdict{v1.PhaseCreating, f.reason(), f.message(job) + "; the autoscaler leaves the job alone until it is Running again"}
 		}
 	}
-	var unschedulable []*corev1.Pod
+	var unschedulable []*cluster.Pod
 	for _, role := range roles {
 		for _, pod := range obs.pods[role] {
 			if isUnschedulable(pod) {
@@ -184,7 +185,7 @@ func blockedMessage(blocked []string) string {
 }
 
 // replicaStatus counts one role's replicas.
-func replicaStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod) v1.ReplicaStatus {
+func replicaStatus(rs *appsv1.ReplicaSet, pods []*cluster.Pod) v1.ReplicaStatus {
 	var s v1.ReplicaStatus
 	if rs != nil && rs.Spec.Replicas != nil {
 		s.Desired = *rs.Spec.Replicas
@@ -195,7 +196,7 @@ func replicaStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod) v1.ReplicaStatus {
 	return s
 }
 
-func countPods(pods []*corev1.Pod, pred func(*corev1.Pod) bool) int32 {
+func countPods(pods []*cluster.Pod, pred func(*cluster.Pod) bool) int32 {
 	var n int32
 	for _, p := range pods {
 		if pred(p) {
@@ -206,46 +207,28 @@ func countPods(pods []*corev1.Pod, pred func(*corev1.Pod) bool) int32 {
 }
 
 // isActive: the pod exists, is not being deleted and has not finished.
-func isActive(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+func isActive(p *cluster.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed
 }
 
-func isRunning(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
+func isRunning(p *cluster.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Phase == corev1.PodRunning
 }
 
-func isReady(p *corev1.Pod) bool {
-	if !isRunning(p) {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+func isReady(p *cluster.Pod) bool {
+	return isRunning(p) && p.Ready
 }
 
 // isUnschedulable: the scheduler tried and found no node for the pod.
-func isUnschedulable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
+func isUnschedulable(p *cluster.Pod) bool {
+	return p.NodeName == "" && p.DeletionTimestamp == nil && p.Unschedulable()
 }
 
-func unschedulableMessage(p *corev1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Message
-		}
+func unschedulableMessage(p *cluster.Pod) string {
+	if p.Scheduled == nil {
+		return ""
 	}
-	return ""
+	return p.Scheduled.Message
 }
 
 // exit is a container termination.
@@ -262,15 +245,15 @@ func (e *exit) failure(role string) string {
 // whose exit code matches want, in a container's current or last state.
 // Pods being deleted are left out: a trainer stopped by a scale-down may
 // exit 0 or 143, and neither says anything about the job.
-func findExit(pods []*corev1.Pod, want func(int32) bool) *exit {
-	sorted := append([]*corev1.Pod(nil), pods...)
+func findExit(pods []*cluster.Pod, want func(int32) bool) *exit {
+	sorted := append([]*cluster.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		for _, cs := range p.Status.ContainerStatuses {
-			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		for _, cs := range p.ContainerStatuses {
+			for _, t := range []*cluster.Termination{cs.Terminated, cs.LastTerminated} {
 				if t != nil && want(t.ExitCode) {
 					return &exit{pod: p.Name, container: cs.Name, code: t.ExitCode}
 				}
@@ -281,15 +264,15 @@ func findExit(pods []*corev1.Pod, want func(int32) bool) *exit {
 }
 
 // exitCode is the code of the container's current, else last, termination.
-func exitCode(p *corev1.Pod, container string) int32 {
-	for _, cs := range p.Status.ContainerStatuses {
+func exitCode(p *cluster.Pod, container string) int32 {
+	for _, cs := range p.ContainerStatuses {
 		if cs.Name != container {
 			continue
 		}
-		if t := cs.State.Terminated; t != nil {
+		if t := cs.Terminated; t != nil {
 			return t.ExitCode
 		}
-		if t := cs.LastTerminationState.Terminated; t != nil {
+		if t := cs.LastTerminated; t != nil {
 			return t.ExitCode
 		}
 	}
@@ -298,11 +281,11 @@ func exitCode(p *corev1.Pod, container string) int32 {
 
 // tooManyRestarts names the first pod of the role whose containers restarted
 // more than max times, or returns "".
-func tooManyRestarts(role v1.Role, pods []*corev1.Pod, maxRestarts int32) string {
-	sorted := append([]*corev1.Pod(nil), pods...)
+func tooManyRestarts(role v1.Role, pods []*cluster.Pod, maxRestarts int32) string {
+	sorted := append([]*cluster.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
-		for _, cs := range p.Status.ContainerStatuses {
+		for _, cs := range p.ContainerStatuses {
 			if cs.RestartCount > maxRestarts {
 				return fmt.Sprintf("%s pod %s container %s restarted %d times, more than max-restarts %d; last exit code %d",
 					role.Name(), p.Name, cs.Name, cs.RestartCount, maxRestarts, exitCode(p, cs.Name))
@@ -346,24 +329,22 @@ func (f *roleFailure) message(job *v1.TrainingJob) string {
 // Pods being deleted are left out.
 func failingRole(obs observed) *roleFailure {
 	for _, role := range []v1.Role{v1.RoleMaster, v1.RolePserver} {
-		sorted := append([]*corev1.Pod(nil), obs.pods[role]...)
+		sorted := append([]*cluster.Pod(nil), obs.pods[role]...)
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 		for _, p := range sorted {
 			if p.DeletionTimestamp != nil || isReady(p) {
 				continue
 			}
-			for _, cs := range p.Status.ContainerStatuses {
-				t := cs.State.Terminated
+			for _, cs := range p.ContainerStatuses {
+				t := cs.Terminated
 				if t == nil {
-					t = cs.LastTerminationState.Terminated
+					t = cs.LastTerminated
 				}
 				if t == nil || t.ExitCode == 0 {
 					continue
 				}
 				f := &roleFailure{role: role, pod: p.Name, container: cs.Name, code: t.ExitCode, exitReason: t.Reason, restarts: cs.RestartCount}
-				if w := cs.State.Waiting; w != nil {
-					f.waiting = w.Reason
-				}
+				f.waiting = cs.Waiting
 				return f
 			}
 		}

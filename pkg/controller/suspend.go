@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // spec.suspend stops a job without deleting it: every ReplicaSet is scaled
@@ -41,8 +42,8 @@ func stopReason(job *v1.TrainingJob, final, queued bool) string {
 // suspendedVerdict is the phase of a job spec.suspend holds.
 func suspendedVerdict(obs observed, roles []v1.Role) verdict {
 	msg := "spec.suspend is true: every ReplicaSet is scaled to 0"
-	if n := countAll(obs, roles, func(p *corev1.Pod) bool {
-		return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	if n := countAll(obs, roles, func(p *cluster.Pod) bool {
+		return p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed
 	}); n > 0 {
 		msg += fmt.Sprintf("; %d pods still terminating", n)
 	}
@@ -50,7 +51,7 @@ func suspendedVerdict(obs observed, roles []v1.Role) verdict {
 }
 
 // countAll counts the job's pods of every role that pred holds for.
-func countAll(obs observed, roles []v1.Role, pred func(*corev1.Pod) bool) int32 {
+func countAll(obs observed, roles []v1.Role, pred func(*cluster.Pod) bool) int32 {
 	var n int32
 	for _, role := range roles {
 		n += countPods(obs.pods[role], pred)

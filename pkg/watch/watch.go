@@ -33,10 +33,12 @@ import (
 type Watch struct {
 	KubeInformers informers.SharedInformerFactory
 	JobInformers  tjinformers.SharedInformerFactory
-	Pods          coreinformers.PodInformer
-	Jobs          tjv1informers.TrainingJobInformer
-	ReplicaSets   appsinformers.ReplicaSetInformer
-	Tracker       *cluster.Tracker
+	// Pods caches *cluster.Pod (cluster.TransformPod): read it through
+	// Informer(), never its typed Lister, which casts to *corev1.Pod.
+	Pods        coreinformers.PodInformer
+	Jobs        tjv1informers.TrainingJobInformer
+	ReplicaSets appsinformers.ReplicaSetInformer
+	Tracker     *cluster.Tracker
 	// GPUs are the extended resources counted as GPUs.
 	GPUs []corev1.ResourceName
 }

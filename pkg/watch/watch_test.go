@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/config"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 )
@@ -47,11 +47,10 @@ func TestWatchTransformsAndCountsGPUs(t *testing.T) {
 	w.Start(ctx)
 	require.True(t, scaler.WaitForSync(ctx))
 
-	pods, err := w.Pods.Lister().List(labels.Everything())
-	require.NoError(t, err)
+	pods := w.Pods.Informer().GetStore().List()
 	require.Len(t, pods, 1)
-	assert.Empty(t, pods[0].Annotations, "the pod transform dropped what EDL does not read")
-	assert.Empty(t, pods[0].Spec.Containers[0].Image)
+	require.IsType(t, &cluster.Pod{}, pods[0], "the pod transform keeps what EDL reads")
+	assert.Equal(t, "n1", pods[0].(*cluster.Pod).NodeName)
 
 	report := scaler.Explain()
 	assert.Equal(t, int64(2), report.Cluster.Allocatable.GPU, "example.com/gpu counts as GPUs")

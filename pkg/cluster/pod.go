@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Pod is what EDL keeps of a pod: the pod informer's transform (TransformPod)
+// turns every pod it decodes into one, so the shared pod cache holds these
+// and never a corev1.Pod. A corev1.Pod struct is 1,240 bytes however little
+// is left in it, and a container 400 more; at 150,000 pods that was most of
+// EDL's memory. Fields named as in corev1.Pod mean what they mean there.
+//
+// Cached pods are shared and read-only. The cache's own readers find the
+// name, namespace, resource version, labels and owners through
+// GetObjectMeta; the typed pod lister, which casts to *corev1.Pod, must not
+// be used on an informer with this transform.
+type Pod struct {
+	Name              string
+	Namespace         string
+	UID               types.UID
+	ResourceVersion   string
+	CreationTimestamp metav1.Time
+	DeletionTimestamp *metav1.Time
+	// Labels and OwnerReferences are kept of a TrainingJob's pods only
+	// (labelled paddle-job, paddle-job-pserver or paddle-job-master): EDL
+	// selects pods by its job index, never by a label selector.
+	Labels          map[string]string
+	OwnerReferences []metav1.OwnerReference
+	// DeletionCost is a job's pod's pod-deletion-cost annotation, "" when
+	// it has none (the API server refuses an empty one).
+	DeletionCost string
+
+	NodeName          string
+	Priority          int32
+	PriorityClassName string
+	// Resources is what the pod's requests and limits are computed from.
+	Resources *PodResources
+	// Scheduling is kept while the pod is not bound, nil after.
+	Scheduling *Scheduling
+
+	Phase             corev1.PodPhase
+	NominatedNodeName string
+	// Ready: a job's pod whose Ready condition is True.
+	Ready bool
+	// Scheduled is the PodScheduled condition while it is not True; nil
+	// when the pod was scheduled (or nothing said yet). Only a job's pods
+	// keep its message.
+	Scheduled *Condition
+	// ContainerStatuses are a job's pod's containers that stopped or
+	// restarted; a container left out never did.
+	ContainerStatuses []ContainerStatus
+}
+
+// PodResources is what a pod's requests and limits are computed from
+// (podRequestsAndLimits). The pods of one template share one.
+type PodResources struct {
+	Containers     []ContainerResources
+	InitContainers []ContainerResources
+	// Overhead is the RuntimeClass overhead.
+	Overhead corev1.ResourceList
+	// Pod is spec.resources, the pod-level resources; nil when unset.
+	Pod *corev1.ResourceRequirements
+}
+
+// ContainerResources are one container's requests and limits.
+type ContainerResources struct {
+	Requests corev1.ResourceList
+	Limits   corev1.ResourceList
+	// Sidecar: an init container with restartPolicy Always, which keeps
+	// running beside the app containers.
+	Sidecar bool
+}
+
+// Scheduling is what a pod that is not bound yet keeps of its spec.
+type Scheduling struct {
+	// Placement is where it may run (node selector, required node
+	// affinity, tolerations); nil when anywhere.
+	Placement *Placement
+	// PreemptNever: preemptionPolicy Never.
+	PreemptNever bool
+	// Gates are the names of its scheduling gates, in order.
+	Gates []string
+}
+
+// Condition is a pod condition's status, reason and message.
+type Condition struct {
+	Status  corev1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// ContainerStatus is what is kept of a container that stopped or restarted.
+type ContainerStatus struct {
+	Name         string
+	RestartCount int32
+	// Terminated is its current termination, LastTerminated the one before;
+	// nil when none.
+	Terminated     *Termination
+	LastTerminated *Termination
+	// Waiting is the reason it waits to start again after it exited, e.g.
+	// CrashLoopBackOff.
+	Waiting string
+}
+
+// Termination is a container's exit code and the kubelet's reason (Error,
+// OOMKilled, ...).
+type Termination struct {
+	ExitCode int32
+	Reason   string
+}
+
+// GetObjectMeta makes the pod's metadata readable by meta.Accessor, which is
+// how client-go's stores key, index and compare cached objects.
+func (p *Pod) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
+		Labels: p.Labels, OwnerReferences: p.OwnerReferences}
+}
+
+// Controller returns the owner reference that is the pod's controller, or
+// nil.
+func (p *Pod) Controller() *metav1.OwnerReference {
+	for i := range p.OwnerReferences {
+		if r := &p.OwnerReferences[i]; r.Controller != nil && *r.Controller {
+			return r
+		}
+	}
+	return nil
+}
+
+// Unschedulable: the scheduler tried and found no node for the pod.
+func (p *Pod) Unschedulable() bool {
+	return p.Scheduled != nil && p.Scheduled.Status == corev1.ConditionFalse && p.Scheduled.Reason == corev1.PodReasonUnschedulable
+}
+
+// PodOf returns the cached pod an informer handed over: a *Pod, a *Pod in
+// a tombstone, or a *corev1.Pod slimmed the way TransformPod does (an
+// informer without the transform, a test).
+func PodOf(obj interface{}) (*Pod, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch p := obj.(type) {
+	case *Pod:
+		return p, true
+	case *corev1.Pod:
+		return slimPod(p), true
+	}
+	return nil, false
+}
+
+// podResources collects what spec's requests and limits are computed from.
+func podResources(spec *corev1.PodSpec) *PodResources {
+	r := &PodResources{Overhead: spec.Overhead, Pod: spec.Resources}
+	collect := func(cs []corev1.Container, init bool) []ContainerResources {
+		if len(cs) == 0 {
+			return nil
+		}
+		out := make([]ContainerResources, len(cs))
+		for i := range cs {
+			out[i] = ContainerResources{Requests: cs[i].Resources.Requests, Limits: cs[i].Resources.Limits,
+				Sidecar: init && cs[i].RestartPolicy != nil && *cs[i].RestartPolicy == corev1.ContainerRestartPolicyAlways}
+		}
+		return out
+	}
+	r.Containers, r.InitContainers = collect(spec.Containers, false), collect(spec.InitContainers, true)
+	return r
+}
+
+// sharePodResources returns the resources equal to r that were seen first,
+// or r: the pods of one template have equal ones.
+func sharePodResources(r *PodResources) *PodResources {
+	var b strings.Builder
+	quantities := func(l corev1.ResourceList) {
+		b.WriteString(resourcesKey(l))
+		b.WriteByte('|')
+	}
+	for _, group := range []struct {
+		tag string
+		cs  []ContainerResources
+	}{{"c", r.Containers}, {"i", r.InitContainers}} {
+		for i := range group.cs {
+			c := &group.cs[i]
+			c.Requests, c.Limits = shareResources(c.Requests), shareResources(c.Limits)
+			b.WriteString(group.tag)
+			if c.Sidecar {
+				b.WriteByte('s')
+			}
+			b.WriteByte(':')
+			quantities(c.Requests)
+			quantities(c.Limits)
+		}
+	}
+	r.Overhead = shareResources(r.Overhead)
+	b.WriteString("o:")
+	quantities(r.Overhead)
+	if r.Pod != nil {
+		b.WriteString("p:")
+		quantities(r.Pod.Requests)
+		quantities(r.Pod.Limits)
+	}
+	return sharedPodResources.share(b.String(), r)
+}

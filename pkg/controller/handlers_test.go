@@ -81,6 +81,8 @@ func TestEnqueuePodJob(t *testing.T) {
 		{"master", newPod(job, v1.RoleMaster, "p"), []string{"team-a/mnist"}},
 		{"another namespace", otherNS, []string{"team-b/mnist"}},
 		{"tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: newPod(job, v1.RoleTrainer, "p")}, []string{"team-a/mnist"}},
+		{"cached", slim(newPod(job, v1.RoleTrainer, "p"))[0], []string{"team-a/mnist"}},
+		{"cached, in a tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: slim(newPod(job, v1.RoleTrainer, "p"))[0]}, []string{"team-a/mnist"}},
 		{"not a job's pod", unlabelled, nil},
 		{"not a pod", ownedReplicaSet(job, v1.RoleTrainer, 1), nil},
 	}
@@ -119,6 +121,8 @@ func TestEnqueueIfChanged(t *testing.T) {
 	}{
 		{"pod resync with the same resourceVersion", pod("7"), pod("7"), func(c *Controller) func(any) { return c.enqueuePodJob }, 0},
 		{"pod changed", pod("7"), pod("8"), func(c *Controller) func(any) { return c.enqueuePodJob }, 1},
+		{"cached pod resync", slim(pod("7"))[0], slim(pod("7"))[0], func(c *Controller) func(any) { return c.enqueuePodJob }, 0},
+		{"cached pod changed", slim(pod("7"))[0], slim(pod("8"))[0], func(c *Controller) func(any) { return c.enqueuePodJob }, 1},
 		{"ReplicaSet resync", rs("3"), rs("3"), func(c *Controller) func(any) { return c.enqueueOwner }, 0},
 		{"ReplicaSet changed", rs("3"), rs("4"), func(c *Controller) func(any) { return c.enqueueOwner }, 1},
 		{"job resync", newJob("mnist", func(j *v1.TrainingJob) { j.ResourceVersion = "5" }),

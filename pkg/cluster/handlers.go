@@ -74,7 +74,7 @@ func (t *Tracker) newPodRecord(pod *Pod) *podRecord {
 		rec.deletion = pod.DeletionTimestamp.Time
 	}
 	if job, role, ok := v1.JobOf(pod.Labels); ok && controlledByJob(pod, job, role) {
-		rec.member = pod.Namespace + "/" + job
+		rec.member = shareString(pod.Namespace + "/" + job) // the job's pods share it
 		if role == v1.RoleTrainer {
 			rec.job = rec.member
 		}
@@ -87,7 +87,6 @@ func (t *Tracker) newPodRecord(pod *Pod) *podRecord {
 	if pod.Resources != nil {
 		rec.req, rec.lim = t.reader.podRequestsAndLimits(pod.Resources)
 	}
-	rec.request, rec.limit = rec.req.ceilResources(), rec.lim.ceilResources()
 	return rec
 }
 

@@ -178,7 +178,7 @@ func (n *nodeState) snapshot(name string) Node {
 	node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
 		Free: free.floorResources()}
 	for _, p := range n.terminating {
-		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.request, Deadline: p.deletion, Trainer: p.job != ""})
+		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.req.ceilResources(), Deadline: p.deletion, Trainer: p.job != ""})
 	}
 	return node
 }
@@ -209,7 +209,7 @@ func trainerPods(pods []*podRecord) []TrainerPod {
 	for _, p := range pods {
 		list = append(list, TrainerPod{
 			Name: p.name, Node: p.node, Phase: p.phase, Unschedulable: p.unschedulable,
-			Created: p.created, Request: p.request, Limits: p.limit, Priority: p.priority,
+			Created: p.created, Request: p.req.ceilResources(), Limits: p.lim.ceilResources(), Priority: p.priority,
 		})
 	}
 	return list
@@ -218,7 +218,7 @@ func trainerPods(pods []*podRecord) []TrainerPod {
 func (p *podRecord) pendingPod() PendingPod {
 	return PendingPod{
 		Namespace: p.namespace, Name: p.name, Priority: p.priority,
-		Request: p.request, Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
+		Request: p.req.ceilResources(), Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
 		Placement: p.placement, PreemptNever: p.preemptNever,
 	}
 }

@@ -117,9 +117,9 @@ type podRecord struct {
 	deletion      time.Time // metadata.deletionTimestamp: when the grace period ends
 	priority      int32
 	created       time.Time
-	req, lim      amounts
-	request       Resources // req in report units, memory rounded up
-	limit         Resources // lim in report units, memory rounded up
+	// req and lim are exact; a snapshot reports them in its units, memory
+	// rounded up (ceilResources).
+	req, lim amounts
 	// placement and preemptNever are kept for unschedulable and unplaced
 	// pods only.
 	placement    *Placement

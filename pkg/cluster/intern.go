@@ -92,10 +92,18 @@ func optBool(b *bool) string {
 // Lists are equal when they name the same resources with quantities of the
 // same canonical value ("1000m" and "1" are equal).
 func shareResources(l corev1.ResourceList) corev1.ResourceList {
+	shared, _ := shareResourcesKeyed(l)
+	return shared
+}
+
+// shareResourcesKeyed is shareResources that also returns l's key, "" for an
+// empty list.
+func shareResourcesKeyed(l corev1.ResourceList) (corev1.ResourceList, string) {
 	if len(l) == 0 {
-		return l
+		return l, ""
 	}
-	return sharedResourceLists.share(resourcesKey(l), l)
+	key := resourcesKey(l)
+	return sharedResourceLists.share(key, l), key
 }
 
 // resourcesKey renders l so that equal lists get equal keys.

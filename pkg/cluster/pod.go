@@ -176,9 +176,11 @@ func podResources(spec *corev1.PodSpec) *PodResources {
 // or r: the pods of one template have equal ones.
 func sharePodResources(r *PodResources) *PodResources {
 	var b strings.Builder
-	quantities := func(l corev1.ResourceList) {
-		b.WriteString(resourcesKey(l))
+	share := func(l corev1.ResourceList) corev1.ResourceList {
+		shared, key := shareResourcesKeyed(l)
+		b.WriteString(key)
 		b.WriteByte('|')
+		return shared
 	}
 	for _, group := range []struct {
 		tag string
@@ -186,23 +188,22 @@ func sharePodResources(r *PodResources) *PodResources {
 	}{{"c", r.Containers}, {"i", r.InitContainers}} {
 		for i := range group.cs {
 			c := &group.cs[i]
-			c.Requests, c.Limits = shareResources(c.Requests), shareResources(c.Limits)
 			b.WriteString(group.tag)
 			if c.Sidecar {
 				b.WriteByte('s')
 			}
 			b.WriteByte(':')
-			quantities(c.Requests)
-			quantities(c.Limits)
+			c.Requests, c.Limits = share(c.Requests), share(c.Limits)
 		}
 	}
-	r.Overhead = shareResources(r.Overhead)
 	b.WriteString("o:")
-	quantities(r.Overhead)
+	r.Overhead = share(r.Overhead)
 	if r.Pod != nil {
+		// Pod-level resources are rare: not shared, but part of the key.
 		b.WriteString("p:")
-		quantities(r.Pod.Requests)
-		quantities(r.Pod.Limits)
+		b.WriteString(resourcesKey(r.Pod.Requests))
+		b.WriteByte('|')
+		b.WriteString(resourcesKey(r.Pod.Limits))
 	}
 	return sharedPodResources.share(b.String(), r)
 }

@@ -192,6 +192,30 @@ func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
 	assert.Equal(t, types.UID("another-rs"), got.(*Pod).OwnerReferences[0].UID, "another owner is not shared")
 	assert.NotSame(t, pa.Resources, got.(*Pod).Resources, "other resources are not shared")
 	assert.Equal(t, rl("2", "1Gi"), got.(*Pod).Resources.Containers[0].Requests)
+
+	// What else a pod's requests are computed from tells resources apart.
+	always := corev1.ContainerRestartPolicyAlways
+	for name, mut := range map[string]func(*corev1.Pod){
+		"pod-level resources": func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("4", "")}
+		},
+		"an init container that is no sidecar": func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = nil },
+		"another overhead":                     func(p *corev1.Pod) { p.Spec.Overhead = rl("20m", "") },
+		"a second container": func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "log"})
+		},
+		"a limit": func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].RestartPolicy = &always
+			p.Spec.InitContainers[0].Resources.Limits = rl("100m", "")
+		},
+	} {
+		in := fatPod(trainerOf("job"))
+		mut(in)
+		got, err := TransformPod(in)
+		require.NoError(t, err)
+		assert.NotSame(t, pa.Resources, got.(*Pod).Resources, name)
+		assert.Equal(t, podResources(&in.Spec), got.(*Pod).Resources, name)
+	}
 }
 
 // TestTransformPodKeepsTheDeletionCostOfJobPods: the controller reads back

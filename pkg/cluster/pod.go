@@ -35,7 +35,8 @@ type Pod struct {
 	// it has none (the API server refuses an empty one).
 	DeletionCost string
 
-	NodeName          string
+	NodeName string
+	// Priority is spec.priority, 0 when unset.
 	Priority          int32
 	PriorityClassName string
 	// Resources is what the pod's requests and limits are computed from.

@@ -93,33 +93,33 @@ func (rr resourceReader) read(l corev1.ResourceList) amounts {
 //
 // The in-place-resize refinement (max of spec and status.allocatedResources
 // while a resize is pending) is not modelled: statuses are stripped.
-func (rr resourceReader) podRequestsAndLimits(spec *PodResources) (req, lim amounts) {
-	for i := range spec.Containers {
-		req.add(rr.read(spec.Containers[i].Requests))
-		lim.add(rr.read(spec.Containers[i].Limits))
+func (rr resourceReader) podRequestsAndLimits(r *PodResources) (req, lim amounts) {
+	for i := range r.Containers {
+		req.add(rr.read(r.Containers[i].Requests))
+		lim.add(rr.read(r.Containers[i].Limits))
 	}
 	var sidecarReq, sidecarLim, initReq, initLim amounts
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		r, l := rr.read(c.Requests), rr.read(c.Limits)
+	for i := range r.InitContainers {
+		c := &r.InitContainers[i]
+		cr, cl := rr.read(c.Requests), rr.read(c.Limits)
 		if c.Sidecar {
-			req.add(r)
-			lim.add(l)
-			sidecarReq.add(r)
-			sidecarLim.add(l)
+			req.add(cr)
+			lim.add(cl)
+			sidecarReq.add(cr)
+			sidecarLim.add(cl)
 			initReq = maxAmounts(initReq, sidecarReq)
 			initLim = maxAmounts(initLim, sidecarLim)
 			continue
 		}
-		r.add(sidecarReq)
-		l.add(sidecarLim)
-		initReq = maxAmounts(initReq, r)
-		initLim = maxAmounts(initLim, l)
+		cr.add(sidecarReq)
+		cl.add(sidecarLim)
+		initReq = maxAmounts(initReq, cr)
+		initLim = maxAmounts(initLim, cl)
 	}
 	req = maxAmounts(req, initReq)
 	lim = maxAmounts(lim, initLim)
 
-	if pl := spec.Pod; pl != nil {
+	if pl := r.Pod; pl != nil {
 		if q, ok := pl.Requests[corev1.ResourceCPU]; ok {
 			req.cpuMilli = saturatingMilli(q)
 		}
@@ -134,8 +134,8 @@ func (rr resourceReader) podRequestsAndLimits(spec *PodResources) (req, lim amou
 		}
 	}
 
-	if len(spec.Overhead) > 0 {
-		o := rr.read(spec.Overhead)
+	if len(r.Overhead) > 0 {
+		o := rr.read(r.Overhead)
 		req.add(o)
 		if lim.cpuMilli > 0 {
 			lim.cpuMilli += o.cpuMilli

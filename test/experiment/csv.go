@@ -45,7 +45,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 
 	names := jobNames(r)
 	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
-		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli"}
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
@@ -63,7 +63,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
 			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
-			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10)}
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {
 			running[j.Name] = j.Running
@@ -138,6 +138,8 @@ var poolColumns = []struct {
 }{
 	{"utilization", func(p PoolSample) string { return strconv.FormatFloat(p.Utilization(), 'f', 4, 64) }, func(*PoolSample, float64) {}},
 	{"ideal", func(p PoolSample) string { return strconv.FormatFloat(p.Ideal, 'f', 4, 64) }, func(p *PoolSample, v float64) { p.Ideal = v }},
+	{"ideal_around", func(p PoolSample) string { return strconv.FormatFloat(p.IdealAround, 'f', 4, 64) },
+		func(p *PoolSample, v float64) { p.IdealAround = v }},
 	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
 	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },
 		func(p *PoolSample, v float64) { p.CPURunningMilli = int64(v) }},
@@ -229,6 +231,7 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 			PendingPods:     int(num("pods_pending")),
 
 			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
+			IdealAround:         num("ideal_around"),
 		}
 		for name, i := range col {
 			if job, ok := strings.CutPrefix(name, "trainers_"); ok && name != "trainers_running" && i < len(row) {

@@ -66,6 +66,9 @@ func (d *driver) bound(s *Sample) {
 	case Shared:
 		s.Ideal = ratio(Ideal(size.node(), size.Nodes, elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
 			size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
+		s.IdealAround = ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebHeld,
+			elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
+				size.Pservers, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode)))
 	case Pools:
 		// The pools' demands are apart: CPU jobs and the web service may
 		// use only the CPU pool (the GPU nodes' taint, the web pods'
@@ -79,12 +82,24 @@ func (d *driver) bound(s *Sample) {
 			case CPUPool:
 				pool.Ideal = ratio(IdealOf(CPU, size.node(), pool.Nodes, elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
 					size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
+				pool.IdealAround = ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebHeld,
+					elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
+						size.Pservers, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode)))
 			case GPUPool:
 				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
 					size.Pservers, 0, d.opts.Variant.Mode)))
 			}
 		}
 	}
+}
+
+// unbound is how many of the desired web pods are not bound to a node, with
+// held[k] nodes holding k each.
+func unbound(desired int, held []int) int {
+	for k, n := range held {
+		desired -= k * n
+	}
+	return max(desired, 0)
 }
 
 // elasticDemand is the demand of k running elastic jobs of trainer sized

@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -56,6 +58,51 @@ func TestIdeal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placed, total, err := Ideal(node, tt.nodes, tt.demand)
+			require.NoError(t, err)
+			assert.Equal(t, int64(tt.nodes)*18000, total)
+			assert.Equal(t, tt.want, placed)
+		})
+	}
+}
+
+func TestIdealAround(t *testing.T) {
+	node := NodeShape{CPUMilli: 18000, MemMiB: 100 << 10, Pods: 110}
+	trainer := PodDemand{Name: "trainer", CPUMilli: 5000, MemMiB: 8 << 10, Max: 100}
+	pserver := PodDemand{Name: "pserver", CPUMilli: 4000, MemMiB: 5 << 10, Min: 2, Max: 2}
+	web := PodDemand{Name: "web", CPUMilli: 3000, MemMiB: 2 << 10}
+	unboundWeb := func(n int) PodDemand { w := web; w.Min, w.Max = n, n; return w }
+	tests := []struct {
+		name   string
+		nodes  int
+		held   []int
+		demand []PodDemand
+		want   int64
+	}{
+		// Free to go anywhere, 30 web pods and the trainers use every CPU
+		// (six web pods to a node, or three trainers and one).
+		{name: "nothing held is Ideal", nodes: 10, demand: []PodDemand{trainer, pserver, unboundWeb(30)}, want: 180000},
+		// The same 30 spread three to a node leave 9 CPU on each: one
+		// trainer and one pserver on two nodes, one trainer on the others.
+		{name: "web pods spread three to a node", nodes: 10, held: []int{0, 0, 0, 10}, demand: []PodDemand{trainer, pserver},
+			want: 90000 + 2*9000 + 8*5000},
+		{name: "held web pods count with nothing else", nodes: 10, held: []int{0, 0, 0, 10}, want: 90000},
+		// Six to a node on five nodes: the other five are free for three
+		// trainers each, and the pservers take a trainer's place on one.
+		{name: "web pods packed", nodes: 10, held: []int{5, 0, 0, 0, 0, 0, 5}, demand: []PodDemand{trainer, pserver},
+			want: 90000 + 4*15000 + 18000},
+		// Pods not yet bound are demand: one goes beside three trainers on
+		// the node without a web pod, and both nodes are full.
+		{name: "unbound web pods are placed", nodes: 2, held: []int{1, 1}, demand: []PodDemand{trainer, unboundWeb(1)},
+			want: 36000},
+		// Two must run on two nodes that hold one each: 2 trainers and a
+		// web pod on each (13 CPU) beat 3 trainers where no web pod fits.
+		{name: "unbound web pods come first", nodes: 2, held: []int{0, 2}, demand: []PodDemand{trainer, unboundWeb(2)},
+			want: 2 * (3000 + 13000)},
+		{name: "more nodes held than there are", nodes: 1, held: []int{0, 0, 0, 0, 0, 0, 3}, want: 18000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed, total, err := IdealAround(CPU, node, tt.nodes, web, tt.held, tt.demand)
 			require.NoError(t, err)
 			assert.Equal(t, int64(tt.nodes)*18000, total)
 			assert.Equal(t, tt.want, placed)
@@ -286,15 +333,16 @@ func TestPoolUsage(t *testing.T) {
 		pod("other", corev1.PodRunning, TrainerSize), // a node of no pool
 		pod("", corev1.PodPending, GPUTrainerSize),   // unbound
 	}
-	got := poolUsage(nodes, pods, PoolLabel)
+	got := poolUsage(nodes, pods, map[string]int{"cpu-1": 2}, PoolLabel)
 	require.Len(t, got, 2)
-	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000}, got[0])
-	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2}, got[1])
+	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000, WebHeld: []int{1, 0, 1}}, got[0],
+		"one node of the CPU pool holds no web pod, one holds two")
+	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2, WebHeld: []int{1}}, got[1])
 	assert.Equal(t, CPU, got[0].Resource())
 	assert.InDelta(t, 8.0/36, got[0].Utilization(), 1e-9)
 	assert.Equal(t, GPU, got[1].Resource())
 	assert.InDelta(t, 0.25, got[1].Utilization(), 1e-9, "a GPU pool counts GPUs, not its CPU")
-	assert.Empty(t, poolUsage(nodes[3:], pods, PoolLabel), "no pool without the label")
+	assert.Empty(t, poolUsage(nodes[3:], pods, nil, PoolLabel), "no pool without the label")
 }
 
 func TestGrowth(t *testing.T) {
@@ -344,7 +392,7 @@ func TestSummarizePools(t *testing.T) {
 	s := time.Second
 	sample := func(at time.Duration, cpuUsed int64, gpuUsed int64, cpuIdeal, gpuIdeal float64) Sample {
 		return Sample{At: at, Pools: []PoolSample{
-			{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: cpuUsed, Ideal: cpuIdeal},
+			{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: cpuUsed, Ideal: cpuIdeal, IdealAround: cpuIdeal / 2},
 			{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 1000, GPUAlloc: 8, GPURunning: gpuUsed, Ideal: gpuIdeal},
 		}}
 	}
@@ -363,6 +411,7 @@ func TestSummarizePools(t *testing.T) {
 	assert.Equal(t, CPU, cpu.Resource)
 	assert.InDelta(t, 0.75, cpu.MeanUtilization, 1e-9, "(50% + 100%) / 2, the sample before the window left out")
 	assert.InDelta(t, 0.95, cpu.MeanIdeal, 1e-9)
+	assert.InDelta(t, 0.475, cpu.MeanIdealAround, 1e-9)
 	assert.Equal(t, GPU, gpu.Resource)
 	assert.InDelta(t, 0.75, gpu.MeanUtilization, 1e-9, "(4 + 8) / 2 of 8 GPUs")
 	assert.Equal(t, GrowthSummary{Trainers: 2, Late: 1, Pending: 6 * s, Longest: 5 * s}, cpu.Growth)
@@ -373,6 +422,8 @@ func TestSummarizePools(t *testing.T) {
 	assert.Contains(t, table, "| pools | edl |\n|---|---|\n", "no original's columns")
 	assert.Contains(t, table, "| cpu pool: mean CPU allocation utilization | 75.0% |")
 	assert.Contains(t, table, "| gpu pool: mean GPU allocation utilization | 75.0% |")
+	assert.Contains(t, table, "| cpu pool: "+aroundRow+" | 47.5% |")
+	assert.NotContains(t, table, "gpu pool: "+aroundRow, "a GPU pool has no web pods to hold")
 	assert.Contains(t, table, "| their Pending-seconds (waiting for a node), total | cpu 6.0 s, gpu 5.0 s |")
 
 	// The pools' columns go to the samples CSV and come back.
@@ -384,6 +435,45 @@ func TestSummarizePools(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, back.Samples, 3)
 	assert.Equal(t, r.Samples[2].Pools, back.Samples[2].Pools)
+}
+
+// TestSampleWebHeld: a sample counts the nodes by the web pods bound to
+// them, leaving out the web pods not bound and those being deleted, overall
+// and per pool.
+func TestSampleWebHeld(t *testing.T) {
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	jobs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, name := range []string{"a", "b", "c"} {
+		require.NoError(t, nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{PoolLabel: CPUPool}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("18")}}}))
+	}
+	web := func(name, node string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{WebLabel: WebName}},
+			Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: WebSize.resources()}}},
+			Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	for _, p := range []*corev1.Pod{
+		web("w1", "a", corev1.PodRunning, false),
+		web("w2", "a", corev1.PodPending, false), // bound, starting: held
+		web("w3", "b", corev1.PodRunning, false),
+		web("w4", "b", corev1.PodRunning, true), // being deleted
+		web("w5", "", corev1.PodPending, false), // not bound
+	} {
+		require.NoError(t, pods.Add(p))
+	}
+	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{},
+		nodes: corelisters.NewNodeLister(nodes), pods: corelisters.NewPodLister(pods), jobs: tjlisters.NewTrainingJobLister(jobs)}
+	s := r.Sample(time.Now())
+	assert.Equal(t, []int{1, 1, 1}, s.WebHeld, "c holds none, b one, a two")
+	require.Len(t, s.Pools, 1)
+	assert.Equal(t, []int{1, 1, 1}, s.Pools[0].WebHeld)
+	assert.Equal(t, 2, unbound(5, s.WebHeld), "of 5 wanted, 3 are bound")
+	assert.Equal(t, 0, unbound(2, s.WebHeld), "more bound than wanted (a scale-down)")
 }
 
 // TestRecorderCountsStoppedTrainers: a trainer counts as stopped once, when

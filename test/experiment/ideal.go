@@ -75,6 +75,16 @@ func Ideal(node NodeShape, n int, demand []PodDemand) (placedMilli, totalMilli i
 // demand onto n nodes can request, and the total. With GPU it is the bound
 // of a GPU pool, whose pods without GPUs still take room on its nodes.
 func IdealOf(r Resource, node NodeShape, n int, demand []PodDemand) (placed, total int64, err error) {
+	return IdealAround(r, node, n, PodDemand{}, nil, demand)
+}
+
+// IdealAround is IdealOf with some pods held where they run: held[k] nodes
+// carry k pods of shape fixed each (the web pods kube-scheduler has bound),
+// which count as placed, and the demand is packed into the room the nodes
+// have left around them. Pods of the fixed shape not yet bound belong in
+// the demand. It is the bound of what the other pods' placement can reach
+// once the fixed ones are where they are.
+func IdealAround(r Resource, node NodeShape, n int, fixed PodDemand, held []int, demand []PodDemand) (placed, total int64, err error) {
 	total = r.onNode(node) * int64(n)
 	var shapes []PodDemand
 	for _, d := range demand {
@@ -83,66 +93,118 @@ func IdealOf(r Resource, node NodeShape, n int, demand []PodDemand) (placed, tot
 			shapes = append(shapes, d)
 		}
 	}
-	if n == 0 || len(shapes) == 0 {
-		return 0, total, nil
+	var classes []nodeClass
+	var held0 int64
+	free := n
+	for k, count := range held {
+		if k == 0 || count == 0 {
+			continue
+		}
+		count = min(count, free)
+		free -= count
+		held0 += int64(count) * int64(k) * r.of(fixed)
+		classes = append(classes, nodeClass{n: count, patterns: nodePatterns(node.less(fixed, k), shapes)})
 	}
-	patterns := nodePatterns(node, shapes)
-	if len(patterns) == 0 {
-		return 0, total, nil
+	if free > 0 {
+		classes = append(classes, nodeClass{n: free, patterns: nodePatterns(node, shapes)})
 	}
-	placed, err = solvePacking(r, n, shapes, patterns, true)
+	if len(shapes) == 0 {
+		return min(held0, total), total, nil
+	}
+	placed, err = solvePacking(r, classes, shapes, true)
 	if err != nil {
-		placed, err = solvePacking(r, n, shapes, patterns, false)
+		placed, err = solvePacking(r, classes, shapes, false)
 	}
 	if err != nil {
 		return 0, total, fmt.Errorf("packing bound: %w", err)
 	}
-	return min(placed, total), total, nil
+	return min(held0+placed, total), total, nil
 }
 
-// solvePacking maximizes the amount of r placed over the patterns, in the standard
-// form lp.Simplex takes: minimize c·x subject to A x = b, x ≥ 0, with one
-// slack column per ≤ row and one surplus column per ≥ row.
-func solvePacking(r Resource, n int, shapes []PodDemand, patterns [][]int, withMin bool) (int64, error) {
+// less is the room a node has left once k pods of d run on it.
+func (n NodeShape) less(d PodDemand, k int) NodeShape {
+	n.CPUMilli -= int64(k) * d.CPUMilli
+	n.MemMiB -= int64(k) * d.MemMiB
+	n.GPU -= int64(k) * d.GPU
+	if n.Pods > 0 {
+		n.Pods = max(n.Pods-k, 0)
+	}
+	return n
+}
+
+// nodeClass is n nodes with the same room, and the ways of filling one.
+type nodeClass struct {
+	n        int
+	patterns [][]int
+}
+
+// solvePacking maximizes the amount of r placed over the classes' patterns,
+// in the standard form lp.Simplex takes: minimize c·x subject to A x = b,
+// x ≥ 0, with one slack column per ≤ row and one surplus column per ≥ row.
+func solvePacking(r Resource, classes []nodeClass, shapes []PodDemand, withMin bool) (int64, error) {
+	type column struct {
+		class   int
+		pattern []int
+	}
+	var columns []column
+	for c, class := range classes {
+		for _, p := range class.patterns {
+			columns = append(columns, column{c, p})
+		}
+	}
+	if len(columns) == 0 {
+		return 0, nil
+	}
 	type row struct {
-		coef  func(pattern []int) float64
+		coef  func(column) float64
 		bound float64
 		ge    bool
 	}
-	rows := []row{{coef: func([]int) float64 { return 1 }, bound: float64(n)}}
+	var rows []row
+	for c, class := range classes {
+		rows = append(rows, row{coef: func(col column) float64 { return b2f(col.class == c) }, bound: float64(class.n)})
+	}
 	for i, s := range shapes {
-		rows = append(rows, row{coef: func(p []int) float64 { return float64(p[i]) }, bound: float64(s.Max)})
+		rows = append(rows, row{coef: func(col column) float64 { return float64(col.pattern[i]) }, bound: float64(s.Max)})
 		if withMin && s.Min > 0 {
-			rows = append(rows, row{coef: func(p []int) float64 { return float64(p[i]) }, bound: float64(s.Min), ge: true})
+			rows = append(rows, row{coef: func(col column) float64 { return float64(col.pattern[i]) }, bound: float64(s.Min), ge: true})
 		}
 	}
-	cols := len(patterns) + len(rows)
+	cols := len(columns) + len(rows)
 	a := mat.NewDense(len(rows), cols, nil)
 	b := make([]float64, len(rows))
 	c := make([]float64, cols)
-	for j, p := range patterns {
+	for j, col := range columns {
 		var value int64
-		for i, k := range p {
+		for i, k := range col.pattern {
 			value += int64(k) * r.of(shapes[i])
 		}
 		c[j] = -float64(value)
 	}
-	for r, rw := range rows {
-		for j, p := range patterns {
-			a.Set(r, j, rw.coef(p))
+	for i, rw := range rows {
+		for j, col := range columns {
+			a.Set(i, j, rw.coef(col))
 		}
 		if rw.ge {
-			a.Set(r, len(patterns)+r, -1)
+			a.Set(i, len(columns)+i, -1)
 		} else {
-			a.Set(r, len(patterns)+r, 1)
+			a.Set(i, len(columns)+i, 1)
 		}
-		b[r] = rw.bound
+		b[i] = rw.bound
 	}
 	opt, _, err := lp.Simplex(c, a, b, 1e-9, nil)
 	if err != nil {
 		return 0, err
 	}
 	return int64(-opt + 0.5), nil
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // nodePatterns lists every non-empty combination of the shapes (k[i] pods of

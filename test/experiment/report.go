@@ -16,8 +16,9 @@ type Summary struct {
 	// Samples in the window, and the window's length.
 	Samples int
 	Window  time.Duration
-	// MeanUtilization and MeanIdeal average the samples in the window.
-	MeanUtilization, MeanIdeal float64
+	// MeanUtilization, MeanIdeal and MeanIdealAround average the samples
+	// in the window.
+	MeanUtilization, MeanIdeal, MeanIdealAround float64
 	// MeanHeldWaiting averages the share of the allocatable CPU that the
 	// Running pods of jobs not Running hold, MostHeldWaiting its highest
 	// sample.
@@ -62,9 +63,10 @@ type Summary struct {
 type PoolSummary struct {
 	Name     string
 	Resource Resource
-	// MeanUtilization and MeanIdeal average the pool's utilization of its
-	// Resource and its packing bound over the window's samples.
-	MeanUtilization, MeanIdeal float64
+	// MeanUtilization, MeanIdeal and MeanIdealAround average the pool's
+	// utilization of its Resource and its packing bounds over the window's
+	// samples.
+	MeanUtilization, MeanIdeal, MeanIdealAround float64
 	Growth                     GrowthSummary
 }
 
@@ -108,6 +110,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 			}
 			out[i].MeanUtilization += p.Utilization()
 			out[i].MeanIdeal += p.Ideal
+			out[i].MeanIdealAround += p.IdealAround
 			counts[p.Name]++
 		}
 	}
@@ -115,6 +118,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 		n := float64(counts[out[i].Name])
 		out[i].MeanUtilization /= n
 		out[i].MeanIdeal /= n
+		out[i].MeanIdealAround /= n
 	}
 	for _, w := range growth {
 		if i, ok := index[w.Pool]; ok {
@@ -128,7 +132,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
 	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb}
-	var util, ideal, trainers, held float64
+	var util, ideal, around, trainers, held float64
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
 			continue
@@ -141,13 +145,14 @@ func Summarize(r *Result) Summary {
 			s.MostHeldWaiting = max(s.MostHeldWaiting, h)
 		}
 		ideal += x.Ideal
+		around += x.IdealAround
 		trainers += float64(x.RunningTrainers)
 		s.WebMostPending = max(s.WebMostPending, x.WebPending)
 	}
 	if s.Samples > 0 {
 		n := float64(s.Samples)
 		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
-		s.MeanHeldWaiting = held / n
+		s.MeanHeldWaiting, s.MeanIdealAround = held/n, around/n
 	}
 	s.Window = r.End - r.WindowStart
 
@@ -257,6 +262,9 @@ func Table(scenario Scenario, runs []Summary) string {
 	} else {
 		row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
 		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
+		if scenario == Shared {
+			row(aroundRow, func(s Summary) string { return pct(s.MeanIdealAround) }, "—", "—")
+		}
 	}
 	switch scenario {
 	case Training:
@@ -296,6 +304,9 @@ func Table(scenario Scenario, runs []Summary) string {
 	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
 }
+
+// aroundRow names the bound with the web pods held where they run.
+const aroundRow = "ideal bound with the web pods where kube-scheduler put them (mean)"
 
 // lags is "6 s, 4 s, 8 s", or "—" for none.
 func lags(ds []time.Duration) string {
@@ -344,5 +355,8 @@ func poolRows(runs []Summary, row func(string, func(Summary) string, string, str
 		row(fmt.Sprintf("%s pool: mean %s allocation utilization", p.Name, strings.ToUpper(string(p.Resource))),
 			value(func(ps PoolSummary) float64 { return ps.MeanUtilization }), "", "")
 		row(fmt.Sprintf("%s pool: ideal bound (mean)", p.Name), value(func(ps PoolSummary) float64 { return ps.MeanIdeal }), "", "")
+		if p.Resource == CPU {
+			row(fmt.Sprintf("%s pool: %s", p.Name, aroundRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealAround }), "", "")
+		}
 	}
 }

@@ -53,6 +53,12 @@ type Sample struct {
 	WebDesired, WebRunning, WebPending int
 	// PendingPods counts every pod not Running and not being deleted.
 	PendingPods int
+	// WebHeld[k] counts the nodes with k web pods bound (and not being
+	// deleted): where kube-scheduler put the web service.
+	WebHeld []int
+	// IdealAround is the packing bound with the web pods held where
+	// WebHeld has them (filled in by the scenario; 0 when not computed).
+	IdealAround float64
 	// Pools are the node pools (nodes labelled PoolLabel), by name; none
 	// when no node has the label.
 	Pools []PoolSample
@@ -67,8 +73,10 @@ type PoolSample struct {
 	CPUAllocMilli, CPURunningMilli int64
 	GPUAlloc, GPURunning           int64
 	// Ideal is the pool's packing bound of its Resource (filled in by the
-	// scenario).
-	Ideal float64
+	// scenario); IdealAround the same with the web pods held where WebHeld
+	// has them, as Sample's.
+	Ideal, IdealAround float64
+	WebHeld            []int
 }
 
 // Resource is what the pool's utilization counts: GPUs in a pool that has
@@ -96,7 +104,7 @@ func (p PoolSample) Utilization() float64 {
 // poolUsage sums, per pool (the value of the nodes' label key), the
 // allocatable of its nodes and the requests of the Running pods bound to
 // them, sorted by name. Nodes without the label are in no pool.
-func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, key string) []PoolSample {
+func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web map[string]int, key string) []PoolSample {
 	byName := map[string]*PoolSample{}
 	poolOf := map[string]*PoolSample{} // by node name
 	for _, n := range nodes {
@@ -113,6 +121,7 @@ func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, key string) []PoolSampl
 		p.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
 		gpu := n.Status.Allocatable[framework.GPUResource]
 		p.GPUAlloc += gpu.Value()
+		p.WebHeld = held(p.WebHeld, web[n.Name])
 		poolOf[n.Name] = p
 	}
 	for _, pod := range pods {
@@ -129,6 +138,15 @@ func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, key string) []PoolSampl
 	}
 	slices.SortFunc(out, func(a, b PoolSample) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// held counts one more node with k web pods in the histogram h.
+func held(h []int, k int) []int {
+	if k >= len(h) {
+		h = append(h, make([]int, k+1-len(h))...)
+	}
+	h[k]++
+	return h
 }
 
 // Sample takes a sample of the cluster now.
@@ -156,6 +174,7 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	}
 	pods, _ := r.pods.List(labels.Everything())
 	running := map[string]int{}
+	web := map[string]int{} // web pods bound, by node
 	for _, p := range pods {
 		isRunning := p.Status.Phase == corev1.PodRunning
 		if isRunning {
@@ -174,6 +193,9 @@ func (r *Recorder) Sample(now time.Time) Sample {
 			s.RunningTrainers++
 		}
 		if p.Labels[WebLabel] == WebName {
+			if live && p.Spec.NodeName != "" {
+				web[p.Spec.NodeName]++
+			}
 			switch {
 			case isRunning:
 				s.WebRunning++
@@ -185,7 +207,10 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	if s.CPUAllocMilli > 0 {
 		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
 	}
-	if pools := poolUsage(nodes, pods, PoolLabel); len(pools) > 0 {
+	for _, n := range nodes {
+		s.WebHeld = held(s.WebHeld, web[n.Name])
+	}
+	if pools := poolUsage(nodes, pods, web, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
 	}
 

@@ -67,7 +67,7 @@ type PoolSummary struct {
 	// utilization of its Resource and its packing bounds over the window's
 	// samples.
 	MeanUtilization, MeanIdeal, MeanIdealAround float64
-	Growth                     GrowthSummary
+	Growth                                      GrowthSummary
 }
 
 // GrowthSummary is how long the trainer pods EDL's growth added waited for

@@ -131,11 +131,17 @@ func (d *driver) step(what string) {
 	d.mu.Unlock()
 	s := d.rec.Sample(now)
 	d.bound(&s)
-	util := fmt.Sprintf("util %5.1f%% (ideal %5.1f%%)", 100*s.Utilization, 100*s.Ideal)
+	bounds := func(ideal, around float64) string {
+		if around == 0 {
+			return fmt.Sprintf("(ideal %5.1f%%)", 100*ideal)
+		}
+		return fmt.Sprintf("(ideal %5.1f%%, around the web pods %5.1f%%)", 100*ideal, 100*around)
+	}
+	util := fmt.Sprintf("util %5.1f%% %s", 100*s.Utilization, bounds(s.Ideal, s.IdealAround))
 	if len(s.Pools) > 0 {
 		var pools []string
 		for _, p := range s.Pools {
-			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% (ideal %5.1f%%)", p.Name, p.Resource(), 100*p.Utilization(), 100*p.Ideal))
+			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% %s", p.Name, p.Resource(), 100*p.Utilization(), bounds(p.Ideal, p.IdealAround)))
 		}
 		util = strings.Join(pools, ", ")
 	}

@@ -148,6 +148,7 @@ func (d *driver) step(what string) {
 	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s %s  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
 		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, util,
 		s.PendingJobs, s.Submitted, s.RunningTrainers, s.WebRunning, s.WebDesired, s.WebPending)
+	fmt.Fprintf(d.progress, "%-8s %-6s           nodes: %s\n", "", "", d.rec.Nodes(8))
 }
 
 // sleepUntil waits until t, failing early if edl exits or ctx ends.

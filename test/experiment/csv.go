@@ -45,7 +45,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 
 	names := jobNames(r)
 	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
-		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around"}
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around", "ideal_trainers"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
@@ -63,7 +63,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
 			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
-			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround)}
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround), ratio(s.IdealTrainers)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {
 			running[j.Name] = j.Running
@@ -140,6 +140,8 @@ var poolColumns = []struct {
 	{"ideal", func(p PoolSample) string { return strconv.FormatFloat(p.Ideal, 'f', 4, 64) }, func(p *PoolSample, v float64) { p.Ideal = v }},
 	{"ideal_around", func(p PoolSample) string { return strconv.FormatFloat(p.IdealAround, 'f', 4, 64) },
 		func(p *PoolSample, v float64) { p.IdealAround = v }},
+	{"ideal_trainers", func(p PoolSample) string { return strconv.FormatFloat(p.IdealTrainers, 'f', 4, 64) },
+		func(p *PoolSample, v float64) { p.IdealTrainers = v }},
 	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
 	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },
 		func(p *PoolSample, v float64) { p.CPURunningMilli = int64(v) }},
@@ -232,6 +234,7 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 
 			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
 			IdealAround:         num("ideal_around"),
+			IdealTrainers:       num("ideal_trainers"),
 		}
 		for name, i := range col {
 			if job, ok := strings.CutPrefix(name, "trainers_"); ok && name != "trainers_running" && i < len(row) {

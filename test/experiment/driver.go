@@ -69,6 +69,8 @@ func (d *driver) bound(s *Sample) {
 		s.IdealAround = ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebHeld,
 			elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
 				size.Pservers, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode)))
+		s.IdealTrainers = ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
+			trainerDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode)))
 	case Pools:
 		// The pools' demands are apart: CPU jobs and the web service may
 		// use only the CPU pool (the GPU nodes' taint, the web pods'
@@ -85,6 +87,8 @@ func (d *driver) bound(s *Sample) {
 				pool.IdealAround = ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebHeld,
 					elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
 						size.Pservers, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode)))
+				pool.IdealTrainers = ratio(IdealIn(CPU, pool.TrainerRooms, pool.HeldMilli, pool.CPUAllocMilli,
+					trainerDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode)))
 			case GPUPool:
 				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
 					size.Pservers, 0, d.opts.Variant.Mode)))
@@ -100,6 +104,13 @@ func unbound(desired int, held []int) int {
 		desired -= k * n
 	}
 	return max(desired, 0)
+}
+
+// trainerDemand is the demand of the trainers' bound: elasticDemand's
+// trainers, and the web pods not bound yet, which must all run; the
+// pservers run where they are bound.
+func trainerDemand(trainer PodSize, k int, lo, hi int32, web int, mode Mode) []PodDemand {
+	return elasticDemand(trainer, k, lo, hi, 0, web, mode)
 }
 
 // elasticDemand is the demand of k running elastic jobs of trainer sized
@@ -131,17 +142,17 @@ func (d *driver) step(what string) {
 	d.mu.Unlock()
 	s := d.rec.Sample(now)
 	d.bound(&s)
-	bounds := func(ideal, around float64) string {
+	bounds := func(ideal, around, trainers float64) string {
 		if around == 0 {
 			return fmt.Sprintf("(ideal %5.1f%%)", 100*ideal)
 		}
-		return fmt.Sprintf("(ideal %5.1f%%, around the web pods %5.1f%%)", 100*ideal, 100*around)
+		return fmt.Sprintf("(ideal %5.1f%%, around the web pods %5.1f%%, of the trainers %5.1f%%)", 100*ideal, 100*around, 100*trainers)
 	}
-	util := fmt.Sprintf("util %5.1f%% %s", 100*s.Utilization, bounds(s.Ideal, s.IdealAround))
+	util := fmt.Sprintf("util %5.1f%% %s", 100*s.Utilization, bounds(s.Ideal, s.IdealAround, s.IdealTrainers))
 	if len(s.Pools) > 0 {
 		var pools []string
 		for _, p := range s.Pools {
-			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% %s", p.Name, p.Resource(), 100*p.Utilization(), bounds(p.Ideal, p.IdealAround)))
+			pools = append(pools, fmt.Sprintf("%s pool %s %5.1f%% %s", p.Name, p.Resource(), 100*p.Utilization(), bounds(p.Ideal, p.IdealAround, p.IdealTrainers)))
 		}
 		util = strings.Join(pools, ", ")
 	}

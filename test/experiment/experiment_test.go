@@ -217,6 +217,15 @@ func TestPoolUsage(t *testing.T) {
 	}
 	got := poolUsage(nodes, pods, map[string]int{"cpu-1": 2}, PoolLabel)
 	require.Len(t, got, 2)
+	// The room for trainers: the pods here have no trainer label, so all
+	// of them hold room, the Pending one bound to cpu-1 too.
+	assert.Equal(t, []Room{{Free: NodeShape{CPUMilli: 10000, MemMiB: -10 << 10}, Nodes: 1}, {Free: NodeShape{CPUMilli: 13000, MemMiB: -8 << 10}, Nodes: 1}},
+		got[0].TrainerRooms)
+	assert.Equal(t, int64(5000+3000+5000), got[0].HeldMilli)
+	assert.Equal(t, int64(16000), got[1].HeldMilli)
+	for i := range got {
+		got[i].TrainerRooms, got[i].HeldMilli = nil, 0
+	}
 	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000, WebHeld: []int{1, 0, 1}}, got[0],
 		"one node of the CPU pool holds no web pod, one holds two")
 	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2, WebHeld: []int{1}}, got[1])
@@ -274,7 +283,8 @@ func TestSummarizePools(t *testing.T) {
 	s := time.Second
 	sample := func(at time.Duration, cpuUsed int64, gpuUsed int64, cpuIdeal, gpuIdeal float64) Sample {
 		return Sample{At: at, Pools: []PoolSample{
-			{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: cpuUsed, Ideal: cpuIdeal, IdealAround: cpuIdeal / 2},
+			{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: cpuUsed, Ideal: cpuIdeal, IdealAround: cpuIdeal / 2,
+				IdealTrainers: cpuIdeal / 4},
 			{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 1000, GPUAlloc: 8, GPURunning: gpuUsed, Ideal: gpuIdeal},
 		}}
 	}
@@ -294,6 +304,7 @@ func TestSummarizePools(t *testing.T) {
 	assert.InDelta(t, 0.75, cpu.MeanUtilization, 1e-9, "(50% + 100%) / 2, the sample before the window left out")
 	assert.InDelta(t, 0.95, cpu.MeanIdeal, 1e-9)
 	assert.InDelta(t, 0.475, cpu.MeanIdealAround, 1e-9)
+	assert.InDelta(t, 0.2375, cpu.MeanIdealTrainers, 1e-9)
 	assert.Equal(t, GPU, gpu.Resource)
 	assert.InDelta(t, 0.75, gpu.MeanUtilization, 1e-9, "(4 + 8) / 2 of 8 GPUs")
 	assert.Equal(t, GrowthSummary{Trainers: 2, Late: 1, Pending: 6 * s, Longest: 5 * s}, cpu.Growth)
@@ -305,6 +316,7 @@ func TestSummarizePools(t *testing.T) {
 	assert.Contains(t, table, "| cpu pool: mean CPU allocation utilization | 75.0% |")
 	assert.Contains(t, table, "| gpu pool: mean GPU allocation utilization | 75.0% |")
 	assert.Contains(t, table, "| cpu pool: "+aroundRow+" | 47.5% |")
+	assert.Contains(t, table, "| cpu pool: "+trainersRow+" | 23.8% |")
 	assert.NotContains(t, table, "gpu pool: "+aroundRow, "a GPU pool has no web pods to hold")
 	assert.Contains(t, table, "| their Pending-seconds (waiting for a node), total | cpu 6.0 s, gpu 5.0 s |")
 

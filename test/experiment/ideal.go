@@ -85,16 +85,8 @@ func IdealOf(r Resource, node NodeShape, n int, demand []PodDemand) (placed, tot
 // the demand. It is the bound of what the other pods' placement can reach
 // once the fixed ones are where they are.
 func IdealAround(r Resource, node NodeShape, n int, fixed PodDemand, held []int, demand []PodDemand) (placed, total int64, err error) {
-	total = r.onNode(node) * int64(n)
-	var shapes []PodDemand
-	for _, d := range demand {
-		if d.Max > 0 && (d.CPUMilli > 0 || d.GPU > 0) {
-			d.Min = min(d.Min, d.Max)
-			shapes = append(shapes, d)
-		}
-	}
-	var classes []nodeClass
-	var held0 int64
+	var rooms []Room
+	var heldAmount int64
 	free := n
 	for k, count := range held {
 		if k == 0 || count == 0 {
@@ -102,14 +94,41 @@ func IdealAround(r Resource, node NodeShape, n int, fixed PodDemand, held []int,
 		}
 		count = min(count, free)
 		free -= count
-		held0 += int64(count) * int64(k) * r.of(fixed)
-		classes = append(classes, nodeClass{n: count, patterns: nodePatterns(node.less(fixed, k), shapes)})
+		heldAmount += int64(count) * int64(k) * r.of(fixed)
+		rooms = append(rooms, Room{Free: node.less(fixed, k), Nodes: count})
 	}
 	if free > 0 {
-		classes = append(classes, nodeClass{n: free, patterns: nodePatterns(node, shapes)})
+		rooms = append(rooms, Room{Free: node, Nodes: free})
+	}
+	return IdealIn(r, rooms, heldAmount, r.onNode(node)*int64(n), demand)
+}
+
+// Room is Nodes nodes with the same room Free left by the pods held on
+// them.
+type Room struct {
+	Free  NodeShape
+	Nodes int
+}
+
+// IdealIn packs the demand into the rooms: the most of r placed, with held
+// (the amount of r of the pods that made the rooms) counted as placed, out
+// of total.
+func IdealIn(r Resource, rooms []Room, held, total int64, demand []PodDemand) (placed, _ int64, err error) {
+	var shapes []PodDemand
+	for _, d := range demand {
+		if d.Max > 0 && (d.CPUMilli > 0 || d.GPU > 0) {
+			d.Min = min(d.Min, d.Max)
+			shapes = append(shapes, d)
+		}
 	}
 	if len(shapes) == 0 {
-		return min(held0, total), total, nil
+		return min(held, total), total, nil
+	}
+	classes := make([]nodeClass, 0, len(rooms))
+	for _, room := range rooms {
+		if room.Nodes > 0 {
+			classes = append(classes, nodeClass{n: room.Nodes, patterns: nodePatterns(room.Free, shapes)})
+		}
 	}
 	placed, err = solvePacking(r, classes, shapes, true)
 	if err != nil {
@@ -118,7 +137,7 @@ func IdealAround(r Resource, node NodeShape, n int, fixed PodDemand, held []int,
 	if err != nil {
 		return 0, total, fmt.Errorf("packing bound: %w", err)
 	}
-	return min(held0+placed, total), total, nil
+	return min(held+placed, total), total, nil
 }
 
 // less is the room a node has left once k pods of d run on it.

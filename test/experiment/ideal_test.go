@@ -92,6 +92,34 @@ func TestIdealAround(t *testing.T) {
 	}
 }
 
+// TestIdealIn: trainers packed into the rooms other pods leave fit
+// ⌊free / 5⌋ to a node, up to their maximum.
+func TestIdealIn(t *testing.T) {
+	room := func(cpu int64, nodes int) Room {
+		return Room{Free: NodeShape{CPUMilli: cpu, MemMiB: 90 << 10, Pods: 100}, Nodes: nodes}
+	}
+	rooms := []Room{room(4000, 2), room(9000, 1), room(15000, 1)}
+	trainers := func(lo, hi int) []PodDemand {
+		return []PodDemand{{Name: "trainer", CPUMilli: 5000, MemMiB: 8 << 10, Min: lo, Max: hi}}
+	}
+	for _, tt := range []struct {
+		name   string
+		demand []PodDemand
+		want   int64
+	}{
+		{name: "no slivers filled", demand: trainers(0, 100), want: 50000 + 4*5000},
+		{name: "up to the maximum", demand: trainers(0, 2), want: 50000 + 2*5000},
+		{name: "nothing to place", want: 50000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			placed, total, err := IdealIn(CPU, rooms, 50000, 72000, tt.demand)
+			require.NoError(t, err)
+			assert.Equal(t, int64(72000), total)
+			assert.Equal(t, tt.want, placed)
+		})
+	}
+}
+
 func TestIdealOfGPU(t *testing.T) {
 	gpuNode := NodeShape{CPUMilli: 64000, MemMiB: 512 << 10, GPU: 8, Pods: 110}
 	trainer := func(lo, hi int) PodDemand { return GPUTrainerSize.demand("trainer", lo, hi) }

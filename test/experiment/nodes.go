@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // Nodes describes how the nodes are filled now: the nodes counted by what
@@ -86,4 +88,56 @@ func nodeKinds(nodes []*corev1.Node, pods []*corev1.Pod, top int) string {
 		out = append(out, fmt.Sprintf("%s ×%d", k, count[k]))
 	}
 	return strings.Join(out, ", ")
+}
+
+// trainerRooms is the room the nodes have left for trainers: what their
+// allocatable leaves once every live pod bound to them but the trainers
+// runs, counted by kind of room, and the CPU those pods request. Trainers
+// are left out: the trainers' bound packs them anew into these rooms.
+func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldMilli int64) {
+	free := make(map[string]*NodeShape, len(nodes))
+	for _, n := range nodes {
+		a := n.Status.Allocatable
+		gpu := a[framework.GPUResource]
+		free[n.Name] = &NodeShape{CPUMilli: a.Cpu().MilliValue(), MemMiB: a.Memory().Value() >> 20, GPU: gpu.Value(), Pods: int(a.Pods().Value())}
+	}
+	for _, p := range pods {
+		f := free[p.Spec.NodeName]
+		if f == nil || p.Labels[v1.LabelTrainer] != "" || p.DeletionTimestamp != nil ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		cpu := podCPUMilli(p)
+		heldMilli += cpu
+		f.CPUMilli -= cpu
+		f.MemMiB -= podMemMiB(p)
+		f.GPU -= podGPU(p)
+		if f.Pods > 0 {
+			f.Pods = max(f.Pods-1, 0)
+		}
+	}
+	count := map[NodeShape]int{}
+	for _, n := range nodes {
+		count[*free[n.Name]]++
+	}
+	for shape, n := range count {
+		rooms = append(rooms, Room{Free: shape, Nodes: n})
+	}
+	slices.SortFunc(rooms, func(a, b Room) int {
+		return cmp.Or(cmp.Compare(a.Free.CPUMilli, b.Free.CPUMilli), cmp.Compare(a.Free.MemMiB, b.Free.MemMiB),
+			cmp.Compare(a.Free.GPU, b.Free.GPU), cmp.Compare(a.Free.Pods, b.Free.Pods))
+	})
+	return rooms, heldMilli
+}
+
+// podMemMiB is the pod's memory request in MiB, as podCPUMilli counts CPU.
+func podMemMiB(p *corev1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		sum += c.Resources.Requests.Memory().Value()
+	}
+	for _, c := range p.Spec.InitContainers {
+		initMax = max(initMax, c.Resources.Requests.Memory().Value())
+	}
+	return max(sum, initMax) >> 20
 }

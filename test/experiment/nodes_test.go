@@ -36,4 +36,18 @@ func TestNodeKinds(t *testing.T) {
 	}
 	assert.Equal(t, "3w+1t (4 free) ×2, 2t+1p (4 free) ×1, empty (18 free) ×1", nodeKinds(nodes, pods, 8))
 	assert.Equal(t, "3w+1t (4 free) ×2, … 2 more kinds", nodeKinds(nodes, pods, 1))
+
+	// The room for trainers leaves the trainers out: a and b keep the 9
+	// CPU three web pods leave, c the 14 of a pserver, d all of its 18.
+	for _, n := range nodes {
+		n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("100Gi")
+		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
+	}
+	rooms, held := trainerRooms(nodes, pods)
+	assert.Equal(t, []Room{
+		{Free: NodeShape{CPUMilli: 9000, MemMiB: 94 << 10, Pods: 107}, Nodes: 2},
+		{Free: NodeShape{CPUMilli: 14000, MemMiB: 95 << 10, Pods: 109}, Nodes: 1},
+		{Free: NodeShape{CPUMilli: 18000, MemMiB: 100 << 10, Pods: 110}, Nodes: 1},
+	}, rooms)
+	assert.Equal(t, int64(2*9000+4000), held)
 }

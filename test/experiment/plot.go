@@ -100,7 +100,9 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 			series{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},
 			series{name: "ideal bound, EDL off", xy: xys(off, ideal), color: colorOff, dashes: dotted},
 			series{name: "bound with the web pods where they run, EDL on", xy: xys(on, func(s Sample) float64 { return 100 * s.IdealAround }),
-				color: colorOn, dashes: dashed})
+				color: colorOn, dashes: dashed},
+			series{name: "bound of the trainers, the rest where it runs, EDL on", xy: xys(on, func(s Sample) float64 { return 100 * s.IdealTrainers }),
+				color: colorIdeal, dashes: dashed})
 	}
 	var poolPanels []panel
 	if scenario == Pools && len(runs) > 0 {
@@ -122,7 +124,9 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 				series{name: "ideal bound, EDL off", xy: xys(off, pool(func(p PoolSample) float64 { return p.Ideal })), color: colorOff, dashes: dotted})
 			if res == CPU {
 				lines = append(lines, series{name: "bound with the web pods where they run, EDL on",
-					xy: xys(on, pool(func(p PoolSample) float64 { return p.IdealAround })), color: colorOn, dashes: dashed})
+					xy: xys(on, pool(func(p PoolSample) float64 { return p.IdealAround })), color: colorOn, dashes: dashed},
+					series{name: "bound of the trainers, the rest where it runs, EDL on",
+						xy: xys(on, pool(func(p PoolSample) float64 { return p.IdealTrainers })), color: colorIdeal, dashes: dashed})
 			}
 			poolPanels = append(poolPanels, panel{title: fmt.Sprintf("%s pool: %s allocation utilization (Σ requests of its Running pods ÷ Σ its allocatable)",
 				name, strings.ToUpper(string(res))), ylabel: "%", ymax: 105, legend: true, lines: lines})

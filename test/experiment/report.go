@@ -16,9 +16,9 @@ type Summary struct {
 	// Samples in the window, and the window's length.
 	Samples int
 	Window  time.Duration
-	// MeanUtilization, MeanIdeal and MeanIdealAround average the samples
-	// in the window.
-	MeanUtilization, MeanIdeal, MeanIdealAround float64
+	// MeanUtilization and the means of the bounds average the samples in
+	// the window.
+	MeanUtilization, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
 	// MeanHeldWaiting averages the share of the allocatable CPU that the
 	// Running pods of jobs not Running hold, MostHeldWaiting its highest
 	// sample.
@@ -63,11 +63,11 @@ type Summary struct {
 type PoolSummary struct {
 	Name     string
 	Resource Resource
-	// MeanUtilization, MeanIdeal and MeanIdealAround average the pool's
+	// MeanUtilization and the means of the bounds average the pool's
 	// utilization of its Resource and its packing bounds over the window's
 	// samples.
-	MeanUtilization, MeanIdeal, MeanIdealAround float64
-	Growth                                      GrowthSummary
+	MeanUtilization, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
+	Growth                                                         GrowthSummary
 }
 
 // GrowthSummary is how long the trainer pods EDL's growth added waited for
@@ -111,6 +111,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 			out[i].MeanUtilization += p.Utilization()
 			out[i].MeanIdeal += p.Ideal
 			out[i].MeanIdealAround += p.IdealAround
+			out[i].MeanIdealTrainers += p.IdealTrainers
 			counts[p.Name]++
 		}
 	}
@@ -119,6 +120,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 		out[i].MeanUtilization /= n
 		out[i].MeanIdeal /= n
 		out[i].MeanIdealAround /= n
+		out[i].MeanIdealTrainers /= n
 	}
 	for _, w := range growth {
 		if i, ok := index[w.Pool]; ok {
@@ -132,7 +134,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
 	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb}
-	var util, ideal, around, trainers, held float64
+	var util, ideal, around, forTrainers, trainers, held float64
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
 			continue
@@ -146,13 +148,14 @@ func Summarize(r *Result) Summary {
 		}
 		ideal += x.Ideal
 		around += x.IdealAround
+		forTrainers += x.IdealTrainers
 		trainers += float64(x.RunningTrainers)
 		s.WebMostPending = max(s.WebMostPending, x.WebPending)
 	}
 	if s.Samples > 0 {
 		n := float64(s.Samples)
 		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
-		s.MeanHeldWaiting, s.MeanIdealAround = held/n, around/n
+		s.MeanHeldWaiting, s.MeanIdealAround, s.MeanIdealTrainers = held/n, around/n, forTrainers/n
 	}
 	s.Window = r.End - r.WindowStart
 
@@ -264,6 +267,7 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
 		if scenario == Shared {
 			row(aroundRow, func(s Summary) string { return pct(s.MeanIdealAround) }, "—", "—")
+			row(trainersRow, func(s Summary) string { return pct(s.MeanIdealTrainers) }, "—", "—")
 		}
 	}
 	switch scenario {
@@ -307,6 +311,10 @@ func Table(scenario Scenario, runs []Summary) string {
 
 // aroundRow names the bound with the web pods held where they run.
 const aroundRow = "ideal bound with the web pods where kube-scheduler put them (mean)"
+
+// trainersRow names the bound of the trainers alone, every other pod held
+// where it runs.
+const trainersRow = "bound of the trainers, every other pod where it runs (mean)"
 
 // lags is "6 s, 4 s, 8 s", or "—" for none.
 func lags(ds []time.Duration) string {
@@ -357,6 +365,7 @@ func poolRows(runs []Summary, row func(string, func(Summary) string, string, str
 		row(fmt.Sprintf("%s pool: ideal bound (mean)", p.Name), value(func(ps PoolSummary) float64 { return ps.MeanIdeal }), "", "")
 		if p.Resource == CPU {
 			row(fmt.Sprintf("%s pool: %s", p.Name, aroundRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealAround }), "", "")
+			row(fmt.Sprintf("%s pool: %s", p.Name, trainersRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealTrainers }), "", "")
 		}
 	}
 }

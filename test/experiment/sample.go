@@ -59,6 +59,13 @@ type Sample struct {
 	// IdealAround is the packing bound with the web pods held where
 	// WebHeld has them (filled in by the scenario; 0 when not computed).
 	IdealAround float64
+	// TrainerRooms is the room the nodes leave for trainers once every
+	// other pod runs where it is bound, and HeldMilli the CPU those pods
+	// request; IdealTrainers is the bound of the trainers packed into it
+	// (filled in by the scenario).
+	TrainerRooms  []Room
+	HeldMilli     int64
+	IdealTrainers float64
 	// Pools are the node pools (nodes labelled PoolLabel), by name; none
 	// when no node has the label.
 	Pools []PoolSample
@@ -73,10 +80,12 @@ type PoolSample struct {
 	CPUAllocMilli, CPURunningMilli int64
 	GPUAlloc, GPURunning           int64
 	// Ideal is the pool's packing bound of its Resource (filled in by the
-	// scenario); IdealAround the same with the web pods held where WebHeld
-	// has them, as Sample's.
-	Ideal, IdealAround float64
-	WebHeld            []int
+	// scenario); IdealAround and IdealTrainers as Sample's, over the pool's
+	// nodes.
+	Ideal, IdealAround, IdealTrainers float64
+	WebHeld                           []int
+	TrainerRooms                      []Room
+	HeldMilli                         int64
 }
 
 // Resource is what the pool's utilization counts: GPUs in a pool that has
@@ -132,8 +141,15 @@ func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web map[string]int, key
 		p.CPURunningMilli += podCPUMilli(pod)
 		p.GPURunning += podGPU(pod)
 	}
+	members := map[*PoolSample][]*corev1.Node{}
+	for _, n := range nodes {
+		if p := poolOf[n.Name]; p != nil {
+			members[p] = append(members[p], n)
+		}
+	}
 	out := make([]PoolSample, 0, len(byName))
 	for _, p := range byName {
+		p.TrainerRooms, p.HeldMilli = trainerRooms(members[p], pods)
 		out = append(out, *p)
 	}
 	slices.SortFunc(out, func(a, b PoolSample) int { return strings.Compare(a.Name, b.Name) })
@@ -210,6 +226,7 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	for _, n := range nodes {
 		s.WebHeld = held(s.WebHeld, web[n.Name])
 	}
+	s.TrainerRooms, s.HeldMilli = trainerRooms(nodes, pods)
 	if pools := poolUsage(nodes, pods, web, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
 	}

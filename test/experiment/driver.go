@@ -63,6 +63,8 @@ func (d *driver) bound(s *Sample) {
 		k := s.Submitted
 		s.Ideal = ratio(Ideal(size.node(), size.Nodes, []PodDemand{
 			TrainerSize.demand("trainer", 0, k*int(size.TrainerMax)), PserverSize.demand("pserver", 0, k*int(size.Pservers))}))
+		s.IdealTrainers = ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
+			[]PodDemand{TrainerSize.demand("trainer", 0, k*int(size.TrainerMax))}))
 	case Shared:
 		s.Ideal = ratio(Ideal(size.node(), size.Nodes, elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
 			size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
@@ -143,8 +145,11 @@ func (d *driver) step(what string) {
 	s := d.rec.Sample(now)
 	d.bound(&s)
 	bounds := func(ideal, around, trainers float64) string {
-		if around == 0 {
+		switch {
+		case trainers == 0:
 			return fmt.Sprintf("(ideal %5.1f%%)", 100*ideal)
+		case around == 0:
+			return fmt.Sprintf("(ideal %5.1f%%, of the trainers %5.1f%%)", 100*ideal, 100*trainers)
 		}
 		return fmt.Sprintf("(ideal %5.1f%%, around the web pods %5.1f%%, of the trainers %5.1f%%)", 100*ideal, 100*around, 100*trainers)
 	}

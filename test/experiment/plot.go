@@ -94,7 +94,9 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 		if r == nil {
 			r = off
 		}
-		utilPanel.lines = append(utilPanel.lines, series{name: "ideal bound", xy: xys(r, ideal), color: colorIdeal, dashes: dotted})
+		utilPanel.lines = append(utilPanel.lines, series{name: "ideal bound", xy: xys(r, ideal), color: colorIdeal, dashes: dotted},
+			series{name: "bound of the trainers, the rest where it runs, EDL on", xy: xys(on, func(s Sample) float64 { return 100 * s.IdealTrainers }),
+				color: colorIdeal, dashes: dashed})
 	case Shared:
 		utilPanel.lines = append(utilPanel.lines,
 			series{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},

@@ -267,8 +267,8 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
 		if scenario == Shared {
 			row(aroundRow, func(s Summary) string { return pct(s.MeanIdealAround) }, "—", "—")
-			row(trainersRow, func(s Summary) string { return pct(s.MeanIdealTrainers) }, "—", "—")
 		}
+		row(trainersRow, func(s Summary) string { return pct(s.MeanIdealTrainers) }, "—", "—")
 	}
 	switch scenario {
 	case Training:

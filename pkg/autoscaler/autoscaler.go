@@ -291,6 +291,8 @@ func (a *Autoscaler) options(now time.Time) Options {
 		RebalanceGap:    a.cfg.RebalanceGap,
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
+
+		MaxRebalancePerCycle: RebalancePerCycle(a.cfg.Interval),
 	}
 }
 

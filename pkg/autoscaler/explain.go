@@ -69,6 +69,9 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 		}
 		e.Message = fmt.Sprintf("grows by %d to %s into the room %s, more fulfilled (%s), gives back by rebalancing; fulfillment %s",
 			j.promised+j.grown, trainersOf(j), j.promisedBy.key, ratio(j.promisedBy.fulfillment()), ratio(e.Fulfillment))
+		if j.capped != nil {
+			e.Message += fmt.Sprintf("; this plan moved the %d trainers rebalancing may move in one, more follow in the next", p.opts.MaxRebalancePerCycle)
+		}
 	case j.grown > 0 && j.desired >= j.max:
 		e.Limit, e.Message = LimitAtMax, fmt.Sprintf("grows by %d to its maximum, %s", j.grown, trainersOf(j))
 	case j.grown > 0:
@@ -89,6 +92,10 @@ func (p *planner) explain(j *jobState, act *ScaleAction) Explanation {
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitAtMin, resNames[r], j.pool.load(r), p.threshold
 		e.Message = fmt.Sprintf("held at its minimum of %d trainers: %s load %s%s is above max_load_desired %s",
 			j.min, resNames[r], loadText(e.Load, r), onPool(j.pool != p.all), ratio(p.threshold))
+	case j.capped != nil:
+		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.capped.key, j.capped.fulfillment()
+		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s (fulfillment %s) is to give trainers back for it, but this plan moved the %d trainers rebalancing may move in one, more follow in the next",
+			trainersOf(j), ratio(e.Fulfillment), e.Other, ratio(e.OtherFulfillment), p.opts.MaxRebalancePerCycle)
 	case j.unschedulable || j.starved:
 		p.explainNoFit(j, &e, p.fit, true)
 	case j.quotaHeld:

@@ -133,6 +133,7 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 	if f.intn(2) == 0 {
 		opts.Now = t0.Add(time.Hour)
 	}
+	opts.MaxRebalancePerCycle = int32(f.intn(4))
 	return ns, jobs, others, opts
 }
 

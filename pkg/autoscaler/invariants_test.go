@@ -23,6 +23,15 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 	for _, j := range jobs {
 		byKey[j.Key] = j
 	}
+	if limit := opts.MaxRebalancePerCycle; limit > 0 {
+		var given int32
+		for _, a := range actions {
+			if a.Cause == CauseRebalance && a.To < a.From {
+				given += a.From - a.To
+			}
+		}
+		assert.LessOrEqual(t, given, limit, "rebalancing moved more than MaxRebalancePerCycle: %v", actions)
+	}
 	for i, a := range actions {
 		j, ok := byKey[a.Job]
 		require.True(t, ok, "action for unknown job %s", a.Job)

@@ -1,11 +1,27 @@
 package autoscaler
 
-import "container/heap"
+import (
+	"container/heap"
+	"time"
+)
 
 // DefaultRebalanceGap is the fulfillment difference between two jobs of one
 // priority above which Plan moves trainers from the more fulfilled one, used
 // when Options.RebalanceGap is not positive.
 const DefaultRebalanceGap = 0.1
+
+// RebalancePerSecond is how many trainers the autoscaler lets rebalancing
+// move per second of its interval. kube-controller-manager's ReplicaSet
+// controller makes about 20 requests a second at its default client QPS,
+// and a move is one pod deleted and one created: at this rate the moves of
+// one plan are done before the next.
+const RebalancePerSecond = 10
+
+// RebalancePerCycle is Options.MaxRebalancePerCycle for plans interval
+// apart: RebalancePerSecond per second, at least 1.
+func RebalancePerCycle(interval time.Duration) int32 {
+	return int32(max(1, min(interval.Seconds()*RebalancePerSecond, 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
+}
 
 // rebalance moves capacity between the running jobs of one priority and
 // pool: while the most fulfilled job is more than the gap above the least
@@ -15,9 +31,11 @@ const DefaultRebalanceGap = 0.1
 // scale up in the same plan: their new pods wait for the givers'
 // trainers to go, and kube-scheduler binds them as soon as the room is free
 // — a cycle sooner than growth could hand the room out in the next plan,
-// which is the dip in the cluster's use that each move costs. Without this
-// phase a job that arrives when the cluster is full keeps its minimum for
-// as long as the earlier jobs run.
+// which is the dip in the cluster's use that each move costs. The moves of
+// one plan stop at Options.MaxRebalancePerCycle: the rest wait for the
+// next plans, so that each wave is one the ReplicaSet controller carries
+// out within an interval. Without this phase a job that arrives when the
+// cluster is full keeps its minimum for as long as the earlier jobs run.
 func (p *planner) rebalance() {
 	gap := p.rebalanceGap()
 	if gap >= 1 {
@@ -58,6 +76,8 @@ func (p *planner) rebalance() {
 	for i := range p.pools {
 		load[i] = p.pools[i].growLoad
 	}
+	var moved int32
+levels:
 	for _, level := range levels {
 		// Growth serves higher priorities first: room freed where one of
 		// them could grow would go to it, not to the taker.
@@ -128,6 +148,11 @@ func (p *planner) rebalance() {
 			if !p.admits(&p.pools[pi], after, taker.req) {
 				break
 			}
+			if limit := p.opts.MaxRebalancePerCycle; limit > 0 && moved >= limit {
+				taker.capped = giver
+				break levels
+			}
+			moved++
 			if giver.rebalanceTo == nil {
 				giver.rebalanceFrom, giver.rebalancePlaced = gf, giver.placed
 				giver.rebalanceTo, giver.rebalanceToF = taker, tf

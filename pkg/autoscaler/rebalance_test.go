@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,28 @@ func rebalanceCases() []planCase {
 			want:   map[string]int32{},
 		},
 		{
+			name:  "the moves of one plan stop at MaxRebalancePerCycle",
+			nodes: full,
+			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
+			opts:  Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 2},
+			// Without the cap rich would give 4 (the first case).
+			want: map[string]int32{"rich": 8, "poor": 3},
+			reasons: map[string][]string{
+				"rich": {"scale down by 2: fulfillment 1 (10 of 1..10 trainers placed) is more than 0.1 above the 0 of poor"},
+				"poor": {"scale up by 2: rich, more fulfilled (0.778), gives back 2 trainers for it"},
+			},
+		},
+		{
+			name:  "the cap counts the moves of every job",
+			nodes: nodes("n", 1, res(22, 64, 0)),
+			jobs: []Job{
+				newJob("rich-1", spread(10, nodes("n", 1, res(22, 64, 0)))), newJob("rich-2", spread(10, nodes("n", 1, res(22, 64, 0)))),
+				newJob("poor-1", spread(1, nodes("n", 1, res(22, 64, 0)))), newJob("poor-2", spread(1, nodes("n", 1, res(22, 64, 0)))),
+			},
+			opts: Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 3},
+			want: map[string]int32{"rich-1": 8, "rich-2": 9, "poor-1": 3, "poor-2": 2},
+		},
+		{
 			name:  "no room where the giver's trainers leave: nothing moves",
 			nodes: full,
 			jobs: []Job{
@@ -154,6 +177,85 @@ func TestRebalanceConverges(t *testing.T) {
 	assert.LessOrEqual(t, hi-lo, DefaultRebalanceGap+1e-9, "spread of the fulfillments: %v", currents(jobs))
 	assert.Equal(t, int32(42), total, "the 42 CPU stay used: %v", currents(jobs))
 	assert.Greater(t, moved, 0)
+}
+
+// TestRebalanceCapped: with MaxRebalancePerCycle the same jobs as
+// TestRebalanceConverges settle as close, over more plans, and no plan moves
+// more than the cap; a taker the cap left waiting says so.
+func TestRebalanceCapped(t *testing.T) {
+	ns := nodes("n", 6, res(7, 64, 0))
+	jobs := []Job{
+		newJob("early-1", withRange(1, 20), spread(18, ns), runningOn("n-0", "n-1")),
+		newJob("early-2", withRange(1, 20), spread(18, ns), runningOn("n-2", "n-3")),
+		newJob("late-1", withRange(1, 20), runningOn("n-4")),
+		newJob("late-2", withRange(1, 20), runningOn("n-5")),
+	}
+	const limit = 2
+	opts := Options{MaxLoadDesired: 1, CoolDown: 3 * time.Minute, MaxRebalancePerCycle: limit}
+	quiet, capped := 0, 0
+	for round := range 120 {
+		opts.Now = t0.Add(time.Duration(round) * time.Minute)
+		d := Decide(clusterOf(ns, jobs), jobs, Queue{}, opts)
+		assertWellFormed(t, clusterOf(ns, jobs), jobs, opts, d.Actions)
+		var given int32
+		for _, a := range d.Actions {
+			if a.Cause == CauseRebalance && a.To < a.From {
+				given += a.From - a.To
+			}
+		}
+		assert.LessOrEqual(t, given, int32(limit), "round %d: %v", round, d.Actions)
+		for _, e := range d.Jobs {
+			if strings.Contains(e.Message, "rebalancing may move in one") {
+				capped++
+				assert.Contains(t, []Limit{LimitGrowing, LimitFairShare}, e.Limit, e.Message)
+			}
+		}
+		jobs = applyPlanAt(jobs, d.Actions, opts.Now)
+		if len(d.Actions) == 0 {
+			if quiet++; quiet == 4 {
+				break
+			}
+		} else {
+			quiet = 0
+		}
+	}
+	require.Equal(t, 4, quiet, "the plans never settled")
+	lo, hi := 2.0, -1.0
+	for _, j := range jobs {
+		f := float64(j.Current-j.Min) / float64(j.Max-j.Min)
+		lo, hi = min(lo, f), max(hi, f)
+	}
+	assert.LessOrEqual(t, hi-lo, DefaultRebalanceGap+1e-9, "spread of the fulfillments: %v", currents(jobs))
+	assert.Positive(t, capped, "the cap held a taker back at least once")
+}
+
+// TestRebalanceCappedTakerWaits: a taker the cap leaves without a trainer
+// is held by fair share, and its explanation names the giver and the cap.
+func TestRebalanceCappedTakerWaits(t *testing.T) {
+	node := nodes("n", 1, res(12, 64, 0))
+	jobs := []Job{newJob("rich", spread(10, node)), newJob("poor-a", spread(1, node)), newJob("poor-b", spread(1, node))}
+	opts := Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 1}
+	d := Decide(clusterOf(node, jobs), jobs, Queue{}, opts)
+	require.Len(t, d.Actions, 2, "rich gives one, to one of the poor: %v", d.Actions)
+	var waiting []Explanation
+	for _, e := range d.Jobs {
+		if e.Job == "poor-a" || e.Job == "poor-b" {
+			if _, scaled := actionFor(d.Actions, e.Job); !scaled {
+				waiting = append(waiting, e)
+			}
+		}
+	}
+	require.Len(t, waiting, 1)
+	assert.Equal(t, LimitFairShare, waiting[0].Limit)
+	assert.Equal(t, "rich", waiting[0].Other)
+	assert.Contains(t, waiting[0].Message, "rich (fulfillment 0.889) is to give trainers back for it, but this plan moved the 1 trainers rebalancing may move in one")
+}
+
+func TestRebalancePerCycle(t *testing.T) {
+	assert.Equal(t, int32(20), RebalancePerCycle(2*time.Second))
+	assert.Equal(t, int32(50), RebalancePerCycle(5*time.Second))
+	assert.Equal(t, int32(1), RebalancePerCycle(time.Millisecond), "at least one")
+	assert.Equal(t, int32(1<<30), RebalancePerCycle(1<<62), "no overflow")
 }
 
 // applyPlanAt is applyPlan with the scale-downs stamped at now.

@@ -105,6 +105,9 @@ type jobState struct {
 	fitAtStart bool      // growth could place one of its trainers before any job grew
 	lostTo     *jobState // the job that took the last trainer before it left the line
 	promisedBy *jobState // the first job rebalance freed room for it from
+	// capped is the giver whose trainer rebalance would have moved to it
+	// had the plan not reached Options.MaxRebalancePerCycle.
+	capped *jobState
 
 	grown, shrunk int64
 	nodes         []string

@@ -69,6 +69,12 @@ type Options struct {
 	// a single job sees per cycle, without starving the other jobs, which
 	// still get their turn by fulfillment.
 	MaxGrowPerCycle int32
+	// MaxRebalancePerCycle caps the trainers rebalancing moves in one plan,
+	// over all jobs; 0 means no cap. Each move is a pod deleted and one
+	// created by the ReplicaSet controller, and the room stays idle until
+	// both are done: moved in one wave, a hundred trainers idle the room of
+	// the last for as long as the controller takes over all of them.
+	MaxRebalancePerCycle int32
 	// RebalanceGap is how far, in fulfillment, the most fulfilled running job
 	// of a priority may be above the least fulfilled one before it gives
 	// trainers back for it. Not positive means DefaultRebalanceGap; 1 or more

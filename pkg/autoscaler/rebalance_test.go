@@ -133,13 +133,9 @@ func TestRebalance(t *testing.T) {
 	}
 }
 
-// TestRebalanceConverges replays the experiment's shape in small: jobs that
-// arrived early hold the cluster, late ones run their minimum. Plan after
-// plan, with the cool-down, the trainers spread until every job is within
-// the gap of the others, and then nothing moves.
-func TestRebalanceConverges(t *testing.T) {
-	// Six nodes of 7 CPU, each full: three trainers of each early job, and
-	// one more of an early job or a late job's only one.
+// earlyAndLate is six nodes of 7 CPU, each full: three trainers of each of
+// two early jobs, and one more of an early job or a late job's only one.
+func earlyAndLate() ([]nodeSpec, []Job) {
 	ns := nodes("n", 6, res(7, 64, 0))
 	jobs := []Job{
 		newJob("early-1", withRange(1, 20), spread(18, ns), runningOn("n-0", "n-1")),
@@ -147,6 +143,15 @@ func TestRebalanceConverges(t *testing.T) {
 		newJob("late-1", withRange(1, 20), runningOn("n-4")),
 		newJob("late-2", withRange(1, 20), runningOn("n-5")),
 	}
+	return ns, jobs
+}
+
+// TestRebalanceConverges replays the experiment's shape in small: jobs that
+// arrived early hold the cluster, late ones run their minimum. Plan after
+// plan, with the cool-down, the trainers spread until every job is within
+// the gap of the others, and then nothing moves.
+func TestRebalanceConverges(t *testing.T) {
+	ns, jobs := earlyAndLate()
 	opts := Options{MaxLoadDesired: 1, CoolDown: 3 * time.Minute}
 	moved := 0
 	quiet := 0
@@ -183,13 +188,7 @@ func TestRebalanceConverges(t *testing.T) {
 // TestRebalanceConverges settle as close, over more plans, and no plan moves
 // more than the cap; a taker the cap left waiting says so.
 func TestRebalanceCapped(t *testing.T) {
-	ns := nodes("n", 6, res(7, 64, 0))
-	jobs := []Job{
-		newJob("early-1", withRange(1, 20), spread(18, ns), runningOn("n-0", "n-1")),
-		newJob("early-2", withRange(1, 20), spread(18, ns), runningOn("n-2", "n-3")),
-		newJob("late-1", withRange(1, 20), runningOn("n-4")),
-		newJob("late-2", withRange(1, 20), runningOn("n-5")),
-	}
+	ns, jobs := earlyAndLate()
 	const limit = 2
 	opts := Options{MaxLoadDesired: 1, CoolDown: 3 * time.Minute, MaxRebalancePerCycle: limit}
 	quiet, capped := 0, 0

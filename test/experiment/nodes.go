@@ -132,12 +132,5 @@ func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldM
 
 // podMemMiB is the pod's memory request in MiB, as podCPUMilli counts CPU.
 func podMemMiB(p *corev1.Pod) int64 {
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		sum += c.Resources.Requests.Memory().Value()
-	}
-	for _, c := range p.Spec.InitContainers {
-		initMax = max(initMax, c.Resources.Requests.Memory().Value())
-	}
-	return max(sum, initMax) >> 20
+	return podRequest(p, func(r corev1.ResourceList) int64 { return r.Memory().Value() }) >> 20
 }

@@ -265,27 +265,28 @@ func (r *Recorder) Sample(now time.Time) Sample {
 
 // podGPU is the pod's GPU request, as podCPUMilli counts CPU.
 func podGPU(p *corev1.Pod) int64 {
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		q := c.Resources.Requests[framework.GPUResource]
-		sum += q.Value()
-	}
-	for _, c := range p.Spec.InitContainers {
-		q := c.Resources.Requests[framework.GPUResource]
-		initMax = max(initMax, q.Value())
-	}
-	return max(sum, initMax)
+	return podRequest(p, func(r corev1.ResourceList) int64 {
+		q := r[framework.GPUResource]
+		return q.Value()
+	})
 }
 
 // podCPUMilli is the pod's CPU request as the scheduler counts it: the sum
 // over its containers, or the largest init container if that is more.
 func podCPUMilli(p *corev1.Pod) int64 {
+	return podRequest(p, func(r corev1.ResourceList) int64 { return r.Cpu().MilliValue() })
+}
+
+// podRequest is the amount of a resource (of, read from a container's
+// requests) the scheduler counts for the pod: the sum over its containers,
+// or the largest init container if that is more.
+func podRequest(p *corev1.Pod, of func(corev1.ResourceList) int64) int64 {
 	var sum, initMax int64
 	for _, c := range p.Spec.Containers {
-		sum += c.Resources.Requests.Cpu().MilliValue()
+		sum += of(c.Resources.Requests)
 	}
 	for _, c := range p.Spec.InitContainers {
-		initMax = max(initMax, c.Resources.Requests.Cpu().MilliValue())
+		initMax = max(initMax, of(c.Resources.Requests))
 	}
 	return max(sum, initMax)
 }

@@ -209,7 +209,14 @@ func solvePacking(r Resource, classes []nodeClass, shapes []PodDemand, withMin b
 		} else {
 			a.Set(i, len(columns)+i, 1)
 		}
-		b[i] = rw.bound
+		// A tiny perturbation of each bound, different per row, keeps the
+		// simplex off degenerate vertices, where gonum's Bland rule can step
+		// in place for ever (two kinds of room and web pods both held and
+		// pending did); it moves the optimum by far less than a millicore.
+		b[i] = rw.bound + 1e-7*float64(i+1)
+		if rw.ge {
+			b[i] = rw.bound - 1e-7*float64(i+1)
+		}
 	}
 	opt, _, err := lp.Simplex(c, a, b, 1e-9, nil)
 	if err != nil {

@@ -53,6 +53,8 @@ func TestIdealAround(t *testing.T) {
 	pserver := PodDemand{Name: "pserver", CPUMilli: 4000, MemMiB: 5 << 10, Min: 2, Max: 2}
 	web := PodDemand{Name: "web", CPUMilli: 3000, MemMiB: 2 << 10}
 	unboundWeb := func(n int) PodDemand { w := web; w.Min, w.Max = n, n; return w }
+	pserver4 := pserver
+	pserver4.Min, pserver4.Max = 4, 4
 	tests := []struct {
 		name   string
 		nodes  int
@@ -81,6 +83,10 @@ func TestIdealAround(t *testing.T) {
 		{name: "unbound web pods come first", nodes: 2, held: []int{0, 2}, demand: []PodDemand{trainer, unboundWeb(2)},
 			want: 2 * (3000 + 13000)},
 		{name: "more nodes held than there are", nodes: 1, held: []int{0, 0, 0, 0, 0, 0, 3}, want: 18000},
+		// The experiment's smoke size at a web step: gonum's simplex stepped
+		// in place for ever on this one before the bounds were perturbed.
+		{name: "a degenerate program ends", nodes: 5, held: []int{1, 4},
+			demand: []PodDemand{{Name: "trainer", CPUMilli: 5000, MemMiB: 8 << 10, Min: 4, Max: 12}, pserver4, unboundWeb(4)}, want: 90000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -145,10 +145,20 @@ func (n NodeShape) less(d PodDemand, k int) NodeShape {
 	n.CPUMilli -= int64(k) * d.CPUMilli
 	n.MemMiB -= int64(k) * d.MemMiB
 	n.GPU -= int64(k) * d.GPU
-	if n.Pods > 0 {
-		n.Pods = max(n.Pods-k, 0)
-	}
+	n.Pods = podsLeft(n.Pods, k)
 	return n
+}
+
+// podsLeft is a node's pod count left once k more pods run on it: 0 (no
+// limit) stays 0, and a full node has -1, which no pattern fits.
+func podsLeft(pods, k int) int {
+	if pods == 0 {
+		return 0
+	}
+	if pods <= k {
+		return -1
+	}
+	return pods - k
 }
 
 // nodeClass is n nodes with the same room, and the ways of filling one.
@@ -249,7 +259,7 @@ func nodePatterns(node NodeShape, shapes []PodDemand) [][]int {
 		s := shapes[i]
 		for k := 0; k <= s.Max; k++ {
 			c, m, g, p := cpu+int64(k)*s.CPUMilli, mem+int64(k)*s.MemMiB, gpu+int64(k)*s.GPU, pods+k
-			if c > node.CPUMilli || m > node.MemMiB || g > node.GPU || (node.Pods > 0 && p > node.Pods) {
+			if c > node.CPUMilli || m > node.MemMiB || g > node.GPU || (node.Pods != 0 && p > node.Pods) {
 				break
 			}
 			cur[i] = k

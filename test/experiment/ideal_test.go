@@ -124,6 +124,16 @@ func TestIdealIn(t *testing.T) {
 			assert.Equal(t, tt.want, placed)
 		})
 	}
+	// A node whose pod count is used up takes no trainer, however much CPU
+	// it has left; 0 pods means no limit.
+	full := Room{Free: NodeShape{CPUMilli: 18000, MemMiB: 90 << 10, Pods: podsLeft(110, 110)}, Nodes: 1}
+	placed, _, err := IdealIn(CPU, []Room{full}, 0, 18000, trainers(0, 100))
+	require.NoError(t, err)
+	assert.Zero(t, placed)
+	unlimited := Room{Free: NodeShape{CPUMilli: 18000, MemMiB: 90 << 10, Pods: podsLeft(0, 5)}, Nodes: 1}
+	placed, _, err = IdealIn(CPU, []Room{unlimited}, 0, 18000, trainers(0, 100))
+	require.NoError(t, err)
+	assert.Equal(t, int64(15000), placed)
 }
 
 func TestIdealOfGPU(t *testing.T) {

@@ -36,7 +36,7 @@ func nodeKinds(nodes []*corev1.Node, pods []*corev1.Pod, top int) string {
 	}
 	for _, p := range pods {
 		f := byNode[p.Spec.NodeName]
-		if f == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if f == nil || !isLive(p) {
 			continue
 		}
 		switch {
@@ -103,8 +103,7 @@ func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldM
 	}
 	for _, p := range pods {
 		f := free[p.Spec.NodeName]
-		if f == nil || p.Labels[v1.LabelTrainer] != "" || p.DeletionTimestamp != nil ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if f == nil || p.Labels[v1.LabelTrainer] != "" || !isLive(p) {
 			continue
 		}
 		cpu := podCPUMilli(p)
@@ -112,9 +111,7 @@ func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldM
 		f.CPUMilli -= cpu
 		f.MemMiB -= podMemMiB(p)
 		f.GPU -= podGPU(p)
-		if f.Pods > 0 {
-			f.Pods = max(f.Pods-1, 0)
-		}
+		f.Pods = podsLeft(f.Pods, 1)
 	}
 	count := map[NodeShape]int{}
 	for _, n := range nodes {

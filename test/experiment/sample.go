@@ -199,7 +199,7 @@ func (r *Recorder) Sample(now time.Time) Sample {
 				s.CPUHeldWaitingMilli += podCPUMilli(p)
 			}
 		}
-		live := p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		live := isLive(p)
 		if live && !isRunning {
 			s.PendingPods++
 			s.CPUPendingMilli += podCPUMilli(p)
@@ -269,6 +269,11 @@ func podGPU(p *corev1.Pod) int64 {
 		q := r[framework.GPUResource]
 		return q.Value()
 	})
+}
+
+// isLive reports whether the pod is neither being deleted nor finished.
+func isLive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // podCPUMilli is the pod's CPU request as the scheduler counts it: the sum

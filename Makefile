@@ -80,22 +80,22 @@ LONG_FUZZTIME ?= 5m
 test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race), a short fuzz of the planner and its queue, the integration tests on a real control plane, and make demo-check
 	hack/verify-codegen.sh
 	go test -race -count=1 ./cmd/... ./pkg/...
-	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
-	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler
+	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler/planner
+	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./pkg/autoscaler/planner
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
 	$(MAKE) --no-print-directory demo-check
 
 .PHONY: fuzz
 fuzz: ## fuzz the planner, its queue and its yield for LONG_FUZZTIME (5m) each; the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
-	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
-	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
-	go test -count=1 -run '^$$' -fuzz '^FuzzYield$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler
-	go test -count=1 -run '^TestPlanOverManyCycles$$' ./pkg/autoscaler -args -long
+	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler/planner
+	go test -count=1 -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler/planner
+	go test -count=1 -run '^$$' -fuzz '^FuzzYield$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler/planner
+	go test -count=1 -run '^TestPlanOverManyCycles$$' ./pkg/autoscaler/planner -args -long
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
 bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md), edl on a simulated cluster of 300 to 10,000 nodes (docs/scale.md)
-	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/ ./cmd/edl/
+	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/planner/ ./cmd/edl/
 
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
@@ -69,14 +69,14 @@ type planRecorder struct {
 	snap cluster.Snapshot
 }
 
-func (r *planRecorder) Planned(took time.Duration, snap cluster.Snapshot, _ []autoscaler.Job) {
+func (r *planRecorder) Planned(took time.Duration, snap cluster.Snapshot, _ []planner.Job) {
 	r.took, r.snap = took, snap
 }
-func (r *planRecorder) Scaled(autoscaler.ScaleAction)            {}
-func (r *planRecorder) Explained([]autoscaler.Explanation)       {}
-func (r *planRecorder) ScaleFailed(autoscaler.ScaleAction, bool) {}
-func (r *planRecorder) Queued([]time.Duration)                   {}
-func (r *planRecorder) Admitted(time.Duration)                   {}
+func (r *planRecorder) Scaled(planner.ScaleAction)            {}
+func (r *planRecorder) Explained([]planner.Explanation)       {}
+func (r *planRecorder) ScaleFailed(planner.ScaleAction, bool) {}
+func (r *planRecorder) Queued([]time.Duration)                {}
+func (r *planRecorder) Admitted(time.Duration)                {}
 
 // sentinel is the pod whose update ends a batch of events: once the tracker
 // shows it at resourceVersion rv, it has handled the batch before it.

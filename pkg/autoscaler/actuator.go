@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 // apply patches the trainer ReplicaSet from act.From to act.To — the patch
@@ -22,7 +23,7 @@ import (
 // from what it wrote — and records the decision as an event. The job's
 // status gets it from recordStatus, in the same write as the Scaling
 // condition.
-func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act ScaleAction) error {
+func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner.ScaleAction) error {
 	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
 	rs, err := a.replicaSets.ReplicaSets(job.Namespace).Get(name)
 	if err != nil {
@@ -125,7 +126,7 @@ func writtenKey(job *v1.TrainingJob) string {
 // resourceVersion it read and keeps the conditions it does not own, so it
 // never drops this one either. A lost race is retried by the next plan;
 // the record is then written alone (recordScale).
-func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *Explanation, record *v1.ScaleRecord, now time.Time) error {
+func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *planner.Explanation, record *v1.ScaleRecord, now time.Time) error {
 	if job == nil {
 		return nil
 	}
@@ -189,7 +190,7 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *E
 // one the job holds (-1 for none), and whether it is to be written: its
 // status or reason changed, or its message did and it was not written in
 // the last FigureRefresh.
-func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *Explanation, now time.Time) (metav1.Condition, int, bool) {
+func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *planner.Explanation, now time.Time) (metav1.Condition, int, bool) {
 	cond := ScalingCondition(e, job.Generation, now)
 	i := slices.IndexFunc(job.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1.ConditionScaling })
 	if i < 0 {
@@ -217,7 +218,7 @@ var errStale = errors.New("the job's status changed since it was read")
 // ScalingCondition is the Scaling condition that says e: True while the job
 // gets what it may have (it grows, or is at its max), False while something
 // holds it below; the reason is the limit, the message its sentence.
-func ScalingCondition(e *Explanation, generation int64, now time.Time) metav1.Condition {
+func ScalingCondition(e *planner.Explanation, generation int64, now time.Time) metav1.Condition {
 	c := metav1.Condition{Type: v1.ConditionScaling, Status: metav1.ConditionTrue, Reason: string(e.Limit),
 		Message: e.Message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)}
 	if e.Limited() {

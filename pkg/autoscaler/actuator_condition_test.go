@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 func withCondition(c metav1.Condition) func(*v1.TrainingJob) {
@@ -92,7 +93,7 @@ func TestRecordStatusLosesToAConcurrentWriter(t *testing.T) {
 	require.NoError(t, err)
 	stale := job.DeepCopy()
 	stale.ResourceVersion = "stale"
-	err = f.scaler.recordStatus(context.Background(), stale, &Explanation{Job: "ns/a", Limit: LimitAtMax, Message: "at its maximum"}, nil, f.clock.Now())
+	err = f.scaler.recordStatus(context.Background(), stale, &planner.Explanation{Job: "ns/a", Limit: planner.LimitAtMax, Message: "at its maximum"}, nil, f.clock.Now())
 	require.Error(t, err) // the fake clientset fails the test op with an error of its own; the API server answers 422 (errStale)
 	job, err = f.tj.PaddlepaddleV1().TrainingJobs("ns").Get(context.Background(), "a", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 // applyPicked applies a scale-down of job a from 3 to 2 trainers that picks
@@ -29,7 +30,7 @@ func applyPicked(t *testing.T, failPatch bool) ([]clienttesting.Action, map[stri
 	ctx := context.Background()
 	job, err := f.tj.PaddlepaddleV1().TrainingJobs("ns").Get(ctx, "a", metav1.GetOptions{})
 	require.NoError(t, err)
-	act := ScaleAction{Job: "ns/a", From: 3, To: 2, Reason: "scale down by 1: room for a pod", Cause: CausePriority,
+	act := planner.ScaleAction{Job: "ns/a", From: 3, To: 2, Reason: "scale down by 1: room for a pod", Cause: planner.CausePriority,
 		Nodes: []string{"n1"}, Remove: []string{"a-trainer-a"}}
 	applyErr := f.scaler.apply(ctx, job, act)
 	pod, err := f.kube.CoreV1().Pods("ns").Get(ctx, "a-trainer-a", metav1.GetOptions{})

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 // rebalanced is a node of 11 CPU that "b" fills with 10 trainers beside the
@@ -36,8 +38,8 @@ func TestRunOnceGivesBackBeforeItTakes(t *testing.T) {
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, rebalanced()...)
 	actions := f.scaler.RunOnce(context.Background())
 	require.Len(t, actions, 2)
-	assert.Equal(t, ScaleAction{Job: "ns/a", From: 1, To: 5, Cause: CauseRebalance}, ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Cause: actions[0].Cause})
-	assert.Equal(t, ScaleAction{Job: "ns/b", From: 10, To: 6, Cause: CauseRebalance}, ScaleAction{Job: actions[1].Job, From: actions[1].From, To: actions[1].To, Cause: actions[1].Cause})
+	assert.Equal(t, planner.ScaleAction{Job: "ns/a", From: 1, To: 5, Cause: planner.CauseRebalance}, planner.ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Cause: actions[0].Cause})
+	assert.Equal(t, planner.ScaleAction{Job: "ns/b", From: 10, To: 6, Cause: planner.CauseRebalance}, planner.ScaleAction{Job: actions[1].Job, From: actions[1].From, To: actions[1].To, Cause: actions[1].Cause})
 	assert.Equal(t, []string{"b-trainer", "a-trainer"}, replicaSetPatches(f))
 }
 

@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
@@ -294,17 +295,17 @@ func drain(r *record.FakeRecorder) []string {
 
 // fakeMetrics keeps what the autoscaler reports.
 type fakeMetrics struct {
-	planned   [][]Job
+	planned   [][]planner.Job
 	snaps     []cluster.Snapshot
-	scaled    []ScaleAction
-	explained [][]Explanation
-	failed    []ScaleAction
+	scaled    []planner.ScaleAction
+	explained [][]planner.Explanation
+	failed    []planner.ScaleAction
 	lost      []bool
 	queued    [][]time.Duration
 	admitted  []time.Duration
 }
 
-func (r *fakeMetrics) ScaleFailed(act ScaleAction, lost bool) {
+func (r *fakeMetrics) ScaleFailed(act planner.ScaleAction, lost bool) {
 	r.failed = append(r.failed, act)
 	r.lost = append(r.lost, lost)
 }
@@ -313,14 +314,14 @@ func (r *fakeMetrics) Queued(waits []time.Duration) { r.queued = append(r.queued
 
 func (r *fakeMetrics) Admitted(wait time.Duration) { r.admitted = append(r.admitted, wait) }
 
-func (r *fakeMetrics) Explained(jobs []Explanation) { r.explained = append(r.explained, jobs) }
+func (r *fakeMetrics) Explained(jobs []planner.Explanation) { r.explained = append(r.explained, jobs) }
 
-func (r *fakeMetrics) Planned(_ time.Duration, snap cluster.Snapshot, jobs []Job) {
+func (r *fakeMetrics) Planned(_ time.Duration, snap cluster.Snapshot, jobs []planner.Job) {
 	r.planned = append(r.planned, jobs)
 	r.snaps = append(r.snaps, snap)
 }
 
-func (r *fakeMetrics) Scaled(act ScaleAction) { r.scaled = append(r.scaled, act) }
+func (r *fakeMetrics) Scaled(act planner.ScaleAction) { r.scaled = append(r.scaled, act) }
 
 // TestRunOnceReportsToTheMetrics: every cycle is reported with the jobs it
 // planned for; only applied actions count as scaled.
@@ -368,9 +369,9 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 
 			require.Len(t, rec.explained, 1, "one cycle, one count by cause")
 			require.Len(t, rec.explained[0], 1)
-			wantLimit := LimitAtMax // grown to its max
+			wantLimit := planner.LimitAtMax // grown to its max
 			if c.dryRun {
-				wantLimit = LimitDryRun
+				wantLimit = planner.LimitDryRun
 			}
 			assert.Equal(t, wantLimit, rec.explained[0][0].Limit, "a dry run holds the job where it is")
 
@@ -380,7 +381,7 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			require.Len(t, rec.scaled, c.wantScaled)
 			if c.wantScaled > 0 {
 				assert.Equal(t, actions[0], rec.scaled[0])
-				assert.Equal(t, CauseIdle, rec.scaled[0].Cause)
+				assert.Equal(t, planner.CauseIdle, rec.scaled[0].Cause)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
@@ -73,15 +74,15 @@ type Config struct {
 type Metrics interface {
 	// Planned reports one cycle: how long the snapshot and the plan took, the
 	// snapshot, and the elastic jobs planned for, their Trainers filled in.
-	Planned(took time.Duration, snap cluster.Snapshot, jobs []Job)
+	Planned(took time.Duration, snap cluster.Snapshot, jobs []planner.Job)
 	// Scaled reports an action whose ReplicaSet patch was applied.
-	Scaled(act ScaleAction)
+	Scaled(act planner.ScaleAction)
 	// Explained reports what limits each job planned for after the cycle.
-	Explained(jobs []Explanation)
+	Explained(jobs []planner.Explanation)
 	// ScaleFailed reports an action whose ReplicaSet patch failed: lost
 	// says it lost to a concurrent writer (the next plan starts from what
 	// that wrote), else the API server failed or refused it.
-	ScaleFailed(act ScaleAction, lost bool)
+	ScaleFailed(act planner.ScaleAction, lost bool)
 	// Queued reports how long each job still queued after the cycle has
 	// waited since it was created (none with gang admission off).
 	Queued(waits []time.Duration)
@@ -156,13 +157,13 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 }
 
 // RunOnce plans once and applies the plan; it returns the actions planned.
-func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
+func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	now := a.clock.Now()
 	snap := a.tracker.InquiryResource()
 	jobs, objects := a.elasticJobs()
-	jobs = JobsFromSnapshot(snap, jobs)
+	jobs = planner.JobsFromSnapshot(snap, jobs)
 	queue, queued := a.queue(snap)
-	decision := Decide(snap, jobs, queue, a.options(now))
+	decision := planner.Decide(snap, jobs, queue, a.options(now))
 	stopped := make(map[string]bool, len(decision.Preempted))
 	for _, pre := range decision.Preempted {
 		stopped[pre.Job] = true
@@ -182,7 +183,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
 			continue
 		}
-		if act.Cause == CauseRebalance && act.To > act.From && !givenBack {
+		if act.Cause == planner.CauseRebalance && act.To > act.From && !givenBack {
 			// Its room was to come from a giver whose scale-down failed:
 			// its pods would only wait. The next plan decides again.
 			failed[act.Job] = true
@@ -190,7 +191,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 			continue
 		}
 		if err := a.apply(ctx, objects[act.Job], act); err != nil {
-			if act.Cause == CauseRebalance && act.To < act.From {
+			if act.Cause == planner.CauseRebalance && act.To < act.From {
 				givenBack = false
 			}
 			failed[act.Job] = true
@@ -237,8 +238,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []ScaleAction {
 
 // applyOrder is the plan's actions with the scale-downs first: the
 // scale-ups of rebalancing take the room those free.
-func applyOrder(actions []ScaleAction) []ScaleAction {
-	out := make([]ScaleAction, 0, len(actions))
+func applyOrder(actions []planner.ScaleAction) []planner.ScaleAction {
+	out := make([]planner.ScaleAction, 0, len(actions))
 	for _, down := range []bool{true, false} {
 		for _, act := range actions {
 			if (act.To < act.From) == down {
@@ -252,8 +253,8 @@ func applyOrder(actions []ScaleAction) []ScaleAction {
 // queue is Decide's queue — with gang admission, the queued jobs, the
 // admitted ones whose pods are not all created yet and, with preemption
 // too, the running jobs it may stop — and those jobs by key.
-func (a *Autoscaler) queue(snap cluster.Snapshot) (Queue, map[string]*v1.TrainingJob) {
-	var queue Queue
+func (a *Autoscaler) queue(snap cluster.Snapshot) (planner.Queue, map[string]*v1.TrainingJob) {
+	var queue planner.Queue
 	if !a.cfg.GangAdmission {
 		return queue, nil
 	}
@@ -269,7 +270,7 @@ func (a *Autoscaler) queue(snap cluster.Snapshot) (Queue, map[string]*v1.Trainin
 }
 
 // waits are how long each waiting job has waited since it was created.
-func waits(waiting []Waiting, queue []QueuedJob, now time.Time) []time.Duration {
+func waits(waiting []planner.Waiting, queue []planner.QueuedJob, now time.Time) []time.Duration {
 	created := make(map[string]time.Time, len(queue))
 	for _, q := range queue {
 		created[q.Key] = q.Created
@@ -282,8 +283,8 @@ func waits(waiting []Waiting, queue []QueuedJob, now time.Time) []time.Duration 
 }
 
 // options are the Plan options of the cycle at now.
-func (a *Autoscaler) options(now time.Time) Options {
-	return Options{
+func (a *Autoscaler) options(now time.Time) planner.Options {
+	return planner.Options{
 		MaxLoadDesired:  a.cfg.MaxLoadDesired,
 		Now:             now,
 		CoolDown:        a.cfg.CoolDown,
@@ -292,20 +293,20 @@ func (a *Autoscaler) options(now time.Time) Options {
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 
-		MaxRebalancePerCycle: RebalancePerCycle(a.cfg.Interval),
+		MaxRebalancePerCycle: planner.RebalancePerCycle(a.cfg.Interval),
 	}
 }
 
 // elasticJobs are the Running jobs with min-instance < max-instance whose
 // trainer ReplicaSet they control, as Plan's input, and the jobs by key.
-func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
+func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		a.log.Error("list TrainingJobs", "err", err)
 		return nil, nil
 	}
 	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
-	jobs := make([]Job, 0, len(all))
+	jobs := make([]planner.Job, 0, len(all))
 	objects := make(map[string]*v1.TrainingJob, len(all))
 	for _, tj := range all {
 		spec := &tj.Spec
@@ -320,7 +321,7 @@ func (a *Autoscaler) elasticJobs() ([]Job, map[string]*v1.TrainingJob) {
 			continue // someone else's ReplicaSet: the controller reports it
 		}
 		template := &rs.Spec.Template.Spec
-		job := Job{
+		job := planner.Job{
 			Key:       key(tj),
 			Min:       spec.Trainer.MinInstance,
 			Max:       spec.Trainer.MaxInstance,

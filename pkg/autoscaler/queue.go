@@ -12,18 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // queuedJobs are the jobs that wait for admission (condition Queued True)
 // and whose ReplicaSets all exist, as Decide's input, and the jobs by key.
-func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
+func (a *Autoscaler) queuedJobs() ([]planner.QueuedJob, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		a.log.Error("list TrainingJobs", "err", err)
 		return nil, nil
 	}
-	var queue []QueuedJob
+	var queue []planner.QueuedJob
 	objects := map[string]*v1.TrainingJob{}
 	for _, tj := range all {
 		if !meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) || tj.Spec.Suspend ||
@@ -44,12 +45,12 @@ func (a *Autoscaler) queuedJobs() ([]QueuedJob, map[string]*v1.TrainingJob) {
 // which is what its pods will be: one master for a fault-tolerant job,
 // pserver.min-instance pservers and trainer.min-instance trainers; false
 // while one of its ReplicaSets is missing.
-func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
+func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 	roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
 	if tj.Spec.FaultTolerant {
 		roles = append(roles, v1.RoleMaster)
 	}
-	q := QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
+	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	for _, role := range roles {
 		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
@@ -70,7 +71,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
 		}
 		template := &rs.Spec.Template.Spec
 		req, lim := a.tracker.PodRequestAndLimits(template)
-		q.Pods = append(q.Pods, PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
+		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: cluster.PlacementOf(template)})
 	}
 	return q, true
 }
@@ -80,7 +81,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (QueuedJob, bool) {
 // missing: the room an earlier plan admitted them into, which no other job
 // may take before the ReplicaSet controller creates them. Arriving are the
 // elastic ones, for growth to keep their share (arrive.go).
-func (a *Autoscaler) admittedJobs(snap cluster.Snapshot) (starting []QueuedJob, arriving []ArrivingJob) {
+func (a *Autoscaler) admittedJobs(snap cluster.Snapshot) (starting []planner.QueuedJob, arriving []planner.ArrivingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		return nil, nil
@@ -95,7 +96,7 @@ func (a *Autoscaler) admittedJobs(snap cluster.Snapshot) (starting []QueuedJob, 
 		if !ok {
 			continue
 		}
-		if arr, ok := arrivingOf(&q, c.LastTransitionTime.Time); ok {
+		if arr, ok := q.Arriving(c.LastTransitionTime.Time); ok {
 			arriving = append(arriving, arr)
 		}
 		// Clamped: more than a minimum's worth leaves nothing missing.
@@ -123,20 +124,20 @@ func (a *Autoscaler) admittedJobs(snap cluster.Snapshot) (starting []QueuedJob, 
 // runningJobs are the admitted jobs that may hold pods — not queued,
 // suspended or finished, past Pending — as the running jobs preemption may
 // stop, and the jobs by key.
-func (a *Autoscaler) runningJobs() ([]RunningJob, map[string]*v1.TrainingJob) {
+func (a *Autoscaler) runningJobs() ([]planner.RunningJob, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		a.log.Error("list TrainingJobs", "err", err)
 		return nil, nil
 	}
-	var running []RunningJob
+	var running []planner.RunningJob
 	objects := map[string]*v1.TrainingJob{}
 	for _, tj := range all {
 		if tj.Spec.Suspend || meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) ||
 			(tj.Status.Phase != v1.PhaseRunning && tj.Status.Phase != v1.PhaseCreating) {
 			continue
 		}
-		running = append(running, RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time})
+		running = append(running, planner.RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time})
 		objects[key(tj)] = tj
 	}
 	return running, objects
@@ -148,7 +149,7 @@ func (a *Autoscaler) runningJobs() ([]RunningJob, map[string]*v1.TrainingJob) {
 // makes room for, and a job whose preemptions were not all written is not
 // admitted: the next plan decides again. A failed write is retried by the
 // next plan.
-func (a *Autoscaler) admit(ctx context.Context, d Decision, objects map[string]*v1.TrainingJob, now time.Time) {
+func (a *Autoscaler) admit(ctx context.Context, d planner.Decision, objects map[string]*v1.TrainingJob, now time.Time) {
 	if a.cfg.DryRun {
 		for _, pre := range d.Preempted {
 			a.log.Info("dry run: would preempt job", "job", pre.Job, "for", pre.By, "reason", pre.Reason)

@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/controller"
 )
 
@@ -165,5 +166,5 @@ func TestArrivingJobsAreTheAdmittedOnesNotRunningYet(t *testing.T) {
 	assert.Equal(t, admittedAt, a.Admitted.UTC())
 	assert.Equal(t, int32(2), a.Min)
 	assert.Equal(t, int32(4), a.Max)
-	assert.Equal(t, res(1, 1, 0), a.Request)
+	assert.Equal(t, planner.Resources{CPUMilli: 1000, MemoryMega: 1024}, a.Request)
 }

@@ -10,30 +10,31 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
 // Report is one plan on the live cluster and what it says about every
 // TrainingJob, for `edl explain`. Making it writes nothing.
 type Report struct {
-	Time    time.Time   `json:"time"`
-	Options Options     `json:"options"`
-	Cluster ClusterLine `json:"cluster"`
-	Jobs    []JobReport `json:"jobs"`
+	Time    time.Time       `json:"time"`
+	Options planner.Options `json:"options"`
+	Cluster ClusterLine     `json:"cluster"`
+	Jobs    []JobReport     `json:"jobs"`
 	// Queue lists the queued jobs the next cycle would leave waiting, in
 	// queue order, with what each waits for; Admitted those it would admit,
 	// and Preempted the running jobs it would stop whole for them.
-	Queue     []Waiting    `json:"queue,omitempty"`
-	Admitted  []Admission  `json:"admitted,omitempty"`
-	Preempted []Preemption `json:"preempted,omitempty"`
+	Queue     []planner.Waiting    `json:"queue,omitempty"`
+	Admitted  []planner.Admission  `json:"admitted,omitempty"`
+	Preempted []planner.Preemption `json:"preempted,omitempty"`
 }
 
 // ClusterLine sums up the snapshot the plan read.
 type ClusterLine struct {
 	// Nodes counts the Ready, schedulable nodes.
-	Nodes       int       `json:"nodes"`
-	Allocatable Resources `json:"allocatable"`
-	Requested   Resources `json:"requested"`
+	Nodes       int               `json:"nodes"`
+	Allocatable planner.Resources `json:"allocatable"`
+	Requested   planner.Resources `json:"requested"`
 	// Load is requested / allocatable per resource (CPU, memory, GPU),
 	// for the resources the nodes have.
 	Load map[string]float64 `json:"load"`
@@ -50,8 +51,8 @@ type JobReport struct {
 	// Running counts its trainer pods in phase Running.
 	Running int `json:"running"`
 	// Next is what the next cycle would do to the job; nil for nothing.
-	Next *ScaleAction `json:"next,omitempty"`
-	Explanation
+	Next *planner.ScaleAction `json:"next,omitempty"`
+	planner.Explanation
 }
 
 // WaitForSync waits until the autoscaler's informers have synced, or ctx is
@@ -67,18 +68,18 @@ func (a *Autoscaler) Explain() Report {
 	now := a.clock.Now()
 	snap := a.tracker.InquiryResource()
 	jobs, _ := a.elasticJobs()
-	jobs = JobsFromSnapshot(snap, jobs)
+	jobs = planner.JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
 	queue, _ := a.queue(snap)
-	decision := Decide(snap, jobs, queue, opts)
+	decision := planner.Decide(snap, jobs, queue, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),
 		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted}
-	explained := make(map[string]*Explanation, len(decision.Jobs))
+	explained := make(map[string]*planner.Explanation, len(decision.Jobs))
 	for i := range decision.Jobs {
 		explained[decision.Jobs[i].Job] = &decision.Jobs[i]
 	}
-	next := make(map[string]*ScaleAction, len(decision.Actions))
+	next := make(map[string]*planner.ScaleAction, len(decision.Actions))
 	for i := range decision.Actions {
 		next[decision.Actions[i].Job] = &decision.Actions[i]
 	}
@@ -103,10 +104,10 @@ func (a *Autoscaler) Explain() Report {
 }
 
 // notPlanned explains a job the plan does not see.
-func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) Explanation {
+func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) planner.Explanation {
 	spec := &tj.Spec.Trainer
-	e := Explanation{Job: key(tj), Min: spec.MinInstance, Max: spec.MaxInstance,
-		From: tj.Status.Trainers.Desired, To: tj.Status.Trainers.Desired, Limit: LimitNotRunning}
+	e := planner.Explanation{Job: key(tj), Min: spec.MinInstance, Max: spec.MaxInstance,
+		From: tj.Status.Trainers.Desired, To: tj.Status.Trainers.Desired, Limit: planner.LimitNotRunning}
 	switch {
 	case tj.Status.Phase != v1.PhaseRunning:
 		phase := string(tj.Status.Phase)
@@ -118,10 +119,10 @@ func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) Explanation {
 			e.Message += ": " + tj.Status.Message
 		}
 	case spec.MinInstance >= spec.MaxInstance:
-		e.Limit = LimitNotElastic
+		e.Limit = planner.LimitNotElastic
 		e.Message = fmt.Sprintf("min-instance equals max-instance (%d): the autoscaler does not scale it", spec.MinInstance)
 	default:
-		e.Limit = LimitNotElastic
+		e.Limit = planner.LimitNotElastic
 		e.Message = fmt.Sprintf("its trainer ReplicaSet %s is missing or not controlled by the job", v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
 	}
 	return e
@@ -129,13 +130,15 @@ func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) Explanation {
 
 func clusterLine(snap cluster.Snapshot) ClusterLine {
 	c := ClusterLine{Nodes: snap.NodeCount, Pending: len(snap.Pending),
-		Allocatable: Resources{CPUMilli: snap.CPUTotalMilli, MemoryMega: snap.MemoryTotalMega, GPU: snap.GPUTotal},
-		Requested:   Resources{CPUMilli: snap.CPURequestMilli, MemoryMega: snap.MemoryRequestMega, GPU: snap.GPURequest},
+		Allocatable: planner.Resources{CPUMilli: snap.CPUTotalMilli, MemoryMega: snap.MemoryTotalMega, GPU: snap.GPUTotal},
+		Requested:   planner.Resources{CPUMilli: snap.CPURequestMilli, MemoryMega: snap.MemoryRequestMega, GPU: snap.GPURequest},
 		Load:        map[string]float64{}}
-	alloc, req := vecOf(c.Allocatable), vecOf(c.Requested)
-	for r := range numRes {
-		if alloc[r] > 0 {
-			c.Load[resNames[r]] = float64(req[r]) / float64(alloc[r])
+	for _, r := range []struct {
+		name       string
+		req, alloc int64
+	}{{"CPU", snap.CPURequestMilli, snap.CPUTotalMilli}, {"memory", snap.MemoryRequestMega, snap.MemoryTotalMega}, {"GPU", snap.GPURequest, snap.GPUTotal}} {
+		if r.alloc > 0 {
+			c.Load[r.name] = float64(r.req) / float64(r.alloc)
 		}
 	}
 	return c

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 // TestExplainReportsEveryJobAndWritesNothing: the report covers every
@@ -35,8 +36,8 @@ func TestExplainReportsEveryJobAndWritesNothing(t *testing.T) {
 	assert.True(t, r.Time.Equal(f.clock.Now()))
 	assert.Equal(t, 0.97, r.Options.MaxLoadDesired)
 	assert.Equal(t, 3*time.Second, r.Options.CoolDown)
-	assert.Equal(t, ClusterLine{Nodes: 1, Allocatable: Resources{CPUMilli: 10000, MemoryMega: 65536},
-		Requested: Resources{CPUMilli: 6000, MemoryMega: 6144}, Load: map[string]float64{"CPU": 0.6, "memory": 0.09375}}, r.Cluster, "the 6 trainers of the four jobs")
+	assert.Equal(t, ClusterLine{Nodes: 1, Allocatable: planner.Resources{CPUMilli: 10000, MemoryMega: 65536},
+		Requested: planner.Resources{CPUMilli: 6000, MemoryMega: 6144}, Load: map[string]float64{"CPU": 0.6, "memory": 0.09375}}, r.Cluster, "the 6 trainers of the four jobs")
 
 	require.Len(t, r.Jobs, 4)
 	a := r.Jobs[0]
@@ -45,13 +46,13 @@ func TestExplainReportsEveryJobAndWritesNothing(t *testing.T) {
 	assert.Equal(t, 1, a.Running)
 	require.NotNil(t, a.Next, "the next cycle grows it")
 	assert.Equal(t, int32(4), a.Next.To)
-	assert.Equal(t, LimitAtMax, a.Limit)
+	assert.Equal(t, planner.LimitAtMax, a.Limit)
 
-	assert.Equal(t, LimitNotRunning, r.Jobs[1].Limit)
+	assert.Equal(t, planner.LimitNotRunning, r.Jobs[1].Limit)
 	assert.Equal(t, "the job is Pending, and only Running jobs are scaled (0 of 1..4 trainers): 1 pods cannot be scheduled yet", r.Jobs[1].Message)
 	assert.Nil(t, r.Jobs[1].Next)
-	assert.Equal(t, LimitNotElastic, r.Jobs[2].Limit)
+	assert.Equal(t, planner.LimitNotElastic, r.Jobs[2].Limit)
 	assert.Equal(t, "min-instance equals max-instance (3): the autoscaler does not scale it", r.Jobs[2].Message)
-	assert.Equal(t, LimitNotElastic, r.Jobs[3].Limit)
+	assert.Equal(t, planner.LimitNotElastic, r.Jobs[3].Limit)
 	assert.Contains(t, r.Jobs[3].Message, "its trainer ReplicaSet d-trainer is missing or not controlled by the job")
 }

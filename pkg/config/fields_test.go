@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
 // TestFieldsCoverTheType: the table has one row per leaf field of
@@ -46,8 +46,8 @@ func TestFieldsCoverTheType(t *testing.T) {
 	}
 	assert.Equal(t, leaves, paths)
 	assert.Empty(t, Missing(Default()), "Default sets every field")
-	assert.Equal(t, autoscaler.DefaultRebalanceGap, DefaultRebalanceGap)
-	assert.Equal(t, autoscaler.DefaultMaxLoadDesired, *Default().Autoscaler.MaxLoadDesired)
+	assert.Equal(t, planner.DefaultRebalanceGap, DefaultRebalanceGap)
+	assert.Equal(t, planner.DefaultMaxLoadDesired, *Default().Autoscaler.MaxLoadDesired)
 }
 
 // TestEveryFieldRoundTrips: what Get writes, Set reads back, and the JSON

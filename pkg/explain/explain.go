@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/config"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/pkg/watch"
@@ -121,8 +122,8 @@ func Filter(r autoscaler.Report, ns, name string) (autoscaler.Report, error) {
 		jns, jname, _ := strings.Cut(key, "/")
 		return (ns == "" || jns == ns) && (name == "" || jname == name)
 	}
-	r.Queue = slices.DeleteFunc(slices.Clone(r.Queue), func(w autoscaler.Waiting) bool { return !mine(w.Job) })
-	r.Admitted = slices.DeleteFunc(slices.Clone(r.Admitted), func(a autoscaler.Admission) bool { return !mine(a.Job) })
-	r.Preempted = slices.DeleteFunc(slices.Clone(r.Preempted), func(p autoscaler.Preemption) bool { return !mine(p.Job) && !mine(p.By) })
+	r.Queue = slices.DeleteFunc(slices.Clone(r.Queue), func(w planner.Waiting) bool { return !mine(w.Job) })
+	r.Admitted = slices.DeleteFunc(slices.Clone(r.Admitted), func(a planner.Admission) bool { return !mine(a.Job) })
+	r.Preempted = slices.DeleteFunc(slices.Clone(r.Preempted), func(p planner.Preemption) bool { return !mine(p.Job) && !mine(p.By) })
 	return r, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/config"
 )
@@ -71,7 +72,7 @@ func writeJob(b *strings.Builder, j autoscaler.JobReport, interval time.Duration
 	}
 	fmt.Fprintf(b, "%s/%s (%s, priority %d)\n", j.Namespace, j.Name, phase, j.Priority)
 	fmt.Fprintf(b, "  trainers     %d asked for (%d running), min %d, max %d\n", j.From, j.Running, j.Min, j.Max)
-	if j.Phase == "Running" && j.Limit != autoscaler.LimitNotElastic {
+	if j.Phase == "Running" && j.Limit != planner.LimitNotElastic {
 		fmt.Fprintf(b, "  fulfillment  %s (%d placed after the next cycle)\n", formatRatio(j.Fulfillment), j.Placed)
 	}
 	next := "nothing"
@@ -80,7 +81,7 @@ func writeJob(b *strings.Builder, j autoscaler.JobReport, interval time.Duration
 	}
 	fmt.Fprintf(b, "  next cycle   %s\n", next)
 	limit := string(j.Limit)
-	if j.Limit == autoscaler.LimitCoolDown && interval > 0 {
+	if j.Limit == planner.LimitCoolDown && interval > 0 {
 		cycles := int(math.Ceil(float64(j.CoolDownLeft) / float64(interval)))
 		limit += fmt.Sprintf(" (%d cycles, %v left)", cycles, j.CoolDownLeft.Round(time.Second))
 	}
@@ -142,7 +143,7 @@ func effectiveThreshold(t float64) float64 {
 	if t > 0 {
 		return t
 	}
-	return autoscaler.DefaultMaxLoadDesired
+	return planner.DefaultMaxLoadDesired
 }
 
 // formatRatio renders a load or fulfillment with up to three decimals.

@@ -13,29 +13,30 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/config"
 )
 
 func sampleReport() autoscaler.Report {
 	return autoscaler.Report{
-		Options: autoscaler.Options{MaxLoadDesired: 0.97},
+		Options: planner.Options{MaxLoadDesired: 0.97},
 		Cluster: autoscaler.ClusterLine{Nodes: 4, Pending: 1,
-			Allocatable: autoscaler.Resources{CPUMilli: 64000, MemoryMega: 262144},
-			Requested:   autoscaler.Resources{CPUMilli: 61000, MemoryMega: 90000},
+			Allocatable: planner.Resources{CPUMilli: 64000, MemoryMega: 262144},
+			Requested:   planner.Resources{CPUMilli: 61000, MemoryMega: 90000},
 			Load:        map[string]float64{"CPU": 0.953125, "memory": 0.3433}},
 		Jobs: []autoscaler.JobReport{
-			{Namespace: "ns", Name: "alpha", Phase: "Running", Running: 11, Explanation: autoscaler.Explanation{
-				Job: "ns/alpha", Limit: autoscaler.LimitLoad, From: 11, To: 11, Min: 2, Max: 20, Placed: 11, Fulfillment: 0.5,
+			{Namespace: "ns", Name: "alpha", Phase: "Running", Running: 11, Explanation: planner.Explanation{
+				Job: "ns/alpha", Limit: planner.LimitLoad, From: 11, To: 11, Min: 2, Max: 20, Placed: 11, Fulfillment: 0.5,
 				Message: "one more trainer (4 CPU) would take CPU requests past max_load_desired 0.97: 61 CPU of 64 CPU requested (load 0.953)"}},
-			{Namespace: "ns", Name: "beta", Phase: "Running", Running: 3, Explanation: autoscaler.Explanation{
-				Job: "ns/beta", Limit: autoscaler.LimitCoolDown, From: 3, To: 3, Min: 1, Max: 10, Placed: 3, Fulfillment: 0.222,
+			{Namespace: "ns", Name: "beta", Phase: "Running", Running: 3, Explanation: planner.Explanation{
+				Job: "ns/beta", Limit: planner.LimitCoolDown, From: 3, To: 3, Min: 1, Max: 10, Placed: 3, Fulfillment: 0.222,
 				CoolDownLeft: 7 * time.Second, Message: "scaled down at …"}},
-			{Namespace: "ns", Name: "gamma", Phase: "Running", Running: 1, Next: &autoscaler.ScaleAction{Job: "ns/gamma", From: 1, To: 3,
-				Cause: autoscaler.CauseIdle, Reason: "scale up by 2: …"}, Explanation: autoscaler.Explanation{
-				Job: "ns/gamma", Limit: autoscaler.LimitAtMax, From: 1, To: 3, Min: 1, Max: 3, Placed: 3, Fulfillment: 1,
+			{Namespace: "ns", Name: "gamma", Phase: "Running", Running: 1, Next: &planner.ScaleAction{Job: "ns/gamma", From: 1, To: 3,
+				Cause: planner.CauseIdle, Reason: "scale up by 2: …"}, Explanation: planner.Explanation{
+				Job: "ns/gamma", Limit: planner.LimitAtMax, From: 1, To: 3, Min: 1, Max: 3, Placed: 3, Fulfillment: 1,
 				Message: "grows by 2 to its maximum, 3 of 1..3 trainers"}},
-			{Namespace: "other", Name: "new", Phase: "Pending", Explanation: autoscaler.Explanation{
-				Job: "other/new", Limit: autoscaler.LimitNotRunning, Min: 2, Max: 4,
+			{Namespace: "other", Name: "new", Phase: "Pending", Explanation: planner.Explanation{
+				Job: "other/new", Limit: planner.LimitNotRunning, Min: 2, Max: 4,
 				Message: "the job is Pending, and only Running jobs are scaled (0 of 2..4 trainers)"}},
 		},
 	}
@@ -146,9 +147,9 @@ func TestPrintWideAndYAML(t *testing.T) {
 
 func TestExplainPrintsTheQueue(t *testing.T) {
 	r := sampleReport()
-	r.Admitted = []autoscaler.Admission{{Job: "ns/small", Reason: "its minimum, 1 trainer, needs 1 CPU and fits on 1 node"}}
-	r.Preempted = []autoscaler.Preemption{{Job: "other/low", Priority: 0, By: "ns/urgent", ByPriority: 1000, Reason: "stopped whole"}}
-	r.Queue = []autoscaler.Waiting{
+	r.Admitted = []planner.Admission{{Job: "ns/small", Reason: "its minimum, 1 trainer, needs 1 CPU and fits on 1 node"}}
+	r.Preempted = []planner.Preemption{{Job: "other/low", Priority: 0, By: "ns/urgent", ByPriority: 1000, Reason: "stopped whole"}}
+	r.Queue = []planner.Waiting{
 		{Job: "ns/big", Position: 1, Of: 2, Kind: v1.ReasonWaitingForAdmission, Head: true, Reason: "position 1 of 2 in the queue: its minimum needs 14 CPU"},
 		{Job: "other/q", Position: 2, Of: 2, Kind: v1.ReasonWaitingForQuota, Reason: "position 2 of 2 in the queue: namespace other quota requests.cpu: 6 CPU left, the minimum needs 14 CPU"},
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
@@ -123,19 +123,19 @@ func New(version string) *Metrics {
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and
 	// alerts see a 0 rather than no series.
-	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseIdle))
-	m.scaleActions.WithLabelValues("up", string(autoscaler.CauseRebalance))
-	m.scaleActions.WithLabelValues("down", string(autoscaler.CausePriority))
-	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseMinimum))
-	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseRebalance))
-	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseLoad))
-	m.scaleActions.WithLabelValues("down", string(autoscaler.CauseUnschedulable))
+	m.scaleActions.WithLabelValues("up", string(planner.CauseIdle))
+	m.scaleActions.WithLabelValues("up", string(planner.CauseRebalance))
+	m.scaleActions.WithLabelValues("down", string(planner.CausePriority))
+	m.scaleActions.WithLabelValues("down", string(planner.CauseMinimum))
+	m.scaleActions.WithLabelValues("down", string(planner.CauseRebalance))
+	m.scaleActions.WithLabelValues("down", string(planner.CauseLoad))
+	m.scaleActions.WithLabelValues("down", string(planner.CauseUnschedulable))
 	for _, dir := range []string{"up", "down"} {
 		for _, result := range []string{resultLostRace, resultError} {
 			m.scaleFails.WithLabelValues(dir, result)
 		}
 	}
-	for _, l := range autoscaler.Limits {
+	for _, l := range planner.Limits {
 		m.jobsByCause.WithLabelValues(string(l))
 	}
 	return m
@@ -157,7 +157,7 @@ func (m *Metrics) SetOptions(interval time.Duration, maxLoadDesired float64) {
 
 // ScaleFailed counts a scaling whose patch failed; it implements
 // autoscaler.Metrics.
-func (m *Metrics) ScaleFailed(act autoscaler.ScaleAction, lost bool) {
+func (m *Metrics) ScaleFailed(act planner.ScaleAction, lost bool) {
 	result := resultError
 	if lost {
 		result = resultLostRace
@@ -190,7 +190,7 @@ func (m *Metrics) Handler() http.Handler {
 // Planned records one autoscaling cycle; it implements autoscaler.Metrics.
 // The cluster and job series are replaced by this cycle's: a job that is no
 // longer Running and elastic loses its series.
-func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []autoscaler.Job) {
+func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []planner.Job) {
 	m.planDuration.Observe(took.Seconds())
 	m.state.set(snap, jobs)
 }
@@ -198,22 +198,22 @@ func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []auto
 // Explained counts the jobs of the last cycle by what limits them; it
 // implements autoscaler.Metrics. Every cause has a series, 0 when no job has
 // it.
-func (m *Metrics) Explained(jobs []autoscaler.Explanation) {
-	counts := make(map[autoscaler.Limit]int, len(autoscaler.Limits))
+func (m *Metrics) Explained(jobs []planner.Explanation) {
+	counts := make(map[planner.Limit]int, len(planner.Limits))
 	for _, e := range jobs {
 		counts[e.Limit]++
 	}
-	for _, l := range autoscaler.Limits {
+	for _, l := range planner.Limits {
 		m.jobsByCause.WithLabelValues(string(l)).Set(float64(counts[l]))
 	}
 }
 
 // Scaled counts an applied scaling; it implements autoscaler.Metrics.
-func (m *Metrics) Scaled(act autoscaler.ScaleAction) {
+func (m *Metrics) Scaled(act planner.ScaleAction) {
 	m.scaleActions.WithLabelValues(direction(act), string(act.Cause)).Inc()
 }
 
-func direction(act autoscaler.ScaleAction) string {
+func direction(act planner.ScaleAction) string {
 	if act.To < act.From {
 		return "down"
 	}
@@ -271,7 +271,7 @@ func newStateCollector() *stateCollector {
 	}
 }
 
-func (c *stateCollector) set(snap cluster.Snapshot, jobs []autoscaler.Job) {
+func (c *stateCollector) set(snap cluster.Snapshot, jobs []planner.Job) {
 	states := make([]jobState, 0, len(jobs))
 	for _, j := range jobs {
 		running := 0

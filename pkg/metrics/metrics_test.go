@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 )
 
@@ -40,7 +41,7 @@ var snap = cluster.Snapshot{
 
 func TestPlannedReportsTheClusterAndTheJobs(t *testing.T) {
 	m := New("v1.2.3")
-	m.Planned(30*time.Millisecond, snap, []autoscaler.Job{
+	m.Planned(30*time.Millisecond, snap, []planner.Job{
 		{Key: "team-a/mnist", Min: 2, Max: 6, Current: 5, Trainers: trainers(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning, corev1.PodPending)},
 		{Key: "team-b/starved", Min: 2, Max: 4, Current: 2, Trainers: trainers(corev1.PodPending)},
 		{Key: "team-b/fixed", Min: 3, Max: 3, Current: 3},
@@ -88,14 +89,14 @@ edl_job_trainers{job="starved",namespace="team-b",state="running"} 0
 // series, so that a deleted job does not report its last numbers forever.
 func TestJobSeriesGoWithTheJob(t *testing.T) {
 	m := New("dev")
-	m.Planned(time.Millisecond, snap, []autoscaler.Job{
+	m.Planned(time.Millisecond, snap, []planner.Job{
 		{Key: "ns/a", Min: 1, Max: 3, Current: 1}, {Key: "ns/b", Min: 1, Max: 3, Current: 1},
 	})
 	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_job_fulfillment", "edl_job_trainers")
 	require.NoError(t, err)
 	assert.Equal(t, 2+4, count)
 
-	m.Planned(time.Millisecond, snap, []autoscaler.Job{{Key: "ns/b", Min: 1, Max: 3, Current: 2}})
+	m.Planned(time.Millisecond, snap, []planner.Job{{Key: "ns/b", Min: 1, Max: 3, Current: 2}})
 	out := scrape(t, m)
 	assert.NotContains(t, out, `job="a"`)
 	assert.Contains(t, out, `edl_job_trainers{job="b",namespace="ns",state="desired"} 2`)
@@ -112,9 +113,9 @@ func TestNoClusterBeforeTheFirstCycle(t *testing.T) {
 
 func TestScaledCountsByDirectionAndReason(t *testing.T) {
 	m := New("dev")
-	m.Scaled(autoscaler.ScaleAction{From: 2, To: 6, Cause: autoscaler.CauseIdle})
-	m.Scaled(autoscaler.ScaleAction{From: 6, To: 4, Cause: autoscaler.CausePriority})
-	m.Scaled(autoscaler.ScaleAction{From: 4, To: 3, Cause: autoscaler.CausePriority})
+	m.Scaled(planner.ScaleAction{From: 2, To: 6, Cause: planner.CauseIdle})
+	m.Scaled(planner.ScaleAction{From: 6, To: 4, Cause: planner.CausePriority})
+	m.Scaled(planner.ScaleAction{From: 4, To: 3, Cause: planner.CausePriority})
 	want := `
 # HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).
 # TYPE edl_autoscaler_scale_actions_total counter
@@ -136,15 +137,15 @@ func TestJobsByCause(t *testing.T) {
 	m := New("dev")
 	count, err := testutil.GatherAndCount(m.Gatherer(), "edl_autoscaler_jobs")
 	require.NoError(t, err)
-	assert.Equal(t, len(autoscaler.Limits), count, "a series per cause before any cycle")
+	assert.Equal(t, len(planner.Limits), count, "a series per cause before any cycle")
 
-	m.Explained([]autoscaler.Explanation{{Job: "ns/a", Limit: autoscaler.LimitLoad}, {Job: "ns/b", Limit: autoscaler.LimitLoad},
-		{Job: "ns/c", Limit: autoscaler.LimitNoRoom}})
+	m.Explained([]planner.Explanation{{Job: "ns/a", Limit: planner.LimitLoad}, {Job: "ns/b", Limit: planner.LimitLoad},
+		{Job: "ns/c", Limit: planner.LimitNoRoom}})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("Load")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("NoRoom")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("AtMax")))
 
-	m.Explained([]autoscaler.Explanation{{Job: "ns/a", Limit: autoscaler.LimitAtMax}})
+	m.Explained([]planner.Explanation{{Job: "ns/a", Limit: planner.LimitAtMax}})
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("Load")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.jobsByCause.WithLabelValues("AtMax")))
 }
@@ -225,8 +226,8 @@ func TestQueueFailuresAndOptions(t *testing.T) {
 	m.Admitted(90 * time.Second)
 	assert.Contains(t, scrape(t, m), "edl_admission_wait_seconds_sum 90\n")
 
-	m.ScaleFailed(autoscaler.ScaleAction{From: 2, To: 4}, true)
-	m.ScaleFailed(autoscaler.ScaleAction{From: 4, To: 2}, false)
+	m.ScaleFailed(planner.ScaleAction{From: 2, To: 4}, true)
+	m.ScaleFailed(planner.ScaleAction{From: 4, To: 2}, false)
 	want := `
 # HELP edl_autoscaler_scale_failures_total Trainer ReplicaSet scalings whose patch failed, by direction and result: lost_race (a concurrent writer changed the count first; the next plan starts from it) or error (the API server failed or refused the patch).
 # TYPE edl_autoscaler_scale_failures_total counter

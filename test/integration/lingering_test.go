@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -93,7 +94,7 @@ func TestLingeringTrainerIsNoLoad(t *testing.T) {
 	// SettleSlack after its grace period the trainer lingers: from then on it
 	// would count as load. Watch a few intervals past that.
 	deadline := held.DeletionTimestamp.Add(time.Duration(ptr.Deref(held.DeletionGracePeriodSeconds, 0)) * time.Second)
-	time.Sleep(time.Until(deadline.Add(autoscaler.SettleSlack + 2*time.Second)))
+	time.Sleep(time.Until(deadline.Add(planner.SettleSlack + 2*time.Second)))
 	assert.Never(t, func() bool {
 		got, err := c.trainerReplicas(ctx, []string{"alpha"})
 		return err == nil && got["alpha"] != 14

@@ -1,0 +1,107 @@
+package planner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster"
+)
+
+// loadPools is the test's own grouping of the snapshot's nodes into the
+// pools MaxLoadDesired applies to, node by node and without the planner's
+// classes: two nodes are in one pool when some job's trainers may use both.
+type loadPools struct {
+	of    map[string]int // node name → pool
+	jobs  map[string]int // job key → pool; -1 for a job no node takes
+	count int
+}
+
+func poolsOf(snap cluster.Snapshot, jobs []Job) loadPools {
+	parent := make([]int, len(snap.Nodes))
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(x int) int {
+		for parent[x] != x {
+			x = parent[x]
+		}
+		return x
+	}
+	first := map[string]int{}
+	for _, j := range jobs {
+		if j.Current < 0 {
+			continue // not planned
+		}
+		first[j.Key] = -1
+		for i, n := range snap.Nodes {
+			node := &corev1.Node{ObjectMeta: objectMeta(n.Name, n.Labels), Spec: corev1.NodeSpec{Taints: n.Taints}}
+			if !mayRun(j.Placement, node) {
+				continue
+			}
+			if first[j.Key] < 0 {
+				first[j.Key] = i
+			} else {
+				parent[find(i)] = find(first[j.Key])
+			}
+		}
+	}
+	lp := loadPools{of: map[string]int{}, jobs: map[string]int{}}
+	ids := map[int]int{}
+	for i, n := range snap.Nodes {
+		r := find(i)
+		if _, ok := ids[r]; !ok {
+			ids[r] = len(ids)
+		}
+		lp.of[n.Name] = ids[r]
+	}
+	lp.count = len(ids)
+	for key, i := range first {
+		lp.jobs[key] = -1
+		if i >= 0 {
+			lp.jobs[key] = ids[find(i)]
+		}
+	}
+	return lp
+}
+
+// base returns each pool's requests and allocatable, and the whole
+// cluster's at index -1 → len: the snapshot's totals when there is one
+// pool, as the planner takes them, the sums of the nodes otherwise.
+func (lp loadPools) base(snap cluster.Snapshot) (load, total []vec) {
+	load, total = make([]vec, lp.count+1), make([]vec, lp.count+1)
+	whole := lp.count
+	load[whole] = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}
+	total[whole] = vec{snap.CPUTotalMilli, snap.MemoryTotalMega, snap.GPUTotal}
+	if lp.count <= 1 {
+		if lp.count == 1 {
+			load[0], total[0] = load[whole], total[whole]
+		}
+		return load, total
+	}
+	for _, n := range snap.Nodes {
+		k := lp.of[n.Name]
+		alloc := vecOf(n.Allocatable)
+		total[k] = total[k].plus(alloc)
+		load[k] = load[k].plus(alloc.minus(vecOf(n.Free)))
+	}
+	return load, total
+}
+
+// index returns the pool a job's load is tested in, the whole cluster's
+// (len − 1) for a job no node takes.
+func (lp loadPools) index(job string) int {
+	if k, ok := lp.jobs[job]; ok && k >= 0 {
+		return k
+	}
+	return lp.count
+}
+
+// over reports whether some resource of load exceeds the threshold of
+// total.
+func over(load, total vec, threshold float64) bool {
+	for r := range numRes {
+		if float64(load[r]) > threshold*float64(total[r]) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,230 @@
+package planner
+
+import (
+	"container/heap"
+	"time"
+)
+
+// DefaultRebalanceGap is the fulfillment difference between two jobs of one
+// priority above which Plan moves trainers from the more fulfilled one, used
+// when Options.RebalanceGap is not positive.
+const DefaultRebalanceGap = 0.1
+
+// RebalancePerSecond is how many trainers the autoscaler lets rebalancing
+// move per second of its interval. kube-controller-manager's ReplicaSet
+// controller makes about 20 requests a second at its default client QPS,
+// and a move is one pod deleted and one created: at this rate the moves of
+// one plan are done before the next.
+const RebalancePerSecond = 10
+
+// RebalancePerCycle is Options.MaxRebalancePerCycle for plans interval
+// apart: RebalancePerSecond per second, at least 1.
+func RebalancePerCycle(interval time.Duration) int32 {
+	return int32(max(1, min(interval.Seconds()*RebalancePerSecond, 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
+}
+
+// rebalance moves capacity between the running jobs of one priority and
+// pool: while the most fulfilled job is more than the gap above the least
+// fulfilled one that could grow, the former gives back its newest trainer,
+// provided the latter's trainer fits where it leaves and within
+// MaxLoadDesired, and the move does not reverse their order. The takers
+// scale up in the same plan: their new pods wait for the givers'
+// trainers to go, and kube-scheduler binds them as soon as the room is free
+// — a cycle sooner than growth could hand the room out in the next plan,
+// which is the dip in the cluster's use that each move costs. The moves of
+// one plan stop at Options.MaxRebalancePerCycle: the rest wait for the
+// next plans, so that each wave is one the ReplicaSet controller carries
+// out within an interval. Without this phase a job that arrives when the
+// cluster is full keeps its minimum for as long as the earlier jobs run.
+func (p *plan) rebalance() {
+	gap := p.rebalanceGap()
+	if gap >= 1 {
+		return // fulfillments never differ by more than 1
+	}
+	for _, j := range p.jobs {
+		if j.shrunk > 0 {
+			return // this plan yields already: one kind of change at a time
+		}
+	}
+	// A job that growth can serve from idle capacity takes nothing.
+	for _, j := range p.movable {
+		j.growsFromIdle = p.grower.firstFit(j.req, j.elig) >= 0 && p.loadAdmits(j) && p.quotaAllows(j, 1)
+	}
+	// Jobs compete for room with the jobs of their priority in their pool:
+	// the jobs of another pool could not use what they give back.
+	type level struct {
+		pool     *pool
+		priority int32
+	}
+	byLevel := map[level][]*jobState{}
+	var levels []level
+	for _, j := range p.movable {
+		l := level{j.pool, j.priority}
+		if _, seen := byLevel[l]; !seen {
+			levels = append(levels, l)
+		}
+		byLevel[l] = append(byLevel[l], j)
+	}
+	// Per node, the room rebalancing freed and the room it promised to
+	// takers; made at the first move. A taker is promised only room givers
+	// free: idle room next to it would be growth's to hand out in the next
+	// plan, before the giver's trainer has gone.
+	var freed, reserved []vec
+	// Growth's load of each pool, with the moves so far: a giver and its
+	// taker share the node, so the pool.
+	load := make([]vec, len(p.pools))
+	for i := range p.pools {
+		load[i] = p.pools[i].growLoad
+	}
+	var moved int32
+levels:
+	for _, level := range levels {
+		// Growth serves higher priorities first: room freed where one of
+		// them could grow would go to it, not to the taker.
+		var ahead []*jobState
+		for _, j := range p.movable {
+			if j.priority > level.priority && p.mayGrow(j) {
+				ahead = append(ahead, j)
+			}
+		}
+		givers := &jobHeap{less: giveFirst}
+		takers := &jobHeap{less: takeFirst, at: func(j *jobState) *int { return &j.takerAt }}
+		for _, j := range byLevel[level] {
+			givers.items = append(givers.items, j)
+			takers.items = append(takers.items, j)
+		}
+		takers.index()
+		heap.Init(givers)
+		heap.Init(takers)
+		for givers.Len() > 0 && takers.Len() > 0 {
+			giver, taker := givers.items[0], takers.items[0]
+			// Drop who cannot give or take any more; a job is never both.
+			if giver.slack() == 0 || !giver.victims[giver.next].bound || giver.promised > 0 {
+				heap.Pop(givers)
+				continue
+			}
+			if taker.growsFromIdle || taker.coolingDown || taker.unschedulable || taker.starved ||
+				taker.desired+taker.promised >= taker.max {
+				heap.Pop(takers)
+				continue
+			}
+			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+taker.promised)
+			if gf-tf <= gap {
+				break // the most fulfilled giver is close enough to the least fulfilled taker
+			}
+			// After the move the giver must still be at least as fulfilled
+			// as the taker, or the next plan would move the trainer back.
+			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+taker.promised+1) < 0 {
+				break
+			}
+			v := &giver.victims[giver.next]
+			n := p.nodeOf(giver, v)
+			// The room the giver's trainers free, and no more than the
+			// node will have free once they are gone (a node whose pods
+			// ask more than it holds has less).
+			room := v.req
+			var avail vec
+			if n >= 0 {
+				avail = p.free[n].plus(v.req)
+				if reserved != nil {
+					room = room.plus(freed[n]).minus(reserved[n])
+					avail = avail.minus(reserved[n])
+				}
+			}
+			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || !taker.req.fitsIn(avail) ||
+				takesFirst(ahead, n, room, p) {
+				// The taker's trainer would not fit where this one leaves,
+				// or a job of a higher priority would take the room first:
+				// the giver's capacity is of no use to the taker.
+				heap.Pop(givers)
+				continue
+			}
+			if !p.quotaAllows(taker, taker.promised+1) {
+				heap.Pop(takers)
+				continue
+			}
+			pi := p.poolOf[p.classes.classOf[n]]
+			after := load[pi].minus(v.req).plus(taker.req)
+			if !p.admits(&p.pools[pi], after, taker.req) {
+				break
+			}
+			if limit := p.opts.MaxRebalancePerCycle; limit > 0 && moved >= limit {
+				taker.capped = giver
+				break levels
+			}
+			moved++
+			if giver.rebalanceTo == nil {
+				giver.rebalanceFrom, giver.rebalancePlaced = gf, giver.placed
+				giver.rebalanceTo, giver.rebalanceToF = taker, tf
+			}
+			if giver.takerAt >= 0 {
+				heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
+			}
+			if reserved == nil {
+				freed, reserved = make([]vec, len(p.free)), make([]vec, len(p.free))
+			}
+			freed[n] = freed[n].plus(v.req)
+			reserved[n] = reserved[n].plus(taker.req)
+			load[pi] = after
+			// Growth's load keeps this plan's removals; the taker's
+			// trainer replaces the giver's in it.
+			p.expect(int(n), taker.req.minus(v.req))
+			p.removeNext(giver)
+			giver.rebalanced++
+			if taker.promisedBy == nil {
+				taker.promisedBy = giver
+			}
+			taker.promised++
+			taker.nodes = append(taker.nodes, p.nodes[n].Name)
+			heap.Fix(givers, 0)
+			heap.Fix(takers, taker.takerAt)
+		}
+	}
+	for _, j := range p.movable {
+		if j.promised > 0 {
+			j.desired += j.promised
+			j.placed += j.promised
+			for range j.promised {
+				spend(p.quotas[j.ns], j.req, j.lim)
+			}
+		}
+	}
+}
+
+// takesFirst reports whether one of the jobs growth serves before the taker
+// may use node n and fits in room there.
+func takesFirst(ahead []*jobState, n int32, room vec, p *plan) bool {
+	for _, j := range ahead {
+		if j.elig.has(n, p.classes.classOf[n]) && j.req.fitsIn(room) {
+			return true
+		}
+	}
+	return false
+}
+
+// giveFirst orders the givers: the most fulfilled first, then by key.
+func giveFirst(a, b *jobState) bool {
+	if c := fulfillmentCmp(a, b); c != 0 {
+		return c > 0
+	}
+	return a.key < b.key
+}
+
+// takeFirst orders the takers: the least fulfilled first, counting the
+// trainers promised to them, then by key.
+func takeFirst(a, b *jobState) bool {
+	if c := fulfillmentAt(a, a.placed+a.promised, b, b.placed+b.promised); c != 0 {
+		return c < 0
+	}
+	return a.key < b.key
+}
+
+func (p *plan) rebalanceGap() float64 {
+	if gap := p.opts.RebalanceGap; gap > 0 && gap <= 1 {
+		return gap
+	}
+	if p.opts.RebalanceGap > 1 {
+		return 1
+	}
+	return DefaultRebalanceGap
+}

@@ -27,6 +27,7 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 	"github.com/paddlepaddle/edl/pkg/watch"
@@ -66,10 +67,10 @@ func BenchmarkSimulatedCluster(b *testing.B) {
 // planRecorder keeps what the autoscaler reports of each cycle.
 type planRecorder struct {
 	took time.Duration
-	snap cluster.Snapshot
+	snap snapshot.Snapshot
 }
 
-func (r *planRecorder) Planned(took time.Duration, snap cluster.Snapshot, _ []planner.Job) {
+func (r *planRecorder) Planned(took time.Duration, snap snapshot.Snapshot, _ []planner.Job) {
 	r.took, r.snap = took, snap
 }
 func (r *planRecorder) Scaled(planner.ScaleAction)            {}
@@ -90,7 +91,7 @@ func sentinel(c simCluster, rv int) *corev1.Pod {
 	return p
 }
 
-func sentinelSeen(snap cluster.Snapshot, rv int) bool {
+func sentinelSeen(snap snapshot.Snapshot, rv int) bool {
 	for _, p := range snap.Trainers["team-00/job-0000"] {
 		if p.Name == "sentinel" {
 			return (p.Node == "") == (rv%2 == 1)

@@ -226,3 +226,96 @@ func ScalingCondition(e *planner.Explanation, generation int64, now time.Time) m
 	}
 	return c
 }
+
+// applied is what applyActions did: the scalings applied, as the job's
+// status records them, and the jobs whose scaling failed or was skipped.
+type applied struct {
+	scaled map[string]*v1.ScaleRecord
+	failed map[string]bool
+}
+
+// applyActions patches the trainer ReplicaSets of actions, the scale-downs
+// first (see [applyOrder]), and logs each instead with a dry run. A
+// rebalancing scale-up whose room was to come from a scale-down that failed
+// is skipped: its pods would only wait, and the next plan decides again.
+func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAction, objects map[string]*v1.TrainingJob, now time.Time) applied {
+	done := applied{scaled: map[string]*v1.ScaleRecord{}, failed: map[string]bool{}}
+	givenBack := true // every rebalancing scale-down applied
+	for _, act := range applyOrder(actions) {
+		if a.cfg.DryRun {
+			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
+			continue
+		}
+		if act.Cause == planner.CauseRebalance && act.To > act.From && !givenBack {
+			done.failed[act.Job] = true
+			a.log.Info("not scaling up: a rebalancing scale-down it was to take the room of failed", "job", act.Job, "from", act.From, "to", act.To)
+			continue
+		}
+		if err := a.apply(ctx, objects[act.Job], act); err != nil {
+			if act.Cause == planner.CauseRebalance && act.To < act.From {
+				givenBack = false
+			}
+			done.failed[act.Job] = true
+			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
+			continue
+		}
+		done.scaled[act.Job] = &v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
+	}
+	return done
+}
+
+// applyOrder is the plan's actions with the scale-downs first: the
+// scale-ups of rebalancing take the room those free.
+func applyOrder(actions []planner.ScaleAction) []planner.ScaleAction {
+	out := make([]planner.ScaleAction, 0, len(actions))
+	for _, down := range []bool{true, false} {
+		for _, act := range actions {
+			if (act.To < act.From) == down {
+				out = append(out, act)
+			}
+		}
+	}
+	return out
+}
+
+// recordScalings writes what limits each planned job (its Scaling
+// condition) with the scaling applied to it, if any, and the scaling alone
+// for a job scaled but not explained. It skips a job whose scaling failed,
+// whose condition would describe what did not happen, and a job being
+// preempted; a dry run writes nothing.
+func (a *Autoscaler) recordScalings(ctx context.Context, d planner.Decision, objects map[string]*v1.TrainingJob, done applied, now time.Time) {
+	if a.cfg.DryRun {
+		return
+	}
+	stopped := make(map[string]bool, len(d.Preempted))
+	for _, pre := range d.Preempted {
+		stopped[pre.Job] = true
+	}
+	written := make(map[string]time.Time, len(d.Jobs))
+	for _, e := range d.Jobs {
+		if job := objects[e.Job]; job != nil {
+			if t, ok := a.written[writtenKey(job)]; ok {
+				written[writtenKey(job)] = t // jobs no longer planned are forgotten
+			}
+		}
+	}
+	a.written = written
+	for _, e := range d.Jobs {
+		if done.failed[e.Job] || stopped[e.Job] {
+			continue
+		}
+		record := done.scaled[e.Job]
+		delete(done.scaled, e.Job)
+		switch err := a.recordStatus(ctx, objects[e.Job], &e, record, now); {
+		case errors.Is(err, errStale):
+			a.log.Debug("the job changed while its limit was recorded; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+		case err != nil:
+			a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+		}
+	}
+	for job, record := range done.scaled { // scaled, and not explained: the record alone
+		if err := a.recordScale(ctx, objects[job], record); err != nil {
+			a.log.Warn("recording the scaling failed", "job", job, "err", err)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
@@ -296,7 +297,7 @@ func drain(r *record.FakeRecorder) []string {
 // fakeMetrics keeps what the autoscaler reports.
 type fakeMetrics struct {
 	planned   [][]planner.Job
-	snaps     []cluster.Snapshot
+	snaps     []snapshot.Snapshot
 	scaled    []planner.ScaleAction
 	explained [][]planner.Explanation
 	failed    []planner.ScaleAction
@@ -316,7 +317,7 @@ func (r *fakeMetrics) Admitted(wait time.Duration) { r.admitted = append(r.admit
 
 func (r *fakeMetrics) Explained(jobs []planner.Explanation) { r.explained = append(r.explained, jobs) }
 
-func (r *fakeMetrics) Planned(_ time.Duration, snap cluster.Snapshot, jobs []planner.Job) {
+func (r *fakeMetrics) Planned(_ time.Duration, snap snapshot.Snapshot, jobs []planner.Job) {
 	r.planned = append(r.planned, jobs)
 	r.snaps = append(r.snaps, snap)
 }

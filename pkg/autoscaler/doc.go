@@ -1,24 +1,16 @@
-// Package autoscaler decides how many trainers each elastic TrainingJob should
-// run. Plan is a pure function from a cluster snapshot and the elastic jobs to
-// a list of ScaleActions, each with a reason a person can check; it reads no
-// clock, calls no API and never mutates its inputs, which is what makes it
-// fuzzable, benchmarkable and usable for a dry run. Applying the actions (the
-// ReplicaSet patches) is the actuator's job, not this package's planning code.
+// Package autoscaler runs the planner every interval and carries out its
+// decisions: it is the runtime around package planner, the only part of the
+// autoscaling that reads the informers and writes to the API.
 //
-// The idea is the original EDL's: a job's fulfillment is how far it is between
-// its min and max trainers; idle capacity goes one trainer at a time to the
-// least fulfilled job while the cluster stays under max_load_desired and a node
-// really has room; trainers are taken back from the lowest-priority, most
-// fulfilled jobs when the cluster is over the threshold or higher-priority pods
-// cannot be scheduled. docs/autoscaler.md explains the rules and lists the
-// original's defects and where each is avoided.
-//
-// Decide is Plan with gang admission: it also admits, in priority and age
-// order, the queued jobs whose whole minimum fits their namespace's quota
-// and the nodes (admit.go, admitquota.go), so that no job starts half and no
-// two jobs wait on each other; the head of the queue has its nodes reserved
-// so that smaller jobs cannot starve it (reservation.go), and a job that
-// fits only if running jobs of a lower priority stop may stop them whole
-// (preempt.go). The Autoscaler records the admissions and preemptions in
-// the jobs' status (queue.go) and the controller scales the ReplicaSets.
+// One cycle, [Autoscaler.RunOnce], takes five steps: it snapshots the
+// cluster (package cluster's Tracker), reads the plan's inputs from the
+// informers — the Running elastic jobs and, with gang admission, the queued,
+// admitted and preemptible jobs — calls [planner.Decide], applies the
+// actions by patching the trainer ReplicaSets (scale-downs first, each patch
+// testing the old count so that a concurrent writer wins), and records the
+// outcome in the jobs' status: the Scaling condition and last scaling, the
+// preemptions, admissions and places in the queue. The controller then
+// scales an admitted job's ReplicaSets up and a preempted one's down.
+// [Autoscaler.Explain] plans the same way and writes nothing, for
+// `kubectl edl explain`.
 package autoscaler

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Report is one plan on the live cluster and what it says about every
@@ -128,7 +128,7 @@ func (a *Autoscaler) notPlanned(tj *v1.TrainingJob) planner.Explanation {
 	return e
 }
 
-func clusterLine(snap cluster.Snapshot) ClusterLine {
+func clusterLine(snap snapshot.Snapshot) ClusterLine {
 	c := ClusterLine{Nodes: snap.NodeCount, Pending: len(snap.Pending),
 		Allocatable: planner.Resources{CPUMilli: snap.CPUTotalMilli, MemoryMega: snap.MemoryTotalMega, GPU: snap.GPUTotal},
 		Requested:   planner.Resources{CPUMilli: snap.CPURequestMilli, MemoryMega: snap.MemoryRequestMega, GPU: snap.GPURequest},

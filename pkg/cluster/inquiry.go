@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/inconshreveable/log15"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // InquiryResource returns the current aggregates as a Snapshot. The
@@ -22,7 +24,7 @@ import (
 // Snapshot.String). The tracker's lock is held only while reading the
 // changed parts; sorting and formatting the log line happen after it is
 // released so that event handlers are not stalled.
-func (t *Tracker) InquiryResource() Snapshot {
+func (t *Tracker) InquiryResource() snapshot.Snapshot {
 	t.snapMu.Lock()
 	defer t.snapMu.Unlock()
 	r, b := t.collect()
@@ -32,7 +34,7 @@ func (t *Tracker) InquiryResource() Snapshot {
 		sortTerminating(r.Nodes[i].Terminating)
 	}
 	if b.allNodes {
-		slices.SortFunc(r.Nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(r.Nodes, func(a, b snapshot.Node) int { return strings.Compare(a.Name, b.Name) })
 		t.nodeIndex = make(map[string]int, len(r.Nodes))
 		for i := range r.Nodes {
 			t.nodeIndex[r.Nodes[i].Name] = i
@@ -63,10 +65,10 @@ type built struct {
 
 // collect builds the next Snapshot under the tracker's lock from the last
 // one and what changed since, and forgets the changes.
-func (t *Tracker) collect() (Snapshot, built) {
+func (t *Tracker) collect() (snapshot.Snapshot, built) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := Snapshot{
+	r := snapshot.Snapshot{
 		NodeCount:         t.nodeCount,
 		GPURequest:        t.requested.gpu,
 		GPULimit:          t.limits.gpu,
@@ -80,7 +82,7 @@ func (t *Tracker) collect() (Snapshot, built) {
 	}
 	last := t.last
 	if last == nil {
-		last = &Snapshot{}
+		last = &snapshot.Snapshot{}
 		for _, m := range []map[string]struct{}{t.dirtyNodes, t.dirtyJobs} {
 			clear(m)
 		}
@@ -97,7 +99,7 @@ func (t *Tracker) collect() (Snapshot, built) {
 	r.Pending = last.Pending
 	if t.dirtyPending {
 		b.pending = true
-		r.Pending = make([]PendingPod, 0, len(t.pending))
+		r.Pending = make([]snapshot.PendingPod, 0, len(t.pending))
 		for _, p := range t.pending {
 			r.Pending = append(r.Pending, p.pendingPod())
 		}
@@ -114,12 +116,12 @@ func (t *Tracker) collect() (Snapshot, built) {
 	if t.dirtyQuotas {
 		r.Quotas, r.QuotaHard = nil, nil
 		if len(t.quotas) > 0 {
-			r.Quotas = make(map[string]Quota, len(t.quotas))
-			r.QuotaHard = make(map[string]Quota, len(t.quotas))
+			r.Quotas = make(map[string]snapshot.Quota, len(t.quotas))
+			r.QuotaHard = make(map[string]snapshot.Quota, len(t.quotas))
 			for ns, qs := range t.quotas {
-				left, hard := NoQuota, NoQuota
+				left, hard := snapshot.NoQuota, snapshot.NoQuota
 				for _, q := range qs {
-					left, hard = left.tighter(q.left), hard.tighter(q.hard)
+					left, hard = left.Tighter(q.left), hard.Tighter(q.hard)
 				}
 				r.Quotas[ns], r.QuotaHard[ns] = left, hard
 			}
@@ -135,7 +137,7 @@ func (t *Tracker) collect() (Snapshot, built) {
 // a copy of it with the changed nodes built anew when the set of counted
 // nodes is the same, else every node built anew (unsorted, and all is
 // set). built are the indexes of the nodes built anew.
-func (t *Tracker) nodesLocked(last *Snapshot) (nodes []Node, built []int, all bool) {
+func (t *Tracker) nodesLocked(last *snapshot.Snapshot) (nodes []snapshot.Node, built []int, all bool) {
 	if last.Nodes != nil && len(t.dirtyNodes) == 0 {
 		return last.Nodes, nil, false
 	}
@@ -158,7 +160,7 @@ func (t *Tracker) nodesLocked(last *Snapshot) (nodes []Node, built []int, all bo
 		}
 		return nodes, built, false
 	}
-	nodes = make([]Node, 0, t.nodeCount)
+	nodes = make([]snapshot.Node, 0, t.nodeCount)
 	for name, n := range t.nodes {
 		if n.counted {
 			nodes = append(nodes, n.snapshot(name))
@@ -172,13 +174,13 @@ func (t *Tracker) nodesLocked(last *Snapshot) (nodes []Node, built []int, all bo
 }
 
 // snapshot is the node as a Snapshot reports it, Terminating unsorted.
-func (n *nodeState) snapshot(name string) Node {
+func (n *nodeState) snapshot(name string) snapshot.Node {
 	free := n.alloc
 	free.sub(n.requested)
-	node := Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
+	node := snapshot.Node{Name: name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.floorResources(),
 		Free: free.floorResources()}
 	for _, p := range n.terminating {
-		node.Terminating = append(node.Terminating, TerminatingPod{Request: p.req.ceilResources(), Deadline: p.deletion, Trainer: p.job != ""})
+		node.Terminating = append(node.Terminating, snapshot.TerminatingPod{Request: p.req.ceilResources(), Deadline: p.deletion, Trainer: p.job != ""})
 	}
 	return node
 }
@@ -186,11 +188,11 @@ func (n *nodeState) snapshot(name string) Node {
 // refreshJobs returns last with the lists of the dirty jobs rebuilt from live
 // (a job without pods left out), sharing the lists of the others; last itself
 // when no job is dirty, a new map when last is nil (the first snapshot).
-func refreshJobs(last map[string][]TrainerPod, live map[string][]*podRecord, dirty map[string]struct{}) map[string][]TrainerPod {
+func refreshJobs(last map[string][]snapshot.TrainerPod, live map[string][]*podRecord, dirty map[string]struct{}) map[string][]snapshot.TrainerPod {
 	if len(dirty) == 0 && last != nil {
 		return last
 	}
-	next := make(map[string][]TrainerPod, len(live))
+	next := make(map[string][]snapshot.TrainerPod, len(live))
 	for job, list := range last {
 		if _, d := dirty[job]; !d {
 			next[job] = list
@@ -204,10 +206,10 @@ func refreshJobs(last map[string][]TrainerPod, live map[string][]*podRecord, dir
 	return next
 }
 
-func trainerPods(pods []*podRecord) []TrainerPod {
-	list := make([]TrainerPod, 0, len(pods))
+func trainerPods(pods []*podRecord) []snapshot.TrainerPod {
+	list := make([]snapshot.TrainerPod, 0, len(pods))
 	for _, p := range pods {
-		list = append(list, TrainerPod{
+		list = append(list, snapshot.TrainerPod{
 			Name: p.name, Node: p.node, Phase: p.phase, Unschedulable: p.unschedulable,
 			Created: p.created, Request: p.req.ceilResources(), Limits: p.lim.ceilResources(), Priority: p.priority,
 		})
@@ -215,19 +217,19 @@ func trainerPods(pods []*podRecord) []TrainerPod {
 	return list
 }
 
-func (p *podRecord) pendingPod() PendingPod {
-	return PendingPod{
+func (p *podRecord) pendingPod() snapshot.PendingPod {
+	return snapshot.PendingPod{
 		Namespace: p.namespace, Name: p.name, Priority: p.priority,
 		Request: p.req.ceilResources(), Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
 		Placement: p.placement, PreemptNever: p.preemptNever,
 	}
 }
 
-func sortTerminating(ts []TerminatingPod) {
+func sortTerminating(ts []snapshot.TerminatingPod) {
 	if len(ts) < 2 {
 		return
 	}
-	slices.SortFunc(ts, func(a, b TerminatingPod) int {
+	slices.SortFunc(ts, func(a, b snapshot.TerminatingPod) int {
 		if c := a.Deadline.Compare(b.Deadline); c != 0 {
 			return c
 		}
@@ -236,13 +238,13 @@ func sortTerminating(ts []TerminatingPod) {
 	})
 }
 
-func sortPending(ps []PendingPod) {
+func sortPending(ps []snapshot.PendingPod) {
 	slices.SortFunc(ps, queueOrder)
 }
 
 // queueOrder is the scheduling queue's: the highest priority first, then the
 // oldest, then by namespace and name.
-func queueOrder(a, b PendingPod) int {
+func queueOrder(a, b snapshot.PendingPod) int {
 	if a.Priority != b.Priority {
 		return cmp.Compare(b.Priority, a.Priority)
 	}

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // long runs the oracle over many more seeds: make fuzz sets it.
@@ -36,7 +38,7 @@ func TestTrackerMatchesARecount(t *testing.T) {
 		pods := map[string]*corev1.Pod{}
 		nodes := map[string]*corev1.Node{}
 		rv := 0
-		var taken, copies []Snapshot
+		var taken, copies []snapshot.Snapshot
 		for e := 0; e < events; e++ {
 			rv++
 			if r.Intn(20) == 0 {

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Pod is what EDL keeps of a pod: the pod informer's transform (TransformPod)
@@ -81,7 +83,7 @@ type ContainerResources struct {
 type Scheduling struct {
 	// Placement is where it may run (node selector, required node
 	// affinity, tolerations); nil when anywhere.
-	Placement *Placement
+	Placement *snapshot.Placement
 	// PreemptNever: preemptionPolicy Never.
 	PreemptNever bool
 	// Gates are the names of its scheduling gates, in order.

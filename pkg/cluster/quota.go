@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // quotaEntry is what one ResourceQuota allows: the room it leaves, hard
 // minus used, and its hard limits.
-type quotaEntry struct{ left, hard Quota }
+type quotaEntry struct{ left, hard snapshot.Quota }
 
 // quotaOf returns the room one ResourceQuota leaves and its hard limits,
 // and false for a quota that applies to some pods only (scopes or a scope
@@ -23,11 +27,11 @@ func (rr resourceReader) quotaOf(q *corev1.ResourceQuota) (quotaEntry, bool) {
 // quotaLeft returns the room one ResourceQuota leaves, hard minus used (its
 // hard limits when used is false), and false for a quota that applies to
 // some pods only.
-func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota, used bool) (Quota, bool) {
+func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota, used bool) (snapshot.Quota, bool) {
 	if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil {
-		return Quota{}, false
+		return snapshot.Quota{}, false
 	}
-	left := NoQuota
+	left := snapshot.NoQuota
 	// dim is hard − used of the first of names the quota sets, in whole
 	// units or, with milli, thousandths.
 	dim := func(milli bool, names ...corev1.ResourceName) (int64, bool) {
@@ -69,13 +73,14 @@ func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota, used bool) (Quota, b
 	return left, true
 }
 
-// tighter returns the smaller room of a and b in every dimension.
-func (a Quota) tighter(b Quota) Quota {
-	return Quota{
-		Requests: Resources{CPUMilli: min(a.Requests.CPUMilli, b.Requests.CPUMilli),
-			MemoryMega: min(a.Requests.MemoryMega, b.Requests.MemoryMega), GPU: min(a.Requests.GPU, b.Requests.GPU)},
-		Limits: Resources{CPUMilli: min(a.Limits.CPUMilli, b.Limits.CPUMilli),
-			MemoryMega: min(a.Limits.MemoryMega, b.Limits.MemoryMega), GPU: min(a.Limits.GPU, b.Limits.GPU)},
-		Pods: min(a.Pods, b.Pods),
+// schedulingTaints keeps the taints that keep pods off a node, in a new
+// slice; nil when there are none.
+func schedulingTaints(taints []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			out = append(out, t)
+		}
 	}
+	return slices.Clip(out)
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 func TestQuantitiesSaturateInsteadOfWrapping(t *testing.T) {
@@ -45,9 +47,9 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 	entry, ok := rr.quotaOf(q)
 	assert.True(t, ok)
 	left := entry.left
-	assert.Equal(t, Quota{
-		Requests: Resources{CPUMilli: 7500, MemoryMega: 16 * 1024, GPU: 3},
-		Limits:   Resources{CPUMilli: 0, MemoryMega: Unlimited, GPU: 3},
+	assert.Equal(t, snapshot.Quota{
+		Requests: snapshot.Resources{CPUMilli: 7500, MemoryMega: 16 * 1024, GPU: 3},
+		Limits:   snapshot.Resources{CPUMilli: 0, MemoryMega: snapshot.Unlimited, GPU: 3},
 		Pods:     5,
 	}, left, "over-used limits leave 0, not a negative room")
 
@@ -56,12 +58,12 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 	_, ok = rr.quotaOf(scoped)
 	assert.False(t, ok, "scoped quotas are not modelled")
 
-	assert.Equal(t, Quota{
-		Requests: Resources{CPUMilli: 10000, MemoryMega: 20 * 1024, GPU: 4},
-		Limits:   Resources{CPUMilli: 12000, MemoryMega: Unlimited, GPU: 4},
+	assert.Equal(t, snapshot.Quota{
+		Requests: snapshot.Resources{CPUMilli: 10000, MemoryMega: 20 * 1024, GPU: 4},
+		Limits:   snapshot.Resources{CPUMilli: 12000, MemoryMega: snapshot.Unlimited, GPU: 4},
 		Pods:     8,
 	}, entry.hard, "the hard limits, whatever is used")
 
-	assert.Equal(t, int64(5), NoQuota.tighter(left).Pods)
-	assert.Equal(t, int64(Unlimited), NoQuota.tighter(NoQuota).Requests.CPUMilli)
+	assert.Equal(t, int64(5), snapshot.NoQuota.Tighter(left).Pods)
+	assert.Equal(t, int64(snapshot.Unlimited), snapshot.NoQuota.Tighter(snapshot.NoQuota).Requests.CPUMilli)
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // amounts is an exact resource amount: CPU in millicores, memory in bytes and
@@ -32,14 +34,14 @@ func maxAmounts(a, b amounts) amounts {
 // ceilResources converts a per-pod amount to Resources rounding memory up, so
 // that a planner fitting pods into floor-rounded free memory stays on the safe
 // side.
-func (a amounts) ceilResources() Resources {
-	return Resources{CPUMilli: a.cpuMilli, MemoryMega: ceilDiv(a.memBytes, mebi), GPU: a.gpu}
+func (a amounts) ceilResources() snapshot.Resources {
+	return snapshot.Resources{CPUMilli: a.cpuMilli, MemoryMega: ceilDiv(a.memBytes, mebi), GPU: a.gpu}
 }
 
 // floorResources converts a node's amount to Resources rounding memory down,
 // so that free memory is never overstated.
-func (a amounts) floorResources() Resources {
-	return Resources{CPUMilli: a.cpuMilli, MemoryMega: floorDiv(a.memBytes, mebi), GPU: a.gpu}
+func (a amounts) floorResources() snapshot.Resources {
+	return snapshot.Resources{CPUMilli: a.cpuMilli, MemoryMega: floorDiv(a.memBytes, mebi), GPU: a.gpu}
 }
 
 func floorDiv(a, b int64) int64 {

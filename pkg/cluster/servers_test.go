@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 func TestServersListEachJobsMastersAndPservers(t *testing.T) {
@@ -25,7 +27,7 @@ func TestServersListEachJobsMastersAndPservers(t *testing.T) {
 	require.Len(t, r.Servers["ns/q"], 2)
 	assert.Equal(t, "q-pserver", r.Servers["ns/q"][0].Name, "oldest first")
 	assert.Equal(t, "n1", r.Servers["ns/q"][0].Node)
-	assert.Equal(t, Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Servers["ns/q"][0].Request)
+	assert.Equal(t, snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Servers["ns/q"][0].Request)
 	assert.Equal(t, "q-master", r.Servers["ns/q"][1].Name)
 	assert.NotContains(t, r.Servers, "ns/r", "a terminating pserver is going, not the job's")
 	assert.Len(t, r.Trainers["ns/q"], 1, "trainers stay apart")
@@ -46,13 +48,13 @@ func TestQuotaHardIsTheTightestHardLimit(t *testing.T) {
 			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu)}},
 			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(used)}}}
 	}
-	assert.Equal(t, NoQuota, s.InquiryResource().HardQuota("team"))
+	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().HardQuota("team"))
 	s.onQuota(quota("a", "10", "9"))
 	s.onQuota(quota("b", "12", "1"))
 	r := s.InquiryResource()
 	assert.Equal(t, int64(10000), r.HardQuota("team").Requests.CPUMilli, "the smallest hard limit")
 	assert.Equal(t, int64(1000), r.Quota("team").Requests.CPUMilli, "the smallest room left")
-	assert.Equal(t, int64(Unlimited), r.HardQuota("team").Pods)
+	assert.Equal(t, int64(snapshot.Unlimited), r.HardQuota("team").Pods)
 	assert.Equal(t, r.QuotaHard, r.DeepCopy().QuotaHard)
 	s.onQuotaDelete(quota("a", "10", "9"))
 	assert.Equal(t, int64(12000), s.InquiryResource().HardQuota("team").Requests.CPUMilli)

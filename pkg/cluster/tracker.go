@@ -12,6 +12,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+)
+
+const (
+	// DefaultGPUResourceName is the extended resource counted as GPUs when
+	// Config.GPUResourceNames is empty.
+	DefaultGPUResourceName corev1.ResourceName = "nvidia.com/gpu"
+
+	// mebi is the unit of every *Mega field: the original EDL printed
+	// MemoryTotalMega:1993 for a 2 GiB minikube, i.e. bytes/1024/1024.
+	mebi = 1 << 20
 )
 
 // Config is what a Tracker reads and how it counts.
@@ -46,7 +58,7 @@ type Tracker struct {
 	snapMu sync.Mutex
 	// last is the Snapshot InquiryResource returned last time, nil before
 	// the first; the next one shares with it whatever did not change.
-	last *Snapshot
+	last *snapshot.Snapshot
 	// nodeIndex is each node's index in last.Nodes.
 	nodeIndex map[string]int
 
@@ -122,7 +134,7 @@ type podRecord struct {
 	req, lim amounts
 	// placement and preemptNever are kept for unschedulable and unplaced
 	// pods only.
-	placement    *Placement
+	placement    *snapshot.Placement
 	preemptNever bool
 }
 

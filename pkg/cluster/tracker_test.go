@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // originalLine is the line the original EDL README shows for a minikube.
@@ -113,7 +115,7 @@ type snapState struct {
 	pending, trainers                        int
 }
 
-func stateOf(r Snapshot, node string) snapState {
+func stateOf(r snapshot.Snapshot, node string) snapState {
 	trainers := 0
 	for _, t := range r.Trainers {
 		trainers += len(t)
@@ -342,14 +344,14 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	assert.Equal(t, "ns/c", r.Pending[4].Job, "a master belongs to its job")
 	assert.False(t, r.Pending[4].Trainer)
 	assert.Equal(t, "n1", r.Pending[2].NominatedNode)
-	assert.Equal(t, Resources{CPUMilli: 8000, MemoryMega: 1024}, r.Pending[0].Request)
+	assert.Equal(t, snapshot.Resources{CPUMilli: 8000, MemoryMega: 1024}, r.Pending[0].Request)
 
 	require.Len(t, r.Trainers["ns/a"], 3)
-	assert.Equal(t, []TrainerPod{
-		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: Resources{CPUMilli: 8000, MemoryMega: 1024}, Priority: 1000},
-		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: t0.Add(3), Request: Resources{CPUMilli: 1000, MemoryMega: 1024}},
+	assert.Equal(t, []snapshot.TrainerPod{
+		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: snapshot.Resources{CPUMilli: 8000, MemoryMega: 1024}, Priority: 1000},
+		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: t0.Add(3), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}},
 		// 1500Ki rounds up to 2 MiB so that a planner never under-reserves.
-		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: t0.Add(5), Request: Resources{CPUMilli: 1000, MemoryMega: 2}},
+		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: t0.Add(5), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 2}},
 	}, r.Trainers["ns/a"])
 	assert.True(t, r.Trainers["ns/a"][2].Running())
 	assert.Equal(t, r.Trainers["ns/a"], r.TrainerPods("ns/a"))
@@ -389,9 +391,9 @@ func TestTerminatingPodsAreReportedPerNode(t *testing.T) {
 	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), terminating(), withRV("2")))
 	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), terminating(), withRV("2")))
 	r := s.InquiryResource()
-	assert.ElementsMatch(t, []TerminatingPod{
-		{Request: Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0, Trainer: true},
-		{Request: Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: t0},
+	assert.ElementsMatch(t, []snapshot.TerminatingPod{
+		{Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0, Trainer: true},
+		{Request: snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: t0},
 	}, r.Nodes[0].Terminating)
 	assert.Equal(t, int64(64000-3000), r.Nodes[0].Free.CPUMilli, "they still hold their node")
 	assert.Empty(t, r.Trainers["ns/job"], "but it is no trainer of the job any more")
@@ -451,13 +453,13 @@ func TestQuotasAreTrackedPerNamespace(t *testing.T) {
 			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu)}},
 			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(used)}}}
 	}
-	assert.Equal(t, NoQuota, s.InquiryResource().Quota("team"))
+	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("team"))
 	s.onQuota(quota("a", "10", "4"))
 	s.onQuota(quota("b", "8", "4"))
 	assert.Equal(t, int64(4000), s.InquiryResource().Quota("team").Requests.CPUMilli, "the tightest quota")
 	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "team/b"})
 	assert.Equal(t, int64(6000), s.InquiryResource().Quota("team").Requests.CPUMilli)
-	assert.Equal(t, NoQuota, s.InquiryResource().Quota("other"))
+	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("other"))
 	s.onQuotaDelete(quota("a", "10", "4"))
 	assert.Empty(t, s.InquiryResource().Quotas)
 }
@@ -488,7 +490,7 @@ func TestUnplacedJobPodsAreReported(t *testing.T) {
 	assert.Equal(t, []string{"gated-trainer", "gated-pserver", "untried-master"}, names, "oldest first")
 	assert.Equal(t, "ns/q", r.Unplaced[0].Job)
 	assert.True(t, r.Unplaced[0].Trainer)
-	assert.Equal(t, Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Unplaced[0].Request)
+	assert.Equal(t, snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Unplaced[0].Request)
 	require.Len(t, r.Pending, 1)
 	assert.Equal(t, "unschedulable", r.Pending[0].Name)
 	assert.Equal(t, int64(8000), r.Idle().CPUMilli, "unplaced pods are no load")

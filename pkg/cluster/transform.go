@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // TransformPod is a cache.TransformFunc for the shared pod informer: it
@@ -83,7 +85,7 @@ func slimPod(pod *corev1.Pod) *Pod {
 	if pod.Spec.NodeName == "" {
 		// Where a pod may run matters while it waits for a node, and only
 		// then: the next version, bound, drops it again.
-		s := &Scheduling{Placement: PlacementOf(&pod.Spec),
+		s := &Scheduling{Placement: snapshot.PlacementOf(&pod.Spec),
 			PreemptNever: pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever}
 		for _, g := range pod.Spec.SchedulingGates {
 			s.Gates = append(s.Gates, shareString(g.Name))

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // fatPod is a pod as the API server returns it, with much that EDL never reads.
@@ -92,7 +94,7 @@ func TestTransformPodKeepsWhereAnUnboundPodMayRun(t *testing.T) {
 	require.NoError(t, err)
 	pod := got.(*Pod)
 	require.NotNil(t, pod.Scheduling)
-	assert.Equal(t, PlacementOf(&in.Spec), pod.Scheduling.Placement)
+	assert.Equal(t, snapshot.PlacementOf(&in.Spec), pod.Scheduling.Placement)
 	assert.True(t, pod.Scheduling.PreemptNever)
 	assert.Equal(t, []string{"other", v1.SchedulingGateAdmission}, pod.Scheduling.Gates)
 	assert.True(t, pod.Unschedulable())
@@ -254,7 +256,7 @@ func TestTransformPodPreservesWhatTheSnapshotComputes(t *testing.T) {
 		assert.Equal(t, in.Status.NominatedNodeName, rec.nominated)
 		assert.Equal(t, in.Spec.NodeName == "", rec.unschedulable)
 		if rec.unschedulable {
-			assert.Equal(t, PlacementOf(&in.Spec), rec.placement)
+			assert.Equal(t, snapshot.PlacementOf(&in.Spec), rec.placement)
 		}
 		_, _, member := v1.JobOf(in.Labels)
 		assert.Equal(t, member, rec.member != "")
@@ -356,8 +358,8 @@ func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
 	req, lim := s.PodRequestAndLimits(&rs.Spec.Template.Spec)
 	assert.Equal(t, wantReq, req)
 	assert.Equal(t, wantLim, lim)
-	require.NotNil(t, PlacementOf(&rs.Spec.Template.Spec))
-	assert.Equal(t, PlacementOf(&want.Spec.Template.Spec).Key(), PlacementOf(&rs.Spec.Template.Spec).Key())
+	require.NotNil(t, snapshot.PlacementOf(&rs.Spec.Template.Spec))
+	assert.Equal(t, snapshot.PlacementOf(&want.Spec.Template.Spec).Key(), snapshot.PlacementOf(&rs.Spec.Template.Spec).Key())
 
 	again, err := TransformReplicaSet(rs)
 	require.NoError(t, err)

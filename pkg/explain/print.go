@@ -12,7 +12,7 @@ import (
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 	"github.com/paddlepaddle/edl/pkg/config"
 )
 
@@ -148,5 +148,5 @@ func effectiveThreshold(t float64) float64 {
 
 // formatRatio renders a load or fulfillment with up to three decimals.
 func formatRatio(f float64) string {
-	return cluster.FormatMilli(int64(math.Round(f * 1000)))
+	return snapshot.FormatMilli(int64(math.Round(f * 1000)))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Resource label values of the cluster metrics, in base units: CPU cores,
@@ -190,7 +190,7 @@ func (m *Metrics) Handler() http.Handler {
 // Planned records one autoscaling cycle; it implements autoscaler.Metrics.
 // The cluster and job series are replaced by this cycle's: a job that is no
 // longer Running and elastic loses its series.
-func (m *Metrics) Planned(took time.Duration, snap cluster.Snapshot, jobs []planner.Job) {
+func (m *Metrics) Planned(took time.Duration, snap snapshot.Snapshot, jobs []planner.Job) {
 	m.planDuration.Observe(took.Seconds())
 	m.state.set(snap, jobs)
 }
@@ -246,7 +246,7 @@ type stateCollector struct {
 
 	mu   sync.Mutex
 	seen bool
-	snap cluster.Snapshot
+	snap snapshot.Snapshot
 	jobs []jobState
 }
 
@@ -271,7 +271,7 @@ func newStateCollector() *stateCollector {
 	}
 }
 
-func (c *stateCollector) set(snap cluster.Snapshot, jobs []planner.Job) {
+func (c *stateCollector) set(snap snapshot.Snapshot, jobs []planner.Job) {
 	states := make([]jobState, 0, len(jobs))
 	for _, j := range jobs {
 		running := 0

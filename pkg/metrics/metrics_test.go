@@ -16,7 +16,7 @@ import (
 
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // The interfaces Metrics is wired to.
@@ -25,15 +25,15 @@ var (
 	_ workqueue.MetricsProvider = (*workqueueProvider)(nil)
 )
 
-func trainers(phases ...corev1.PodPhase) []cluster.TrainerPod {
-	out := make([]cluster.TrainerPod, len(phases))
+func trainers(phases ...corev1.PodPhase) []snapshot.TrainerPod {
+	out := make([]snapshot.TrainerPod, len(phases))
 	for i, p := range phases {
-		out[i] = cluster.TrainerPod{Name: "t" + string(rune('a'+i)), Phase: p}
+		out[i] = snapshot.TrainerPod{Name: "t" + string(rune('a'+i)), Phase: p}
 	}
 	return out
 }
 
-var snap = cluster.Snapshot{
+var snap = snapshot.Snapshot{
 	CPUTotalMilli: 24000, CPURequestMilli: 26500,
 	MemoryTotalMega: 4096, MemoryRequestMega: 1024,
 	GPUTotal: 4, GPURequest: 1,

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // gangPod is one pod of a queued job's minimum as the planner places it.
@@ -109,7 +109,7 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 // room is neither admitted to another job nor grown into before they are
 // placed. The gated pods of the jobs still queued hold nothing, and the
 // trainers of the planned jobs are accounted as the jobs' own.
-func (p *plan) reserveUnplaced(unplaced []cluster.PendingPod, queue []QueuedJob) {
+func (p *plan) reserveUnplaced(unplaced []snapshot.PendingPod, queue []QueuedJob) {
 	if len(unplaced) == 0 {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 type queuedMutator func(*QueuedJob)
@@ -43,7 +43,7 @@ func gang(master bool, pservers int32, ps Resources, trainers int32, tr Resource
 	}
 }
 
-func placedAt(pl *cluster.Placement) queuedMutator {
+func placedAt(pl *snapshot.Placement) queuedMutator {
 	return func(q *QueuedJob) {
 		for i := range q.Pods {
 			q.Pods[i].Placement = pl
@@ -272,11 +272,11 @@ func TestDecideAdmitsOnlyOntoNodesTheJobMayUse(t *testing.T) {
 	assert.Equal(t, v1.ReasonUnplaceable, d.Waiting[0].Kind)
 	assert.Contains(t, d.Waiting[0].Reason, "the 1 node its pods may use could not hold them all even empty (2 CPU")
 
-	tol := cluster.PlacementOf(&corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}})
+	tol := snapshot.PlacementOf(&corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}})
 	d = Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{queued("ns/j", 0, placedAt(tol))}}, Options{Now: t0})
 	assert.Equal(t, []string{"ns/j"}, admittedKeys(d))
 
-	sel := cluster.PlacementOf(&corev1.PodSpec{NodeSelector: map[string]string{"pool": "none"}})
+	sel := snapshot.PlacementOf(&corev1.PodSpec{NodeSelector: map[string]string{"pool": "none"}})
 	d = Decide(clusterOf(ns, nil), nil, Queue{Jobs: []QueuedJob{queued("ns/j", 0, placedAt(sel))}}, Options{Now: t0})
 	require.Len(t, d.Waiting, 1)
 	assert.Contains(t, d.Waiting[0].Reason, "may run on no node")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // quotaUse is what a queued job's minimum takes from its namespace's
@@ -25,14 +25,14 @@ func gangUse(pods []gangPod) quotaUse {
 // quotaDim is one dimension of a quota, as people read it.
 type quotaDim struct {
 	name   string
-	of     func(*cluster.Quota) *int64
+	of     func(*snapshot.Quota) *int64
 	amount func(quotaUse) int64
 	format func(int64) string
 }
 
 var (
 	formatCount = func(v int64) string { return strconv.FormatInt(v, 10) }
-	formatCPU   = func(v int64) string { return cluster.FormatMilli(v) + " CPU" }
+	formatCPU   = func(v int64) string { return snapshot.FormatMilli(v) + " CPU" }
 	formatMiB   = func(v int64) string { return strconv.FormatInt(v, 10) + " MiB" }
 	formatGPU   = func(v int64) string { return strconv.FormatInt(v, 10) + " GPU" }
 )
@@ -40,20 +40,20 @@ var (
 // quotaDims are the dimensions the planner reads of a quota (cluster's
 // quotaLeft), in the order a shortfall is reported.
 var quotaDims = []quotaDim{
-	{"pods", func(q *cluster.Quota) *int64 { return &q.Pods }, func(u quotaUse) int64 { return u.pods }, formatCount},
-	{"requests.cpu", func(q *cluster.Quota) *int64 { return &q.Requests.CPUMilli }, func(u quotaUse) int64 { return u.req[resCPU] }, formatCPU},
-	{"requests.memory", func(q *cluster.Quota) *int64 { return &q.Requests.MemoryMega }, func(u quotaUse) int64 { return u.req[resMemory] }, formatMiB},
-	{"requests of GPUs", func(q *cluster.Quota) *int64 { return &q.Requests.GPU }, func(u quotaUse) int64 { return u.req[resGPU] }, formatGPU},
-	{"limits.cpu", func(q *cluster.Quota) *int64 { return &q.Limits.CPUMilli }, func(u quotaUse) int64 { return u.lim[resCPU] }, formatCPU},
-	{"limits.memory", func(q *cluster.Quota) *int64 { return &q.Limits.MemoryMega }, func(u quotaUse) int64 { return u.lim[resMemory] }, formatMiB},
+	{"pods", func(q *snapshot.Quota) *int64 { return &q.Pods }, func(u quotaUse) int64 { return u.pods }, formatCount},
+	{"requests.cpu", func(q *snapshot.Quota) *int64 { return &q.Requests.CPUMilli }, func(u quotaUse) int64 { return u.req[resCPU] }, formatCPU},
+	{"requests.memory", func(q *snapshot.Quota) *int64 { return &q.Requests.MemoryMega }, func(u quotaUse) int64 { return u.req[resMemory] }, formatMiB},
+	{"requests of GPUs", func(q *snapshot.Quota) *int64 { return &q.Requests.GPU }, func(u quotaUse) int64 { return u.req[resGPU] }, formatGPU},
+	{"limits.cpu", func(q *snapshot.Quota) *int64 { return &q.Limits.CPUMilli }, func(u quotaUse) int64 { return u.lim[resCPU] }, formatCPU},
+	{"limits.memory", func(q *snapshot.Quota) *int64 { return &q.Limits.MemoryMega }, func(u quotaUse) int64 { return u.lim[resMemory] }, formatMiB},
 }
 
 // quotaFor returns the room namespace ns's quotas leave in this plan: the
 // snapshot's, less what admissions and the queue's reservations took; growth
 // spends from the same (startGrowth).
-func (p *plan) quotaFor(ns string) *cluster.Quota {
+func (p *plan) quotaFor(ns string) *snapshot.Quota {
 	if p.quotas == nil {
-		p.quotas = map[string]*cluster.Quota{}
+		p.quotas = map[string]*snapshot.Quota{}
 	}
 	q := p.quotas[ns]
 	if q == nil {
@@ -69,7 +69,7 @@ func (p *plan) quotaFor(ns string) *cluster.Quota {
 func (p *plan) aboveHard(ns string, u quotaUse) string {
 	hard := p.snap.HardQuota(ns)
 	for _, d := range quotaDims {
-		if h, need := *d.of(&hard), d.amount(u); h != cluster.Unlimited && need > h {
+		if h, need := *d.of(&hard), d.amount(u); h != snapshot.Unlimited && need > h {
 			return fmt.Sprintf("needs %s of namespace %s's quota %s, above its hard limit of %s: it cannot start until the quota is raised",
 				d.format(need), ns, d.name, d.format(h))
 		}
@@ -82,7 +82,7 @@ func (p *plan) aboveHard(ns string, u quotaUse) string {
 func (p *plan) quotaShort(ns string, u quotaUse) string {
 	left := p.quotaFor(ns)
 	for _, d := range quotaDims {
-		if l, need := *d.of(left), d.amount(u); l != cluster.Unlimited && need > l {
+		if l, need := *d.of(left), d.amount(u); l != snapshot.Unlimited && need > l {
 			return fmt.Sprintf("namespace %s quota %s: %s left, the minimum needs %s", ns, d.name, d.format(max(l, 0)), d.format(need))
 		}
 	}
@@ -93,11 +93,11 @@ func (p *plan) quotaShort(ns string, u quotaUse) string {
 func (p *plan) spendQuota(ns string, u quotaUse) {
 	left := p.quotaFor(ns)
 	for _, d := range quotaDims {
-		if l := d.of(left); *l != cluster.Unlimited {
+		if l := d.of(left); *l != snapshot.Unlimited {
 			*l -= d.amount(u)
 		}
 	}
-	if left.Limits.GPU != cluster.Unlimited {
+	if left.Limits.GPU != snapshot.Unlimited {
 		left.Limits.GPU -= u.lim[resGPU]
 	}
 }

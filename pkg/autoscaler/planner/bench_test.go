@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // benchScenario builds a cluster at the scale of the goal (5,000 nodes,
@@ -19,7 +19,7 @@ import (
 // capacity idle so that growth runs into the 0.97 threshold, a few replicas
 // not created yet, and unschedulable high-priority pods that fit only after
 // one, two or seven trainers leave a node.
-func benchScenario(nodeCount int) (cluster.Snapshot, []Job) {
+func benchScenario(nodeCount int) (snapshot.Snapshot, []Job) {
 	return buildBenchScenario(nodeCount, false)
 }
 
@@ -27,11 +27,11 @@ func benchScenario(nodeCount int) (cluster.Snapshot, []Job) {
 // each, 2 CPU left, less than a trainer), no pending pods, and the jobs
 // uneven: every other job holds 150 trainers, the rest 50, so that the plan
 // is all rebalancing.
-func rebalanceScenario(nodeCount int) (cluster.Snapshot, []Job) {
+func rebalanceScenario(nodeCount int) (snapshot.Snapshot, []Job) {
 	return buildBenchScenario(nodeCount, true)
 }
 
-func buildBenchScenario(nodeCount int, uneven bool) (cluster.Snapshot, []Job) {
+func buildBenchScenario(nodeCount int, uneven bool) (snapshot.Snapshot, []Job) {
 	rng := rand.New(rand.NewSource(int64(nodeCount)))
 	ns := make([]nodeSpec, nodeCount)
 	for i := range ns {
@@ -115,7 +115,7 @@ func buildBenchScenario(nodeCount int, uneven bool) (cluster.Snapshot, []Job) {
 // poolsScenario is benchScenario on a cluster of pools: ten CPU pools told
 // apart by a label, two of GPU nodes tainted nvidia.com/gpu=present:NoSchedule,
 // and jobs with and without selectors and tolerations.
-func poolsScenario(nodeCount int) (cluster.Snapshot, []Job) {
+func poolsScenario(nodeCount int) (snapshot.Snapshot, []Job) {
 	snap, jobs := benchScenario(nodeCount)
 	gpu := onGPUPool()
 	for i := range snap.Nodes {
@@ -165,12 +165,12 @@ func BenchmarkPlanPools(b *testing.B) { benchmarkPlan(b, poolsScenario) }
 // BenchmarkPlanRebalance measures a plan that is all rebalancing.
 func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }
 
-func benchmarkPlan(b *testing.B, scenario func(int) (cluster.Snapshot, []Job)) {
+func benchmarkPlan(b *testing.B, scenario func(int) (snapshot.Snapshot, []Job)) {
 	benchmarkPlanner(b, scenario, Plan)
 }
 
-func benchmarkPlanner(b *testing.B, scenario func(int) (cluster.Snapshot, []Job),
-	plan func(cluster.Snapshot, []Job, Options) []ScaleAction) {
+func benchmarkPlanner(b *testing.B, scenario func(int) (snapshot.Snapshot, []Job),
+	plan func(snapshot.Snapshot, []Job, Options) []ScaleAction) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			snap, jobs := scenario(n)

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -43,7 +43,7 @@ type otherPod struct {
 	job         string // set for pods of jobs not passed to Plan: trainers unless notTrainer
 	notTrainer  bool   // a pserver or master of job
 	nominated   string
-	placement   *cluster.Placement
+	placement   *snapshot.Placement
 	never       bool      // preemptionPolicy Never
 	terminating bool      // bound and being deleted
 	deadline    time.Time // when its grace period ends
@@ -59,14 +59,14 @@ func pendingPods(count int, priority int32, req Resources) []otherPod {
 
 // clusterOf builds the snapshot the cluster package would report for these
 // nodes, jobs' trainers and other pods.
-func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
-	r := cluster.Snapshot{NodeCount: len(ns), Trainers: map[string][]TrainerPod{}}
+func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) snapshot.Snapshot {
+	r := snapshot.Snapshot{NodeCount: len(ns), Trainers: map[string][]TrainerPod{}}
 	idx := map[string]int{}
 	for i, n := range ns {
 		r.CPUTotalMilli += n.alloc.CPUMilli
 		r.MemoryTotalMega += n.alloc.MemoryMega
 		r.GPUTotal += n.alloc.GPU
-		r.Nodes = append(r.Nodes, cluster.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc, Free: n.alloc})
+		r.Nodes = append(r.Nodes, snapshot.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc, Free: n.alloc})
 		idx[n.name] = i
 	}
 	use := func(node string, req Resources) {
@@ -86,7 +86,7 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
 		for _, t := range j.Trainers {
 			use(t.Node, t.Request)
 			if t.Unschedulable {
-				r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: t.Name, Priority: j.Priority,
+				r.Pending = append(r.Pending, snapshot.PendingPod{Namespace: "ns", Name: t.Name, Priority: j.Priority,
 					Request: t.Request, Job: j.Key, Trainer: true, Created: t.Created, Placement: j.Placement})
 			}
 		}
@@ -97,12 +97,12 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) cluster.Snapshot {
 	for _, o := range others {
 		use(o.node, o.req)
 		if o.node == "" {
-			r.Pending = append(r.Pending, cluster.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
+			r.Pending = append(r.Pending, snapshot.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
 				Request: o.req, Job: o.job, Trainer: o.job != "" && !o.notTrainer, Created: t0, NominatedNode: o.nominated,
 				Placement: o.placement, PreemptNever: o.never})
 		} else if o.terminating {
 			i := idx[o.node]
-			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, cluster.TerminatingPod{Request: o.req, Deadline: o.deadline,
+			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, snapshot.TerminatingPod{Request: o.req, Deadline: o.deadline,
 				Trainer: o.job != "" && !o.notTrainer})
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // classes groups the planner's nodes into classes that every placement of
@@ -22,7 +22,7 @@ import (
 // DaemonSet pods do) is evaluated per node instead, and only on the nodes it
 // names when every term names them with In.
 type classes struct {
-	nodes   []cluster.Node
+	nodes   []snapshot.Node
 	classOf []int32   // node index → class
 	members [][]int32 // class → its node indexes, ascending
 	sets    map[string]*eligible
@@ -44,7 +44,7 @@ func (c *classes) allNodes() *eligible { return c.set(nil) }
 
 // newClasses groups nodes by the label keys the placements read and by
 // their taints.
-func newClasses(nodes []cluster.Node, placements []*cluster.Placement) *classes {
+func newClasses(nodes []snapshot.Node, placements []*snapshot.Placement) *classes {
 	keySet := map[string]bool{}
 	for _, p := range placements {
 		p.LabelKeys(func(k string) { keySet[k] = true })
@@ -91,7 +91,7 @@ func newClasses(nodes []cluster.Node, placements []*cluster.Placement) *classes 
 
 // set returns the nodes placement p may use, evaluating it once per class (or
 // per named node) and caching the answer for the plan.
-func (c *classes) set(p *cluster.Placement) *eligible {
+func (c *classes) set(p *snapshot.Placement) *eligible {
 	if e, ok := c.sets[p.Key()]; ok {
 		return e
 	}
@@ -135,7 +135,7 @@ func (e *eligible) has(n int32, cls int32) bool {
 }
 
 // nodeObject builds the part of a Node the scheduler's filters read.
-func nodeObject(n *cluster.Node) *corev1.Node {
+func nodeObject(n *snapshot.Node) *corev1.Node {
 	node := &corev1.Node{}
 	node.Name = n.Name
 	node.Labels = n.Labels
@@ -148,9 +148,9 @@ func nodeObject(n *cluster.Node) *corev1.Node {
 // matchFields) and its TaintToleration filter (NoSchedule and NoExecute
 // taints), from k8s.io/component-helpers. Cordoned and NotReady nodes never
 // reach the planner.
-func mayRun(p *cluster.Placement, node *corev1.Node) bool {
+func mayRun(p *snapshot.Placement, node *corev1.Node) bool {
 	if p == nil {
-		p = &cluster.Placement{}
+		p = &snapshot.Placement{}
 	}
 	pod := &corev1.Pod{}
 	pod.Spec.NodeSelector = p.NodeSelector
@@ -171,7 +171,7 @@ func mayRun(p *cluster.Placement, node *corev1.Node) bool {
 // namedNodes returns the node names a placement's required affinity is
 // limited to when every term names nodes with matchFields metadata.name In;
 // nil when some term does not, and every node must be tried.
-func namedNodes(p *cluster.Placement) map[string]bool {
+func namedNodes(p *snapshot.Placement) map[string]bool {
 	if p.Required == nil || len(p.Required.NodeSelectorTerms) == 0 {
 		return nil
 	}

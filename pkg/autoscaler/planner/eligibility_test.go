@@ -7,15 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
-func placementOf(muts ...func(*corev1.PodSpec)) *cluster.Placement {
+func placementOf(muts ...func(*corev1.PodSpec)) *snapshot.Placement {
 	spec := &corev1.PodSpec{}
 	for _, m := range muts {
 		m(spec)
 	}
-	return cluster.PlacementOf(spec)
+	return snapshot.PlacementOf(spec)
 }
 
 func selecting(kv ...string) func(*corev1.PodSpec) {
@@ -44,7 +44,7 @@ func tolerating(ts ...corev1.Toleration) func(*corev1.PodSpec) {
 
 func TestEligibilityFollowsTheSchedulersNodeFilters(t *testing.T) {
 	gpuTaint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
-	nodes := []cluster.Node{
+	nodes := []snapshot.Node{
 		{Name: "cpu-0", Labels: map[string]string{"pool": "cpu", "cores": "32"}},
 		{Name: "cpu-1", Labels: map[string]string{"pool": "cpu", "cores": "64"}},
 		{Name: "gpu-0", Labels: map[string]string{"pool": "gpu", "cores": "64"}, Taints: []corev1.Taint{gpuTaint}},
@@ -55,7 +55,7 @@ func TestEligibilityFollowsTheSchedulersNodeFilters(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		placement *cluster.Placement
+		placement *snapshot.Placement
 		want      []string
 	}{
 		{"no constraints: every node without a NoSchedule or NoExecute taint", nil, []string{"cpu-0", "cpu-1", "soft-0"}},
@@ -89,7 +89,7 @@ func TestEligibilityFollowsTheSchedulersNodeFilters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var ps []*cluster.Placement
+			var ps []*snapshot.Placement
 			if tc.placement != nil {
 				ps = append(ps, tc.placement)
 			}
@@ -109,27 +109,27 @@ func TestEligibilityFollowsTheSchedulersNodeFilters(t *testing.T) {
 }
 
 func TestNodesFallIntoClassesByTheLabelsThatMatter(t *testing.T) {
-	var nodes []cluster.Node
+	var nodes []snapshot.Node
 	for i := range 100 {
 		pool := []string{"a", "b"}[i%2]
-		nodes = append(nodes, cluster.Node{Name: string(rune('A'+i/26)) + string(rune('a'+i%26)),
+		nodes = append(nodes, snapshot.Node{Name: string(rune('A'+i/26)) + string(rune('a'+i%26)),
 			Labels: map[string]string{"kubernetes.io/hostname": string(rune(i)), "pool": pool}})
 	}
-	c := newClasses(nodes, []*cluster.Placement{placementOf(selecting("pool", "a"))})
+	c := newClasses(nodes, []*snapshot.Placement{placementOf(selecting("pool", "a"))})
 	require.Len(t, c.members, 2, "the hostname label is read by no placement")
 	c = newClasses(nodes, nil)
 	require.Len(t, c.members, 1)
 }
 
 func TestFitterFindsTheFirstEligibleNodeInNameOrder(t *testing.T) {
-	nodes := []cluster.Node{
+	nodes := []snapshot.Node{
 		{Name: "a", Labels: map[string]string{"pool": "x"}},
 		{Name: "b", Labels: map[string]string{"pool": "y"}},
 		{Name: "c", Labels: map[string]string{"pool": "x"}},
 		{Name: "d", Labels: map[string]string{"pool": "y"}},
 	}
 	onY := placementOf(selecting("pool", "y"))
-	c := newClasses(nodes, []*cluster.Placement{onY})
+	c := newClasses(nodes, []*snapshot.Placement{onY})
 	f := newFitter(c, []vec{{4, 4, 0}, {1, 1, 0}, {4, 4, 0}, {4, 4, 0}})
 	assert.Equal(t, 0, f.firstFit(vec{2, 2, 0}, c.allNodes()))
 	assert.Equal(t, 3, f.firstFit(vec{2, 2, 0}, c.set(onY)))

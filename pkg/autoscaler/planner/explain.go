@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // explanations explains every job the plan read, sorted by key.
@@ -242,7 +242,7 @@ func (p *plan) explainLoad(j *jobState, e *Explanation) {
 func amount(v int64, r int) string {
 	switch r {
 	case resCPU:
-		return cluster.FormatMilli(v) + " CPU"
+		return snapshot.FormatMilli(v) + " CPU"
 	case resMemory:
 		return fmt.Sprintf("%d MiB memory", v)
 	}

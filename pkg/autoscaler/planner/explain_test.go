@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // explainCase is one row of the explanations' table: a cluster, its jobs,
@@ -20,7 +20,7 @@ type explainCase struct {
 	jobs   []Job
 	others []otherPod
 	opts   Options
-	quotas map[string]cluster.Quota
+	quotas map[string]snapshot.Quota
 	// want maps job keys to their limit; messages to substrings their
 	// message must hold.
 	want     map[string]Limit
@@ -205,7 +205,7 @@ func explainCases() []explainCase {
 			name:   "quota: the namespace's quota has no room for one more trainer",
 			nodes:  n4x8,
 			jobs:   []Job{newJob("ns/a", withRange(1, 10), withRequest(res(2, 1, 0)), runningOn("n-0"))},
-			quotas: map[string]cluster.Quota{"ns": quotaWith(func(q *cluster.Quota) { q.Requests.CPUMilli = 1500 })},
+			quotas: map[string]snapshot.Quota{"ns": quotaWith(func(q *snapshot.Quota) { q.Requests.CPUMilli = 1500 })},
 			want:   map[string]Limit{"ns/a": LimitQuota},
 			messages: map[string][]string{"ns/a": {
 				"the ResourceQuota of namespace ns leaves requests.cpu 1.5 CPU, and one more trainer needs 2 CPU; at 1 of 1..10 trainers"}},
@@ -215,7 +215,7 @@ func explainCases() []explainCase {
 			name:     "quota on pods",
 			nodes:    n4x8,
 			jobs:     []Job{newJob("ns/a", withRange(1, 10), runningOn("n-0"))},
-			quotas:   map[string]cluster.Quota{"ns": quotaWith(func(q *cluster.Quota) { q.Pods = 0 })},
+			quotas:   map[string]snapshot.Quota{"ns": quotaWith(func(q *snapshot.Quota) { q.Pods = 0 })},
 			want:     map[string]Limit{"ns/a": LimitQuota},
 			messages: map[string][]string{"ns/a": {"leaves pods 0 pods, and one more trainer needs 1 pod"}},
 		},
@@ -247,8 +247,8 @@ func explainCases() []explainCase {
 	}
 }
 
-func quotaWith(mut func(*cluster.Quota)) cluster.Quota {
-	q := cluster.NoQuota
+func quotaWith(mut func(*snapshot.Quota)) snapshot.Quota {
+	q := snapshot.NoQuota
 	mut(&q)
 	return q
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // queueFrom decodes, from the fuzz input read backwards, a queue beside the
@@ -18,13 +18,13 @@ import (
 // requests and pods (some below a minimum's hard need), the running jobs
 // preemption may stop (the planned jobs and the other jobs' pods), and
 // whether preemption is on.
-func queueFrom(data []byte, snap *cluster.Snapshot, jobs []Job, others []otherPod, opts *Options) Queue {
+func queueFrom(data []byte, snap *snapshot.Snapshot, jobs []Job, others []otherPod, opts *Options) Queue {
 	rev := slices.Clone(data)
 	slices.Reverse(rev)
 	f := &fuzzBytes{b: rev}
 	namespaces := []string{"ns", "team-a", "team-b"}
 	priorities := []int32{-1, 0, 0, 10, 1000}
-	placements := []*cluster.Placement{nil, inPool("a"), inPool("b"), onGPUPool()}
+	placements := []*snapshot.Placement{nil, inPool("a"), inPool("b"), onGPUPool()}
 	var q Queue
 	for i := range f.intn(6) {
 		job := QueuedJob{Key: fmt.Sprintf("%s/q%d", namespaces[f.intn(3)], i), Priority: priorities[f.intn(len(priorities))],

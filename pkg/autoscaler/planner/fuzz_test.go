@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // fuzzBytes hands out fuzz input as small numbers, and zeros once it runs out,
@@ -115,7 +115,7 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 			ns[i].taints = []corev1.Taint{gpuTaint}
 		}
 	}
-	placements := []*cluster.Placement{nil, inPool("a"), inPool("b"), onGPUPool()}
+	placements := []*snapshot.Placement{nil, inPool("a"), inPool("b"), onGPUPool()}
 	for i := range jobs {
 		jobs[i].Placement = placements[f.intn(len(placements))]
 		for k := range jobs[i].Trainers {
@@ -221,7 +221,7 @@ func jobByKey(jobs []Job, key string) Job {
 // pool of j or of a node its trainers run on, counting only pods bound to
 // counted nodes, less those going and the trainers being deleted however
 // late.
-func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) bool {
+func shrinkJustified(snap snapshot.Snapshot, jobs []Job, j Job, opts Options) bool {
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {
 		threshold = DefaultMaxLoadDesired
@@ -250,7 +250,7 @@ func shrinkJustified(snap cluster.Snapshot, jobs []Job, j Job, opts Options) boo
 
 // claimMayUse reports whether a waiting pod of another job, of j's priority
 // or higher, may run on one of the nodes j's removed trainers held.
-func claimMayUse(snap cluster.Snapshot, ns []nodeSpec, j Job, nodes []string) bool {
+func claimMayUse(snap snapshot.Snapshot, ns []nodeSpec, j Job, nodes []string) bool {
 	if !slices.ContainsFunc(nodes, func(n string) bool { return n != "" }) {
 		return true // only trainers not scheduled yet: nothing that runs stops
 	}

@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"slices"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // growFirst orders the jobs to give a trainer to: the highest priority,
@@ -70,16 +70,16 @@ func (p *plan) quotaAllows(j *jobState, n int64) bool {
 	if q == nil {
 		return true
 	}
-	fits := func(left int64, each int64) bool { return each <= 0 || left == cluster.Unlimited || left/each >= n }
+	fits := func(left int64, each int64) bool { return each <= 0 || left == snapshot.Unlimited || left/each >= n }
 	return fits(q.Pods, 1) &&
 		fits(q.Requests.CPUMilli, j.req[resCPU]) && fits(q.Requests.MemoryMega, j.req[resMemory]) && fits(q.Requests.GPU, j.req[resGPU]) &&
 		fits(q.Limits.CPUMilli, j.lim[resCPU]) && fits(q.Limits.MemoryMega, j.lim[resMemory]) && fits(q.Limits.GPU, j.lim[resGPU])
 }
 
 // spend takes one pod of request req and limits lim from quota q.
-func spend(q *cluster.Quota, req, lim vec) {
+func spend(q *snapshot.Quota, req, lim vec) {
 	sub := func(left *int64, v int64) {
-		if *left != cluster.Unlimited {
+		if *left != snapshot.Unlimited {
 			*left -= v
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // hasNumber matches a reason that says how many trainers move and why, with
@@ -17,7 +17,7 @@ import (
 var hasNumber = regexp.MustCompile(`^scale (up|down) by [1-9][0-9]*[ :].*[0-9]`)
 
 // assertWellFormed checks what every plan must satisfy.
-func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
+func assertWellFormed(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
 	t.Helper()
 	byKey := map[string]Job{}
 	for _, j := range jobs {
@@ -74,7 +74,7 @@ func assertWellFormed(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Opti
 // assertGrowthFits simulates the scale-ups onto the snapshot: no node may go
 // over its allocatable and no resource a grown trainer asks for over the
 // threshold in the pool it grew in.
-func assertGrowthFits(t *testing.T, snap cluster.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
+func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Options, actions []ScaleAction) {
 	t.Helper()
 	threshold := opts.MaxLoadDesired
 	if threshold <= 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
@@ -24,11 +24,11 @@ func poolNodes(prefix string, count int, alloc Resources, taints ...corev1.Taint
 	return out
 }
 
-func withPlacement(p *cluster.Placement) jobMutator { return func(j *Job) { j.Placement = p } }
+func withPlacement(p *snapshot.Placement) jobMutator { return func(j *Job) { j.Placement = p } }
 
-func inPool(name string) *cluster.Placement { return placementOf(selecting("pool", name)) }
+func inPool(name string) *snapshot.Placement { return placementOf(selecting("pool", name)) }
 
-func onGPUPool() *cluster.Placement {
+func onGPUPool() *snapshot.Placement {
 	return placementOf(selecting("pool", "gpu"), tolerating(corev1.Toleration{Key: "nvidia.com/gpu",
 		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}))
 }
@@ -191,9 +191,9 @@ func TestPlanModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "growth stops at the namespace's quota" {
 				snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
-				q := cluster.NoQuota
+				q := snapshot.NoQuota
 				q.Requests.CPUMilli = 3000
-				snap.Quotas = map[string]cluster.Quota{"ns": q}
+				snap.Quotas = map[string]snapshot.Quota{"ns": q}
 				actions := Plan(snap, tc.jobs, tc.opts)
 				assert.Equal(t, tc.want["ns/a"], toOf(actions, tc.jobs[0]))
 				return
@@ -209,9 +209,9 @@ func TestPlanModel(t *testing.T) {
 func TestQuotaCountsReplicasNotCreatedYetAndPods(t *testing.T) {
 	jobs := []Job{newJob("ns/a", withRange(1, 20), runningOn("n-0"), withCurrent(3))}
 	snap := clusterOf(nodes("n", 1, res(16, 64, 0)), jobs)
-	q := cluster.NoQuota
+	q := snapshot.NoQuota
 	q.Pods = 4
-	snap.Quotas = map[string]cluster.Quota{"ns": q}
+	snap.Quotas = map[string]snapshot.Quota{"ns": q}
 	assert.Equal(t, int32(5), toOf(Plan(snap, jobs, Options{MaxLoadDesired: 1}), jobs[0]), "2 of the 4 pods left are the replicas not created")
 }
 
@@ -224,13 +224,13 @@ func TestJobsTakeTheirPriorityAndRequestFromTheirTrainers(t *testing.T) {
 		{Name: "old", Created: t0, Request: res(1, 1, 0), Priority: 5},
 		{Name: "new", Created: t0.Add(time.Second), Request: res(2, 2, 0), Limits: res(4, 4, 0), Priority: 1000},
 	}
-	snap := cluster.Snapshot{Trainers: map[string][]TrainerPod{"ns/a": job.Trainers}}
+	snap := snapshot.Snapshot{Trainers: map[string][]TrainerPod{"ns/a": job.Trainers}}
 	got := JobsFromSnapshot(snap, []Job{{Key: "ns/a", Priority: 7}})
 	require.Len(t, got, 1)
 	assert.Equal(t, int32(1000), got[0].Priority)
 	assert.Equal(t, res(2, 2, 0), got[0].Request)
 	assert.Equal(t, res(4, 4, 0), got[0].Limits)
-	none := JobsFromSnapshot(cluster.Snapshot{}, []Job{{Key: "ns/b", Priority: 7, Request: res(1, 1, 0)}})
+	none := JobsFromSnapshot(snapshot.Snapshot{}, []Job{{Key: "ns/b", Priority: 7, Request: res(1, 1, 0)}})
 	assert.Equal(t, int32(7), none[0].Priority, "no trainer yet: the caller's")
 }
 

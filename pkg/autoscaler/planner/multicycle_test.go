@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // cycle plans on the cluster as it is, checks the plan against that
@@ -40,7 +40,7 @@ func (s *sim) cycle() []ScaleAction {
 // below its minimum, or to rebalance towards a job of its priority more
 // than the gap less fulfilled — never for a pending pod of any priority, or
 // one that fits nowhere.
-func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
+func (s *sim) check(snap snapshot.Snapshot, jobs []Job, acts []ScaleAction) {
 	s.t.Helper()
 	byKey := map[string]Job{}
 	for _, j := range jobs {
@@ -100,7 +100,7 @@ func (s *sim) check(snap cluster.Snapshot, jobs []Job, acts []ScaleAction) {
 // loads are, per pool (poolsOf), the requests of the pods bound to counted
 // nodes, less those being deleted, over the pool's allocatable; the last is
 // the whole cluster's.
-func (s *sim) loads(snap cluster.Snapshot, jobs []Job) (loadPools, [][numRes]float64) {
+func (s *sim) loads(snap snapshot.Snapshot, jobs []Job) (loadPools, [][numRes]float64) {
 	lp := poolsOf(snap, jobs)
 	used, total := make([]vec, lp.count+1), make([]vec, lp.count+1)
 	for _, n := range s.nodes {
@@ -130,7 +130,7 @@ func (s *sim) loads(snap cluster.Snapshot, jobs []Job) (loadPools, [][numRes]flo
 
 // overloaded reports whether a resource is over the threshold in the pool
 // of j or of a node its trainers run on.
-func (s *sim) overloaded(snap cluster.Snapshot, jobs []Job, j Job) bool {
+func (s *sim) overloaded(snap snapshot.Snapshot, jobs []Job, j Job) bool {
 	th := s.opts.MaxLoadDesired
 	if th <= 0 {
 		th = DefaultMaxLoadDesired
@@ -157,7 +157,7 @@ func (s *sim) overloaded(snap cluster.Snapshot, jobs []Job, j Job) bool {
 
 // belowMinimumWaits: an unschedulable pod of another job of j's priority or
 // higher waits.
-func (s *sim) belowMinimumWaits(snap cluster.Snapshot, j Job) bool {
+func (s *sim) belowMinimumWaits(snap snapshot.Snapshot, j Job) bool {
 	for _, p := range snap.Pending {
 		if p.Job != "" && p.Job != j.Key && p.Priority >= j.Priority {
 			return true

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // originalPlan is the original EDL's (2017) decision loop, reimplemented from
@@ -36,7 +36,7 @@ import (
 // GPUs). Fulfillment is measured from the replicas asked for, as the
 // original did. The original had no priorities, quotas or placements, and
 // neither has this loop.
-func originalPlan(snap cluster.Snapshot, jobs []Job, maxLoad float64) []ScaleAction {
+func originalPlan(snap snapshot.Snapshot, jobs []Job, maxLoad float64) []ScaleAction {
 	if maxLoad <= 0 {
 		maxLoad = DefaultMaxLoadDesired
 	}
@@ -136,7 +136,7 @@ func minus(r, o Resources) Resources {
 
 // plainScenario is benchScenario without what the original could not see:
 // no pending pods, and every job's replicas all created.
-func plainScenario(nodeCount int) (cluster.Snapshot, []Job) {
+func plainScenario(nodeCount int) (snapshot.Snapshot, []Job) {
 	snap, jobs := benchScenario(nodeCount)
 	snap.Pending = nil
 	for i := range jobs {
@@ -200,7 +200,7 @@ func TestOriginalLoopDiffersOnASharedCluster(t *testing.T) {
 	// cannot tell priorities apart, so it removes no trainer for them and
 	// the pods of priority 1000 keep waiting, while Plan frees a node for
 	// each of them and for the new jobs' pods.
-	snap.Pending = slices.DeleteFunc(slices.Clone(snap.Pending), func(p cluster.PendingPod) bool {
+	snap.Pending = slices.DeleteFunc(slices.Clone(snap.Pending), func(p snapshot.PendingPod) bool {
 		return p.Request.CPUMilli > 64000
 	})
 	origUp, origDown = moved(originalPlan(snap, jobs, 0))
@@ -222,6 +222,6 @@ func BenchmarkOriginalPlan(b *testing.B) {
 // BenchmarkPlanPlain measures Plan on the plain clusters.
 func BenchmarkPlanPlain(b *testing.B) { benchmarkPlan(b, plainScenario) }
 
-func originalPlanner(snap cluster.Snapshot, jobs []Job, _ Options) []ScaleAction {
+func originalPlanner(snap snapshot.Snapshot, jobs []Job, _ Options) []ScaleAction {
 	return originalPlan(snap, jobs, 0)
 }

@@ -3,7 +3,7 @@ package planner
 import (
 	"slices"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Plan decides the trainer replicas of the elastic jobs for one cycle and
@@ -22,7 +22,7 @@ import (
 // Jobs with Min == Max, Current outside [Min, Max], an empty or negative
 // Request, or a duplicate Key are never moved, but their trainers are still
 // accounted.
-func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
+func Plan(snap snapshot.Snapshot, jobs []Job, opts Options) []ScaleAction {
 	return Decide(snap, jobs, Queue{}, opts).Actions
 }
 
@@ -34,8 +34,8 @@ func Plan(snap cluster.Snapshot, jobs []Job, opts Options) []ScaleAction {
 // before the phases that shed load and grow; and it says why every job has
 // the trainers it has after the plan (explain.go): one Explanation per job,
 // sorted by key. With no queued jobs its actions are Plan's.
-func Decide(snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
-	placements := make([]*cluster.Placement, 0, len(queue.Jobs)+len(snap.Unplaced))
+func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
+	placements := make([]*snapshot.Placement, 0, len(queue.Jobs)+len(snap.Unplaced))
 	for i := range snap.Unplaced {
 		placements = append(placements, snap.Unplaced[i].Placement)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 func TestPlan(t *testing.T) {
@@ -167,7 +167,7 @@ func TestFitIndexFindsTheFirstNodeThatFitsInEveryDimension(t *testing.T) {
 func TestTerminatingPodsAreGoneForLoadButHeldFromGrowth(t *testing.T) {
 	jobs := []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0"))}
 	now := t0.Add(time.Hour)
-	snapWith := func(deadline time.Time) cluster.Snapshot {
+	snapWith := func(deadline time.Time) snapshot.Snapshot {
 		return clusterOf(nodes("n", 1, res(10, 64, 0)), jobs,
 			otherPod{name: "web", node: "n-0", req: res(4, 1, 0), terminating: true, deadline: deadline})
 	}
@@ -204,7 +204,7 @@ func TestLingeringTrainersAreNoLoad(t *testing.T) {
 // going, so the load they make does not shrink anyone again.
 func TestAScaleDownUnderWayIsNotTakenTwice(t *testing.T) {
 	pods := runningOn("n-0", "n-0", "n-0", "n-0", "n-0", "n-0")
-	snap := func(jobs []Job) cluster.Snapshot {
+	snap := func(jobs []Job) snapshot.Snapshot {
 		return clusterOf(nodes("n", 1, res(8, 64, 0)), jobs, otherPod{name: "web", node: "n-0", req: res(4, 1, 0)})
 	}
 	opts := Options{MaxLoadDesired: 1}

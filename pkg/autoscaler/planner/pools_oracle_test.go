@@ -3,7 +3,7 @@ package planner
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // loadPools is the test's own grouping of the snapshot's nodes into the
@@ -15,7 +15,7 @@ type loadPools struct {
 	count int
 }
 
-func poolsOf(snap cluster.Snapshot, jobs []Job) loadPools {
+func poolsOf(snap snapshot.Snapshot, jobs []Job) loadPools {
 	parent := make([]int, len(snap.Nodes))
 	for i := range parent {
 		parent[i] = i
@@ -66,7 +66,7 @@ func poolsOf(snap cluster.Snapshot, jobs []Job) loadPools {
 // base returns each pool's requests and allocatable, and the whole
 // cluster's at index -1 → len: the snapshot's totals when there is one
 // pool, as the planner takes them, the sums of the nodes otherwise.
-func (lp loadPools) base(snap cluster.Snapshot) (load, total []vec) {
+func (lp loadPools) base(snap snapshot.Snapshot) (load, total []vec) {
 	load, total = make([]vec, lp.count+1), make([]vec, lp.count+1)
 	whole := lp.count
 	load[whole] = vec{snap.CPURequestMilli, snap.MemoryRequestMega, snap.GPURequest}

@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // anywhere tolerates the GPU taint and selects nothing: its trainers may
 // use every node.
-func anywhere() *cluster.Placement {
+func anywhere() *snapshot.Placement {
 	return placementOf(tolerating(corev1.Toleration{Key: "nvidia.com/gpu",
 		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}))
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // assertQueueInvariants checks what every decision on a queue must satisfy:
@@ -19,7 +19,7 @@ import (
 // never start holds no reservation and at most one job is the head; and
 // preemption stops only running jobs of a strictly lower priority than an
 // admitted job, only when it is on.
-func assertQueueInvariants(t *testing.T, snap cluster.Snapshot, jobs []Job, queue Queue, d Decision) {
+func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, queue Queue, d Decision) {
 	t.Helper()
 	byKey := map[string]*QueuedJob{}
 	for i := range queue.Jobs {
@@ -69,10 +69,10 @@ func assertQueueInvariants(t *testing.T, snap cluster.Snapshot, jobs []Job, queu
 	for ns, u := range used {
 		left, hard := snap.Quota(ns), snap.HardQuota(ns)
 		for _, dim := range quotaDims {
-			if l := *dim.of(&left); l != cluster.Unlimited {
+			if l := *dim.of(&left); l != snapshot.Unlimited {
 				assert.LessOrEqual(t, dim.amount(u), l, "namespace %s: admissions exceed quota %s", ns, dim.name)
 			}
-			if h := *dim.of(&hard); h != cluster.Unlimited {
+			if h := *dim.of(&hard); h != snapshot.Unlimited {
 				assert.LessOrEqual(t, dim.amount(u), h, "namespace %s: admissions exceed the hard limit of %s", ns, dim.name)
 			}
 		}

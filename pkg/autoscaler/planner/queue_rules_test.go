@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // The rules of the queue beyond fitting on nodes: the namespace's quota,
@@ -18,11 +18,11 @@ import (
 
 // withQuota sets namespace ns's quota room (left) and hard limits on CPU
 // requests and pods (Unlimited for -1).
-func withQuota(snap *cluster.Snapshot, ns string, leftCPU, hardCPU float64, leftPods, hardPods int64) {
+func withQuota(snap *snapshot.Snapshot, ns string, leftCPU, hardCPU float64, leftPods, hardPods int64) {
 	if snap.Quotas == nil {
-		snap.Quotas, snap.QuotaHard = map[string]cluster.Quota{}, map[string]cluster.Quota{}
+		snap.Quotas, snap.QuotaHard = map[string]snapshot.Quota{}, map[string]snapshot.Quota{}
 	}
-	left, hard := cluster.NoQuota, cluster.NoQuota
+	left, hard := snapshot.NoQuota, snapshot.NoQuota
 	if leftCPU >= 0 {
 		left.Requests.CPUMilli, hard.Requests.CPUMilli = int64(leftCPU*1000), int64(hardCPU*1000)
 	}
@@ -34,7 +34,7 @@ func withQuota(snap *cluster.Snapshot, ns string, leftCPU, hardCPU float64, left
 
 // runningWhole adds a running job's bound pods to the snapshot (as servers,
 // which preemption frees), for a job the plan does not scale.
-func runningWhole(snap *cluster.Snapshot, key string, pods ...otherPod) {
+func runningWhole(snap *snapshot.Snapshot, key string, pods ...otherPod) {
 	if snap.Servers == nil {
 		snap.Servers = map[string][]TrainerPod{}
 	}
@@ -43,7 +43,7 @@ func runningWhole(snap *cluster.Snapshot, key string, pods ...otherPod) {
 	}
 }
 
-func decideQueue(t *testing.T, snap cluster.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
+func decideQueue(t *testing.T, snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
 	t.Helper()
 	d := Decide(snap, jobs, queue, opts)
 	assertQueueInvariants(t, snap, jobs, queue, d)
@@ -76,14 +76,14 @@ func TestDecideQueueRules(t *testing.T) {
 	other := queued("team-b/small", 2*time.Second)
 	for _, tc := range []struct {
 		name     string
-		snap     func() cluster.Snapshot
+		snap     func() snapshot.Snapshot
 		queue    []QueuedJob
 		admitted []string
 		kinds    map[string]string
 		reason   map[string]string
 	}{{
 		name: "a minimum the quota cannot hold now waits, naming the quota and the shortfall",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)
 			withQuota(&s, "team-a", 6, 20, -1, 0)
 			return s
@@ -93,7 +93,7 @@ func TestDecideQueueRules(t *testing.T) {
 		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: namespace team-a quota requests.cpu: 6 CPU left, the minimum needs 14 CPU"},
 	}, {
 		name: "a minimum above the quota's hard limit is refused at once and holds nothing back",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)
 			withQuota(&s, "team-a", 10, 10, -1, 0)
 			return s
@@ -104,7 +104,7 @@ func TestDecideQueueRules(t *testing.T) {
 		reason:   map[string]string{"team-a/big": "needs 14 CPU of namespace team-a's quota requests.cpu, above its hard limit of 10 CPU: it cannot start until the quota is raised"},
 	}, {
 		name: "pods count against the quota too",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)
 			withQuota(&s, "team-a", -1, 0, 2, 10)
 			return s
@@ -114,7 +114,7 @@ func TestDecideQueueRules(t *testing.T) {
 		reason: map[string]string{"team-a/small": "namespace team-a quota pods: 2 left, the minimum needs 3"},
 	}, {
 		name: "the first waiting job of a namespace holds its share of the quota; other namespaces go on",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)
 			withQuota(&s, "team-a", 12, 20, -1, 0)
 			return s
@@ -124,7 +124,7 @@ func TestDecideQueueRules(t *testing.T) {
 		kinds:    map[string]string{"team-a/big": v1.ReasonWaitingForQuota, "team-a/small": v1.ReasonWaitingForQuota},
 	}, {
 		name: "what an admission takes from the quota is gone for the next job",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)
 			withQuota(&s, "team-a", 5, 20, -1, 0)
 			return s
@@ -135,7 +135,7 @@ func TestDecideQueueRules(t *testing.T) {
 		reason:   map[string]string{"team-a/second": "2 CPU left, the minimum needs 3 CPU"},
 	}, {
 		name: "the head's nodes are reserved: a small job behind it that fits there waits",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			// 10 CPU used on each node: 12 free, 6 on each; big needs 14.
 			return clusterOf(ns, nil, otherPod{name: "x", node: "n-0", req: res(10, 1, 0)}, otherPod{name: "y", node: "n-1", req: res(10, 1, 0)})
 		},
@@ -144,12 +144,12 @@ func TestDecideQueueRules(t *testing.T) {
 		reason: map[string]string{"team-a/small": "would fit, but only on nodes kept for team-a/big, ahead in the queue"},
 	}, {
 		name: "a job behind the head is admitted onto a node the head may not use",
-		snap: func() cluster.Snapshot {
+		snap: func() snapshot.Snapshot {
 			pool := append(nodes("n", 2, res(16, 64, 0)), nodeSpec{name: "gpu-0", alloc: res(16, 64, 4),
 				taints: []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}})
 			return clusterOf(pool, nil, otherPod{name: "x", node: "n-0", req: res(10, 1, 0)}, otherPod{name: "y", node: "n-1", req: res(10, 1, 0)})
 		},
-		queue: []QueuedJob{big, queued("team-a/gpu", time.Second, placedAt(cluster.PlacementOf(&corev1.PodSpec{
+		queue: []QueuedJob{big, queued("team-a/gpu", time.Second, placedAt(snapshot.PlacementOf(&corev1.PodSpec{
 			Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}})))},
 		admitted: []string{"team-a/gpu"},
 		kinds:    map[string]string{"team-a/big": v1.ReasonWaitingForAdmission},
@@ -195,7 +195,7 @@ func TestDecidePreemption(t *testing.T) {
 		"ns/b": {name: "b-ps", node: "n-0", req: res(4, 1, 0)},
 		"ns/c": {name: "c-ps", node: "n-1", req: res(8, 1, 0)},
 	}
-	build := func() cluster.Snapshot {
+	build := func() snapshot.Snapshot {
 		snap := clusterOf(ns, nil, pods["ns/a"], pods["ns/b"], pods["ns/c"])
 		for k, p := range pods {
 			runningWhole(&snap, k, p)

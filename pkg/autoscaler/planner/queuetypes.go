@@ -3,7 +3,7 @@ package planner
 import (
 	"time"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Queue is what gang admission decides on: the jobs that wait, and the
@@ -39,7 +39,7 @@ type ArrivingJob struct {
 	Admitted time.Time
 	// Request and Limits are one trainer's, as in Job.
 	Request, Limits Resources
-	Placement       *cluster.Placement
+	Placement       *snapshot.Placement
 }
 
 // RunningJob is an admitted job, as preemption sees it.
@@ -79,7 +79,7 @@ type PodSet struct {
 	Role            string
 	Count           int32
 	Request, Limits Resources
-	Placement       *cluster.Placement
+	Placement       *snapshot.Placement
 }
 
 // Admission is a queued job the plan admits: its whole minimum fits.

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // sim is a small cluster that Plan runs against for many cycles: a
@@ -64,7 +64,7 @@ type simPod struct {
 	deleteAt  int  // tick the pod is gone; 0 while not deleted
 	marked    bool // picked by a plan: the lowest pod-deletion-cost
 	tried     bool
-	placement *cluster.Placement
+	placement *snapshot.Placement
 	gated     bool    // carries the admission gate: the scheduler leaves it alone
 	member    *simJob // the pserver's job; nil for trainers and other pods
 }
@@ -76,7 +76,7 @@ type simJob struct {
 	priority  int32
 	req       vec
 	scaleDown time.Time
-	placement *cluster.Placement
+	placement *snapshot.Placement
 	// With gang admission: pservers of psReq each, created with the job.
 	queued, running bool
 	pservers        int32
@@ -292,15 +292,15 @@ func (s *sim) preempt(p *simPod) {
 }
 
 // snapshot is what pkg/cluster would report for the simulated cluster.
-func (s *sim) snapshot() (cluster.Snapshot, []Job) {
-	snap := cluster.Snapshot{Trainers: map[string][]TrainerPod{}}
+func (s *sim) snapshot() (snapshot.Snapshot, []Job) {
+	snap := snapshot.Snapshot{Trainers: map[string][]TrainerPod{}}
 	counted := map[string]bool{}
 	for _, n := range s.nodes {
 		if n.cordoned {
 			continue
 		}
 		counted[n.name] = true
-		node := cluster.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.resources()}
+		node := snapshot.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.alloc.resources()}
 		free := n.alloc
 		for _, p := range s.pods {
 			if p.node != n.name || !s.live(p) {
@@ -308,7 +308,7 @@ func (s *sim) snapshot() (cluster.Snapshot, []Job) {
 			}
 			free = free.minus(p.req)
 			if p.deleteAt != 0 {
-				node.Terminating = append(node.Terminating, cluster.TerminatingPod{Request: p.req.resources(),
+				node.Terminating = append(node.Terminating, snapshot.TerminatingPod{Request: p.req.resources(),
 					Deadline: t0.Add(time.Duration(p.deleteAt) * time.Second), Trainer: p.job != nil})
 			}
 		}
@@ -333,12 +333,12 @@ func (s *sim) snapshot() (cluster.Snapshot, []Job) {
 			if owner == nil {
 				owner = p.job
 			}
-			snap.Unplaced = append(snap.Unplaced, cluster.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority,
+			snap.Unplaced = append(snap.Unplaced, snapshot.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority,
 				Request: p.req.resources(), Job: owner.key, Trainer: p.job != nil, Created: t0.Add(time.Duration(p.created) * time.Second),
 				Placement: owner.placement})
 		}
 		if unsched {
-			pp := cluster.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority, Request: p.req.resources(),
+			pp := snapshot.PendingPod{Namespace: "ns", Name: p.name, Priority: p.priority, Request: p.req.resources(),
 				Created: t0.Add(time.Duration(p.created) * time.Second), NominatedNode: p.nominated,
 				Placement: p.placement, PreemptNever: p.never}
 			if p.job != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // planner is Plan's private working copy of the cluster and the jobs.
@@ -14,7 +14,7 @@ type plan struct {
 	opts      Options
 	threshold float64
 
-	nodes   []cluster.Node
+	nodes   []snapshot.Node
 	nodeIdx map[string]int32
 	classes *classes
 	// free is each node's room once the pods that are going have gone (pods
@@ -31,9 +31,9 @@ type plan struct {
 	// emptyFit is over every node's allocatable, to tell a queued job that
 	// could never start; built when first needed.
 	emptyFit *fitter
-	quotas   map[string]*cluster.Quota // room left per namespace, as admission and growth use it (quotaFor)
-	stopped  map[string]bool           // the jobs preemption stops whole in this plan
-	snap     *cluster.Snapshot
+	quotas   map[string]*snapshot.Quota // room left per namespace, as admission and growth use it (quotaFor)
+	stopped  map[string]bool            // the jobs preemption stops whole in this plan
+	snap     *snapshot.Snapshot
 
 	// pools are the groups of nodes the load is tested over (pools.go);
 	// poolOf maps a class to its pool, and all is the whole cluster's
@@ -57,7 +57,7 @@ type plan struct {
 	depth                    map[pendingShape]int32 // search depth that made room for a shape
 	// waiting are the unschedulable pods the plan reserved room for or
 	// made room for, for the reasons.
-	waiting []*cluster.PendingPod
+	waiting []*snapshot.PendingPod
 
 	// For the explanations (explain.go): the jobs that cannot even be
 	// accounted, the jobs cooling down that growth held room for, and the
@@ -209,16 +209,16 @@ func (v *victim) holds() bool { return v.bound || v.node >= 0 }
 
 // newPlanner builds the working copy; extra are placements beyond the jobs'
 // and the pending pods' that the plan evaluates (the queued jobs').
-func newPlan(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.Placement) *plan {
+func newPlan(snap snapshot.Snapshot, jobs []Job, opts Options, extra ...*snapshot.Placement) *plan {
 	p := &plan{opts: opts, threshold: opts.MaxLoadDesired, snap: &snap}
 	if !(p.threshold > 0) || math.IsInf(p.threshold, 0) {
 		p.threshold = DefaultMaxLoadDesired
 	}
 
 	p.nodes = snap.Nodes
-	if !slices.IsSortedFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) }) {
+	if !slices.IsSortedFunc(p.nodes, func(a, b snapshot.Node) int { return strings.Compare(a.Name, b.Name) }) {
 		p.nodes = slices.Clone(p.nodes)
-		slices.SortFunc(p.nodes, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(p.nodes, func(a, b snapshot.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	p.nodeIdx = make(map[string]int32, len(p.nodes))
 	for i := range p.nodes {
@@ -244,7 +244,7 @@ func newPlan(snap cluster.Snapshot, jobs []Job, opts Options, extra ...*cluster.
 		}
 	}
 
-	placements := make([]*cluster.Placement, 0, len(p.jobs)+len(snap.Pending)+len(extra))
+	placements := make([]*snapshot.Placement, 0, len(p.jobs)+len(snap.Pending)+len(extra))
 	placements = append(placements, extra...)
 	for _, j := range p.jobs {
 		placements = append(placements, j.in.Placement)

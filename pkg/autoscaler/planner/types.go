@@ -3,15 +3,15 @@ package planner
 import (
 	"time"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // Resources is one trainer's effective request (CPU millicores, memory MiB,
 // GPUs), the same type the cluster snapshot reports in.
-type Resources = cluster.Resources
+type Resources = snapshot.Resources
 
 // TrainerPod is one live trainer pod as the cluster snapshot reports it.
-type TrainerPod = cluster.TrainerPod
+type TrainerPod = snapshot.TrainerPod
 
 // DefaultMaxLoadDesired is the original EDL's -max_load_desired default, used
 // when Options.MaxLoadDesired is not positive.
@@ -41,7 +41,7 @@ type Job struct {
 	// quotas on limits.
 	Request, Limits Resources
 	// Placement is where the trainers may run, from the pod template.
-	Placement *cluster.Placement
+	Placement *snapshot.Placement
 	// Trainers are the job's live trainer pods. Existing pods are accounted
 	// with their own requests, which may differ from Request after a template
 	// change.
@@ -136,7 +136,7 @@ type ScaleAction struct {
 // and with Priority, Request and Limits taken from the newest trainer, as
 // admission left them, once a trainer exists. The Trainers slices are shared
 // with snap, which Plan never modifies.
-func JobsFromSnapshot(snap cluster.Snapshot, jobs []Job) []Job {
+func JobsFromSnapshot(snap snapshot.Snapshot, jobs []Job) []Job {
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
 		j.Trainers = snap.TrainerPods(j.Key)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // reserve finds room for what waits for a node, in the order kube-scheduler's
@@ -28,10 +28,10 @@ import (
 // TrainingJob's own pods below its minimum, which kube-scheduler cannot
 // place among jobs of their priority: reserve returns them as claims for
 // yieldToMinimum.
-func (p *plan) reserve(pending []cluster.PendingPod) []*cluster.PendingPod {
+func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 	type waiter struct {
 		priority int32
-		pod      *cluster.PendingPod // nil for a trainer
+		pod      *snapshot.PendingPod // nil for a trainer
 		job      *jobState
 		k        int // victims index of the trainer
 	}
@@ -77,7 +77,7 @@ func (p *plan) reserve(pending []cluster.PendingPod) []*cluster.PendingPod {
 		return cmp.Or(strings.Compare(a.job.key, b.job.key), cmp.Compare(a.k, b.k))
 	})
 
-	var claims []*cluster.PendingPod
+	var claims []*snapshot.PendingPod
 	for _, w := range ws {
 		if w.pod == nil {
 			j, v := w.job, &w.job.victims[w.k]

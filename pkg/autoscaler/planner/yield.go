@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
 // yieldToMinimum makes room for the pods a TrainingJob needs to run at its
@@ -16,7 +16,7 @@ import (
 // kube-scheduler does not preempt pods of the same priority, so EDL must.
 // A pod that may run on no node even empty, or whose placement admits no
 // node, takes nothing.
-func (p *plan) yieldToMinimum(claims []*cluster.PendingPod) {
+func (p *plan) yieldToMinimum(claims []*snapshot.PendingPod) {
 	if len(p.movable) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"fmt"
@@ -8,16 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-)
-
-const (
-	// DefaultGPUResourceName is the extended resource counted as GPUs when
-	// Config.GPUResourceNames is empty.
-	DefaultGPUResourceName corev1.ResourceName = "nvidia.com/gpu"
-
-	// mebi is the unit of every *Mega field: the original EDL printed
-	// MemoryTotalMega:1993 for a 2 GiB minikube, i.e. bytes/1024/1024.
-	mebi = 1 << 20
 )
 
 // Resources is an amount of the three resources the autoscaler balances.

@@ -1,10 +1,7 @@
-package cluster
+package snapshot
 
 import (
 	"encoding/json"
-	"math"
-	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -83,66 +80,4 @@ func (p *Placement) LabelKeys(f func(string)) (fields bool) {
 		}
 	}
 	return fields
-}
-
-// Node is what the planner knows of one node that counts: Ready and not
-// cordoned. Labels and Taints are the informer's, shared and read-only.
-type Node struct {
-	Name   string
-	Labels map[string]string
-	// Taints are the node's NoSchedule and NoExecute taints: the ones that
-	// keep pods off it. PreferNoSchedule is only a preference.
-	Taints []corev1.Taint
-	// Allocatable is status.allocatable; Free is Allocatable minus the
-	// requests of the live pods bound to the node, terminating ones
-	// included, and can be negative.
-	Allocatable, Free Resources
-	// Terminating is the part of the requests that pods being deleted hold:
-	// it frees once their grace period ends (see TerminatingPod).
-	Terminating []TerminatingPod
-}
-
-// TerminatingPod is a pod on a counted node that is being deleted.
-type TerminatingPod struct {
-	Request Resources
-	// Deadline is metadata.deletionTimestamp: when the grace period ends.
-	Deadline time.Time
-	// Trainer: the pod is a trainer of an EDL job, which its ReplicaSet
-	// no longer counts.
-	Trainer bool
-}
-
-// schedulingTaints keeps the taints that keep pods off a node, in a new
-// slice; nil when there are none.
-func schedulingTaints(taints []corev1.Taint) []corev1.Taint {
-	var out []corev1.Taint
-	for _, t := range taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			out = append(out, t)
-		}
-	}
-	return slices.Clip(out)
-}
-
-// Unlimited is a Quota dimension without a hard limit.
-const Unlimited = math.MaxInt64
-
-// Quota is the room a namespace's ResourceQuotas leave for new pods: hard
-// minus used, the smallest over the namespace's quotas, per dimension;
-// Unlimited where no quota sets one. Quotas with scopes or a scope selector
-// apply to some pods only and are not modelled.
-type Quota struct {
-	// Requests is what requests.cpu (or cpu), requests.memory (or memory)
-	// and requests.<gpu> leave; Limits what limits.cpu and limits.memory
-	// leave (GPU limits equal requests).
-	Requests, Limits Resources
-	// Pods is what pods (or count/pods) leaves.
-	Pods int64
-}
-
-// NoQuota is the Quota of a namespace without ResourceQuotas.
-var NoQuota = Quota{
-	Requests: Resources{CPUMilli: Unlimited, MemoryMega: Unlimited, GPU: Unlimited},
-	Limits:   Resources{CPUMilli: Unlimited, MemoryMega: Unlimited, GPU: Unlimited},
-	Pods:     Unlimited,
 }

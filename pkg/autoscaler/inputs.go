@@ -1,0 +1,274 @@
+package autoscaler
+
+import (
+	"maps"
+	"math"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+)
+
+// inputs are what one cycle plans with, read from the informers, and the
+// TrainingJobs they came from, by key, for the writes that follow the plan.
+type inputs struct {
+	// jobs are the Running elastic jobs, their trainers from the snapshot.
+	jobs []planner.Job
+	// elastic are the TrainingJobs of jobs.
+	elastic map[string]*v1.TrainingJob
+	// queue is Decide's queue; queued its TrainingJobs (the queued ones, the
+	// running ones it may preempt).
+	queue  planner.Queue
+	queued map[string]*v1.TrainingJob
+}
+
+// readInputs reads the cycle's inputs from the informers and snap.
+func (a *Autoscaler) readInputs(snap snapshot.Snapshot) inputs {
+	var in inputs
+	in.jobs, in.elastic = a.elasticJobs()
+	in.jobs = planner.JobsFromSnapshot(snap, in.jobs)
+	in.queue, in.queued = a.queue(snap)
+	return in
+}
+
+// queue is Decide's queue — with gang admission, the queued jobs, the
+// admitted ones whose pods are not all created yet and, with preemption
+// too, the running jobs it may stop — and those jobs by key.
+func (a *Autoscaler) queue(snap snapshot.Snapshot) (planner.Queue, map[string]*v1.TrainingJob) {
+	var queue planner.Queue
+	if !a.cfg.GangAdmission {
+		return queue, nil
+	}
+	var objects map[string]*v1.TrainingJob
+	queue.Jobs, objects = a.queuedJobs()
+	queue.Starting, queue.Arriving = a.admittedJobs(snap)
+	if a.cfg.Preemption && len(queue.Jobs) > 0 {
+		var running map[string]*v1.TrainingJob
+		queue.Running, running = a.runningJobs()
+		maps.Copy(objects, running)
+	}
+	return queue, objects
+}
+
+// waits are how long each waiting job has waited since it was created.
+func waits(waiting []planner.Waiting, queue []planner.QueuedJob, now time.Time) []time.Duration {
+	created := make(map[string]time.Time, len(queue))
+	for _, q := range queue {
+		created[q.Key] = q.Created
+	}
+	out := make([]time.Duration, 0, len(waiting))
+	for _, w := range waiting {
+		out = append(out, now.Sub(created[w.Job]))
+	}
+	return out
+}
+
+// options are the Plan options of the cycle at now.
+func (a *Autoscaler) options(now time.Time) planner.Options {
+	return planner.Options{
+		MaxLoadDesired:  a.cfg.MaxLoadDesired,
+		Now:             now,
+		CoolDown:        a.cfg.CoolDown,
+		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
+		RebalanceGap:    a.cfg.RebalanceGap,
+		DryRun:          a.cfg.DryRun,
+		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
+
+		MaxRebalancePerCycle: planner.RebalancePerCycle(a.cfg.Interval),
+	}
+}
+
+// elasticJobs are the Running jobs with min-instance < max-instance whose
+// trainer ReplicaSet they control, as Plan's input, and the jobs by key.
+func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		a.log.Error("list TrainingJobs", "err", err)
+		return nil, nil
+	}
+	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
+	jobs := make([]planner.Job, 0, len(all))
+	objects := make(map[string]*v1.TrainingJob, len(all))
+	for _, tj := range all {
+		spec := &tj.Spec
+		if tj.Status.Phase != v1.PhaseRunning || spec.Suspend || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
+			continue
+		}
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, v1.RoleTrainer))
+		if err != nil || rs.Spec.Replicas == nil {
+			continue
+		}
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
+			continue // someone else's ReplicaSet: the controller reports it
+		}
+		template := &rs.Spec.Template.Spec
+		job := planner.Job{
+			Key:       key(tj),
+			Min:       spec.Trainer.MinInstance,
+			Max:       spec.Trainer.MaxInstance,
+			Current:   *rs.Spec.Replicas,
+			Priority:  a.priority(spec.PriorityClassName),
+			Placement: snapshot.PlacementOf(template),
+		}
+		job.Request, job.Limits = a.tracker.PodRequestAndLimits(template)
+		if last := tj.Status.LastScale; last != nil && last.To < last.From {
+			job.LastScaleDown = last.Time.Time
+		}
+		jobs = append(jobs, job)
+		objects[job.Key] = tj
+	}
+	return jobs, objects
+}
+
+func key(tj *v1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
+
+// priority resolves a PriorityClass name the way the Priority admission
+// plugin does: the named class, or the global default class, or 0.
+func (a *Autoscaler) priority(name string) int32 {
+	if name != "" {
+		if pc, err := a.priorityClasses.Get(name); err == nil {
+			return pc.Value
+		}
+		return 0
+	}
+	classes, _ := a.priorityClasses.List(labels.Everything())
+	for _, pc := range classes {
+		if pc.GlobalDefault {
+			return pc.Value
+		}
+	}
+	return 0
+}
+
+// queuedJobs are the jobs that wait for admission (condition Queued True)
+// and whose ReplicaSets all exist, as Decide's input, and the jobs by key.
+func (a *Autoscaler) queuedJobs() ([]planner.QueuedJob, map[string]*v1.TrainingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		a.log.Error("list TrainingJobs", "err", err)
+		return nil, nil
+	}
+	var queue []planner.QueuedJob
+	objects := map[string]*v1.TrainingJob{}
+	for _, tj := range all {
+		if !meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) || tj.Spec.Suspend ||
+			tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		q, ok := a.minimumOf(tj)
+		if !ok {
+			continue // the controller is still creating it
+		}
+		queue = append(queue, q)
+		objects[q.Key] = tj
+	}
+	return queue, objects
+}
+
+// minimumOf returns a job's minimum, read from its ReplicaSets' templates,
+// which is what its pods will be: one master for a fault-tolerant job,
+// pserver.min-instance pservers and trainer.min-instance trainers; false
+// while one of its ReplicaSets is missing.
+func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
+	roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
+	if tj.Spec.FaultTolerant {
+		roles = append(roles, v1.RoleMaster)
+	}
+	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
+		MaxTrainers: tj.Spec.Trainer.MaxInstance}
+	for _, role := range roles {
+		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
+		if err != nil || rs.Spec.Replicas == nil {
+			return q, false
+		}
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != tj.UID {
+			return q, false
+		}
+		// A queued job's ReplicaSets are held at 0 replicas: its minimum
+		// is what admission scales them to.
+		count := int32(1)
+		switch role {
+		case v1.RolePserver:
+			count = tj.Spec.Pserver.MinInstance
+		case v1.RoleTrainer:
+			count = tj.Spec.Trainer.MinInstance
+		}
+		template := &rs.Spec.Template.Spec
+		req, lim := a.tracker.PodRequestAndLimits(template)
+		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template)})
+	}
+	return q, true
+}
+
+// admittedJobs are the jobs admitted but not Running yet. Starting are
+// those whose minimum's pods do not all exist yet, with the pods that are
+// missing: the room an earlier plan admitted them into, which no other job
+// may take before the ReplicaSet controller creates them. Arriving are the
+// elastic ones, for growth to keep their share (arrive.go).
+func (a *Autoscaler) admittedJobs(snap snapshot.Snapshot) (starting []planner.QueuedJob, arriving []planner.ArrivingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		return nil, nil
+	}
+	for _, tj := range all {
+		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || tj.Spec.Suspend ||
+			tj.Status.Phase == v1.PhaseRunning || tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		q, ok := a.minimumOf(tj)
+		if !ok {
+			continue
+		}
+		if arr, ok := q.Arriving(c.LastTransitionTime.Time); ok {
+			arriving = append(arriving, arr)
+		}
+		// Clamped: more than a minimum's worth leaves nothing missing.
+		trainers := int32(min(len(snap.TrainerPods(q.Key)), math.MaxInt32)) // #nosec G115 -- clamped to MaxInt32
+		servers := int32(min(len(snap.Servers[q.Key]), math.MaxInt32))      // #nosec G115 -- clamped to MaxInt32
+		missing := false
+		for i := range q.Pods {
+			s := &q.Pods[i]
+			have := &servers
+			if s.Role == v1.RoleTrainer.Name() {
+				have = &trainers
+			}
+			took := min(*have, s.Count)
+			*have -= took
+			s.Count -= took
+			missing = missing || s.Count > 0
+		}
+		if missing {
+			starting = append(starting, q)
+		}
+	}
+	return starting, arriving
+}
+
+// runningJobs are the admitted jobs that may hold pods — not queued,
+// suspended or finished, past Pending — as the running jobs preemption may
+// stop, and the jobs by key.
+func (a *Autoscaler) runningJobs() ([]planner.RunningJob, map[string]*v1.TrainingJob) {
+	all, err := a.jobs.List(labels.Everything())
+	if err != nil { // a lister's List never fails
+		a.log.Error("list TrainingJobs", "err", err)
+		return nil, nil
+	}
+	var running []planner.RunningJob
+	objects := map[string]*v1.TrainingJob{}
+	for _, tj := range all {
+		if tj.Spec.Suspend || meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) ||
+			(tj.Status.Phase != v1.PhaseRunning && tj.Status.Phase != v1.PhaseCreating) {
+			continue
+		}
+		running = append(running, planner.RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time})
+		objects[key(tj)] = tj
+	}
+	return running, objects
+}

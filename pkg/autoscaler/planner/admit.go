@@ -327,10 +327,6 @@ func (p *plan) noRoom(g gangPod) string {
 		g.role, g.req.resources(), most.resources(), all.resources())
 }
 
-// max0 clamps negative amounts (a node overcommitted by pods bound before a
-// resize) to zero, for people.
-func (v vec) max0() vec { return vec{max(v[0], 0), max(v[1], 0), max(v[2], 0)} }
-
 func distinct(nodes []int) int {
 	s := slices.Clone(nodes)
 	slices.Sort(s)

@@ -53,7 +53,8 @@ func (p *plan) arrive(queue Queue, admitted []Admission) {
 		j := &jobState{
 			key: a.Key, min: int64(a.Min), max: int64(a.Max), desired: int64(a.Min), placed: int64(a.Min),
 			priority: a.Priority, req: req, lim: vecOf(a.Limits), ns: namespaceOf(a.Key),
-			elig: p.classes.set(a.Placement), movable: true, arriving: true, takerAt: -1,
+			elig: p.classes.set(a.Placement), movable: true, arriving: true,
+			rebalanceState: rebalanceState{takerAt: -1},
 		}
 		j.pool = p.poolOfSet(j.elig)
 		p.arriving = append(p.arriving, j)

@@ -93,37 +93,50 @@ type jobState struct {
 	coolingDown   bool
 	arriving      bool // admitted, not Running yet: in planner.arriving only
 	quotaHeld     bool // growth stopped at its namespace's quota
-	// stopping is set while a trial of preempt.go counts the job's pods as
-	// gone; preempted once the plan stops the job whole, for by (of
-	// priority byPriority).
-	stopping, preempted bool
-	preemptedBy         string
-	preemptedByPriority int32
-
-	// Why growth let the job go, for its explanation.
-	stop       growStop
-	fitAtStart bool      // growth could place one of its trainers before any job grew
-	lostTo     *jobState // the job that took the last trainer before it left the line
-	promisedBy *jobState // the first job rebalance freed room for it from
-	// capped is the giver whose trainer rebalance would have moved to it
-	// had the plan not reached Options.MaxRebalancePerCycle.
-	capped *jobState
 
 	grown, shrunk int64
 	nodes         []string
-	picked        []string // running trainers removed out of deletion order (pick.go)
+	picked        []string // running trainers removed out of deletion order (see [plan.pickRunning])
 
-	// Growth's cache of the nodes no job cooling down ahead of it could use,
-	// for unblockedFor blockers.
+	// Each phase's scratch state, and what the reasons and explanations
+	// read of the plan.
+	preemptState
+	growState
+	rebalanceState
+	reasonNotes
+}
+
+// preemptState is the job's part in [plan.preempt].
+type preemptState struct {
+	// stopping is set while a trial of preemption counts the job's pods as
+	// gone; preempted once the plan stops the job whole, for preemptedBy
+	// (of priority preemptedByPriority).
+	stopping, preempted bool
+	preemptedBy         string
+	preemptedByPriority int32
+}
+
+// growState is the job's part in [plan.grow]: why growth let the job go,
+// for its explanation, and a cache.
+type growState struct {
+	stop       growStop
+	fitAtStart bool      // growth could place one of its trainers before any job grew
+	lostTo     *jobState // the job that took the last trainer before it left the line
+	// unblockedSet caches the nodes no job cooling down ahead of it could
+	// use, for unblockedFor blockers.
 	unblockedFor int
 	unblockedSet *eligible
+}
 
-	// Rebalance's working state.
-	growsFromIdle bool  // growth can serve it from idle capacity: rebalance gives it nothing
-	promised      int64 // trainers rebalance freed room for, added to desired in the same plan
-	takerAt       int   // index in rebalance's heap of takers, -1 when not in it
-
-	reasonNotes
+// rebalanceState is the job's part in [plan.rebalance].
+type rebalanceState struct {
+	growsFromIdle bool      // growth can serve it from idle capacity: rebalance gives it nothing
+	promised      int64     // trainers rebalance freed room for, added to desired in the same plan
+	takerAt       int       // index in rebalance's heap of takers, -1 when not in it
+	promisedBy    *jobState // the first job rebalance freed room for it from
+	// capped is the giver whose trainer rebalance would have moved to it
+	// had the plan not reached Options.MaxRebalancePerCycle.
+	capped *jobState
 }
 
 // reasonNotes are what the phases note about a job only to explain its

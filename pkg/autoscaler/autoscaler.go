@@ -53,12 +53,12 @@ type Config struct {
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
 	// GangAdmission admits the queued jobs (condition Queued True) whose
-	// whole minimum fits (admit.go, queue.go); the controller gates their
+	// whole minimum fits ([planner.Decide], [Autoscaler.recordQueue]); the controller gates their
 	// pods until then. Off, no job is queued.
 	GangAdmission bool
 	// Preemption lets a queued job of a higher priority that does not fit
 	// even with every job of a lower priority at its minimum stop the fewest
-	// running jobs of a lower priority whole (preempt.go); only with
+	// running jobs of a lower priority whole ([planner.Decide] with Options.Preemption); only with
 	// GangAdmission, which requeues them.
 	Preemption bool
 	// Metrics receives the measurements of every cycle; nil reports nothing.
@@ -88,7 +88,7 @@ type Metrics interface {
 }
 
 // Autoscaler runs Plan every interval on a snapshot of the cluster and the
-// Running elastic jobs, and applies its actions (actuator.go): it patches the
+// Running elastic jobs, and applies its actions ([Autoscaler.applyActions]): it patches the
 // trainer ReplicaSets whose count changes, recording each decision as an
 // event and in the job's status. It writes nothing when nothing changes.
 type Autoscaler struct {

@@ -210,7 +210,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 // those whose minimum's pods do not all exist yet, with the pods that are
 // missing: the room an earlier plan admitted them into, which no other job
 // may take before the ReplicaSet controller creates them. Arriving are the
-// elastic ones, for growth to keep their share (arrive.go).
+// elastic ones, for growth to keep their share ([planner.ArrivingJob]).
 func (a *Autoscaler) admittedJobs(snap snapshot.Snapshot) (starting []planner.QueuedJob, arriving []planner.ArrivingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails

@@ -87,11 +87,11 @@ type Config struct {
 	GPUResources []corev1.ResourceName
 	// GangAdmission creates the pods of a new job with the scheduling gate
 	// v1.SchedulingGateAdmission, which stays until the autoscaler admits
-	// the job (admission.go); off, no job is gated and queued jobs are
+	// the job ([isQueued], [Controller.ensureUngated]); off, no job is gated and queued jobs are
 	// released.
 	GangAdmission bool
 	// StatusInterval is the least time between two status writes of a job
-	// that change only its replica counts (pacing.go); a change of phase or
+	// that change only its replica counts ([Controller.writeStatus]); a change of phase or
 	// condition is written at once. 0 writes every change at once. edl
 	// passes -autoscale_interval: the counts move mostly because a plan
 	// scaled, once an interval.

@@ -24,7 +24,7 @@ type observed struct {
 	pods map[v1.Role][]*cluster.Pod
 	// blocked names the objects of the job's names that it does not control.
 	blocked []string
-	// queued: the job waits for admission (admission.go).
+	// queued: the job waits for admission ([isQueued], [Controller.ensureUngated]).
 	queued bool
 	// refused are the API server's refusals of the job's objects: the
 	// creates and patches of this sync, and the pods its ReplicaSets could

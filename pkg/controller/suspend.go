@@ -13,7 +13,7 @@ import (
 
 // spec.suspend stops a job without deleting it: every ReplicaSet is scaled
 // to 0 and the phase is Suspended (the condition Suspended says since
-// when). Cleared, the job goes back to the admission queue (admission.go),
+// when). Cleared, the job goes back to the admission queue ([isQueued], [Controller.ensureUngated]),
 // or, without gang admission, starts at once.
 
 // The reasons a job runs no pod: every ReplicaSet is scaled to 0.

@@ -1,7 +1,7 @@
 package integration
 
 // The helpers the integration tests share: namespaces and contexts, the CRD,
-// jobs and their pods, and edl in-process. helpers_binary_test.go runs edl
+// jobs and their pods, and edl in-process. [startEDLProc] runs edl
 // as a binary — one replica on the shared control plane, or a fleet of
 // replicas on a control plane of the test's own.
 

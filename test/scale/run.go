@@ -94,7 +94,7 @@ type Settle struct {
 	Settled bool
 	Why     string
 	// Start is when the step was made; Timeline is what each component did
-	// until it settled (timeline.go).
+	// until it settled ([ReadTimeline]).
 	Start    time.Time
 	Timeline []Span
 }

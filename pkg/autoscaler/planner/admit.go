@@ -33,14 +33,14 @@ type admitFor struct {
 // what waits for a node, which comes first), else by taking trainers above
 // their minimum from running jobs of a lower or its own priority, the
 // minimum rule's way (makeRoom), else, with Options.Preemption, by stopping
-// whole the fewest running jobs of a lower priority (preempt.go). A job that
+// whole the fewest running jobs of a lower priority ([plan.preempt]). A job that
 // does not fit takes nothing, not even what a part of it would fit in, and
 // waits.
 //
 // The first job that waits for room on nodes is the head of the queue: the
 // nodes it could use are reserved for it, and the jobs behind it are
 // admitted only onto other nodes, so that a stream of small jobs cannot
-// keep it waiting (reservation.go). The first job of each namespace that
+// keep it waiting ([plan.reserveFor]). The first job of each namespace that
 // waits holds its minimum's share of the namespace's quota the same way.
 // A job that can never start as things stand — its minimum above a quota's
 // hard limit, or a pod of it bigger than every node it may use — holds no

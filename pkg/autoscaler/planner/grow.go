@@ -105,7 +105,7 @@ func (p *plan) grow() {
 		}
 	}
 	// The jobs arriving take their place in line too; what they take is
-	// kept idle for them (arrive.go).
+	// kept idle for them ([plan.arrive]).
 	h.items = append(h.items, p.arriving...)
 	for _, j := range h.items {
 		j.fitAtStart = p.grower.firstFit(j.req, j.elig) >= 0

@@ -94,7 +94,7 @@ func (p *plan) removeAt(j *jobState, k int) {
 }
 
 // move is one reordering of a job's victims by removeAt, kept so that a
-// trial (admit.go) can be rolled back.
+// trial ([plan.admit]) can be rolled back.
 type move struct {
 	job      *jobState
 	from, to int

@@ -13,10 +13,10 @@ import (
 //
 // It reserves room for what waits for a node — kept trainers not scheduled
 // yet, and unschedulable pods that fit or that kube-scheduler nominated a
-// node for (wait.go) — then runs the phases, each in a file of its own:
-// make room for the jobs below their minimum (yield.go), yield to load and
-// give up trainers that cannot be placed (load.go), rebalance (rebalance.go)
-// and grow (grow.go). docs/autoscaler.md explains each rule, why it is
+// node for ([plan.reserve]) — then runs the phases, each a method of its own:
+// make room for the jobs below their minimum ([plan.yieldToMinimum]), yield to load and
+// give up trainers that cannot be placed ([plan.yieldToLoad]), rebalance ([plan.rebalance])
+// and grow ([plan.grow]). docs/autoscaler.md explains each rule, why it is
 // there, and which of the original EDL's defects it avoids.
 //
 // Jobs with Min == Max, Current outside [Min, Max], an empty or negative
@@ -30,9 +30,9 @@ func Plan(snap snapshot.Snapshot, jobs []Job, opts Options) []ScaleAction {
 // what waits for a node is reserved and made, it admits the queued jobs whose
 // whole minimum fits their nodes and their namespace's quota, in order, with
 // a reservation for the head of the queue and, with Options.Preemption, by
-// stopping whole running jobs of a lower priority (admit.go, preempt.go),
+// stopping whole running jobs of a lower priority ([plan.admit], [plan.preempt]),
 // before the phases that shed load and grow; and it says why every job has
-// the trainers it has after the plan (explain.go): one Explanation per job,
+// the trainers it has after the plan ([plan.explanations]): one Explanation per job,
 // sorted by key. With no queued jobs its actions are Plan's.
 func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
 	placements := make([]*snapshot.Placement, 0, len(queue.Jobs)+len(snap.Unplaced))

@@ -21,7 +21,7 @@ type Queue struct {
 	Running []RunningJob
 	// Arriving are the elastic jobs admitted and not Running yet (their
 	// pods exist or are being created): growth keeps the room they could
-	// use (Options.CoolDown, arrive.go).
+	// use (Options.CoolDown, [plan.arrive]).
 	Arriving []ArrivingJob
 }
 
@@ -68,7 +68,7 @@ type QueuedJob struct {
 	// trainers. The job is admitted only when all of them fit at once.
 	Pods []PodSet
 	// MaxTrainers is the trainers' max-instance: growth keeps room for the
-	// share of a job it admits (arrive.go).
+	// share of a job it admits ([plan.arrive]).
 	MaxTrainers int32
 }
 

@@ -32,7 +32,7 @@ type sim struct {
 	opts   Options
 	frozen bool // no more random events: the plan must reach a fixed point
 	// gang: jobs are submitted queued, their pods gated, and Decide admits
-	// them (admit_sim_test.go); a job is planned once its minimum ran.
+	// them ([TestGangAdmissionOverManyCycles]); a job is planned once its minimum ran.
 	gang bool
 	// admitted is set while the plan being checked admitted a job;
 	// lastAdmitted counts the last plan's admissions.

@@ -35,7 +35,7 @@ type plan struct {
 	stopped  map[string]bool            // the jobs preemption stops whole in this plan
 	snap     *snapshot.Snapshot
 
-	// pools are the groups of nodes the load is tested over (pools.go);
+	// pools are the groups of nodes the load is tested over ([plan.buildPools]);
 	// poolOf maps a class to its pool, and all is the whole cluster's
 	// load, a pool of its own when there are several.
 	pools  []pool
@@ -59,13 +59,13 @@ type plan struct {
 	// made room for, for the reasons.
 	waiting []*snapshot.PendingPod
 
-	// For the explanations (explain.go): the jobs that cannot even be
+	// For the explanations ([plan.explanations]): the jobs that cannot even be
 	// accounted, the jobs cooling down that growth held room for, and the
 	// largest room per placement and trainer shape.
 	dropped  []*Job
 	blockers []*jobState
 	// arriving are the admitted jobs not Running yet that growth plans
-	// for and keeps room for (arrive.go).
+	// for and keeps room for ([plan.arrive]).
 	arriving []*jobState
 	rooms    map[roomKey]nodeRoom
 }
@@ -85,7 +85,7 @@ type jobState struct {
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
-	runFrom int   // victims[runFrom:] run: any of them may be picked (pick.go)
+	runFrom int   // victims[runFrom:] run: any of them may be picked ([plan.pickRunning])
 	placed  int64 // victims[next:] that hold a node, plus trainers grown
 
 	unschedulable bool // a kept trainer is pending unschedulable
@@ -140,12 +140,12 @@ type rebalanceState struct {
 }
 
 // reasonNotes are what the phases note about a job only to explain its
-// action (actions.go): which kind of reason it gets and the numbers it quotes.
+// action ([plan.actions]): which kind of reason it gets and the numbers it quotes.
 type reasonNotes struct {
 	unscheduledShrunk int64          // trainers removed before they were scheduled
 	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
 	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
-	admitNodes        map[int32]bool // nodes freed for the minimums of queued jobs (admit.go)
+	admitNodes        map[int32]bool // nodes freed for the minimums of queued jobs ([plan.admit])
 	admitted          []admitFor     // the queued jobs admitted with its trainers
 	stuck             int            // unschedulable trainers given up by trimStuck
 	stuckOutranked    bool           // pods of a higher priority hold the room they would need

@@ -87,7 +87,7 @@ type Options struct {
 	// Preemption lets a queued job whose minimum does not fit even with
 	// every job of a lower priority at its minimum stop whole the fewest
 	// running jobs of a lower priority (Queue.Running) that make it fit
-	// (preempt.go).
+	// ([plan.preempt]).
 	Preemption bool
 }
 
@@ -98,9 +98,9 @@ type Decision struct {
 	// Jobs explains every job given to the plan, sorted by key: exactly one
 	// Explanation per distinct key.
 	Jobs []Explanation
-	// Admitted are the queued jobs admitted (admit.go), Waiting those that
+	// Admitted are the queued jobs admitted ([plan.admit]), Waiting those that
 	// still wait, in queue order, and Preempted the running jobs stopped
-	// whole for admitted ones (preempt.go).
+	// whole for admitted ones ([plan.preempt]).
 	Admitted  []Admission
 	Waiting   []Waiting
 	Preempted []Preemption

@@ -95,7 +95,7 @@ type claim struct {
 
 // eviction is a way to make room on one node: every trainer of jobs[i] up to
 // victims index cuts[i] goes, except that of its running trainers only those
-// on node go (picked: pick.go).
+// on node go (picked: [plan.pickRunning]).
 type eviction struct {
 	node    int
 	jobs    []*jobState
@@ -188,7 +188,7 @@ func (p *plan) makeRoomAt(c claim, req vec) (int, bool) {
 // for one pod is where the search starts for an identical one). A ReplicaSet
 // deletes a job's pods that do not run before any running one, so freeing a
 // node may mean removing those too; the search counts them. Running trainers
-// are picked by node (pick.go): only those on the node freed go. A search
+// are picked by node ([plan.pickRunning]): only those on the node freed go. A search
 // passes over the running trainers of the jobs that may give; the worst case
 // is a few such passes.
 func (p *plan) cheapestEviction(c claim, req vec) *eviction {

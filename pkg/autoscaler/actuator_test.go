@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +29,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/controller"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions"
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // actuatorFixture wires an Autoscaler to fake clientsets whose informers the
@@ -102,45 +102,25 @@ func (f *actuatorFixture) writes() []clienttesting.Action {
 	return out
 }
 
+// node is a Ready node of cpu and memory that takes 110 pods.
 func node(name, cpu, memory string) *corev1.Node {
-	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-		corev1.ResourcePods: resource.MustParse("110")}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-	}
+	return builders.Node(name, cpu, memory, builders.NodePods(110), builders.WithCapacity())
 }
 
 // elasticJob returns a Running job with trainers min..max and its trainer
 // ReplicaSet at replicas, with running trainer pods on node n1.
-func elasticJob(name string, minInstance, maxInstance, replicas int32, mutators ...func(*v1.TrainingJob)) []runtime.Object {
-	job := &v1.TrainingJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), ResourceVersion: "1"},
-		Spec: v1.TrainingJobSpec{
-			Image: "paddle",
-			Trainer: v1.TrainerSpec{MinInstance: minInstance, MaxInstance: maxInstance, Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
-			Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1},
-		},
-		Status: v1.TrainingJobStatus{Phase: v1.PhaseRunning},
-	}
-	for _, m := range mutators {
-		m(job)
-	}
-	rs := controller.ReplicaSet(job, v1.RoleTrainer, replicas, nil)
-	rs.UID = types.UID(name + "-trainer-uid")
+func elasticJob(name string, minInstance, maxInstance, replicas int32, opts ...builders.JobOption) []runtime.Object {
+	job := builders.Job(name, "ns", append([]builders.JobOption{
+		builders.Trainers(minInstance, maxInstance),
+		builders.TrainerResources(corev1.ResourceRequirements{Requests: builders.CPUMemory("1", "1Gi")}),
+		builders.JobPhase(v1.PhaseRunning, "", ""),
+	}, opts...)...)
+	job.UID, job.ResourceVersion = types.UID(name+"-uid"), "1"
+	rs := builders.ReplicaSet(controller.ReplicaSet(job, v1.RoleTrainer, replicas, nil), builders.ReplicaSetUID(types.UID(name+"-trainer-uid")))
 	out := []runtime.Object{job, rs}
-	for i := int32(0); i < replicas; i++ {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name + "-trainer-" + string(rune('a'+i)), Namespace: "ns",
-				Labels: map[string]string{v1.LabelTrainer: name}, CreationTimestamp: metav1.NewTime(time.Unix(int64(i), 0))},
-			Spec:   *rs.Spec.Template.Spec.DeepCopy(),
-			Status: corev1.PodStatus{Phase: corev1.PodRunning},
-		}
-		pod.Spec.NodeName = "n1"
-		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
-		out = append(out, pod)
+	for i := range replicas {
+		out = append(out, builders.TemplatePod(rs, name+"-trainer-"+string(rune('a'+i)), builders.OnNode("n1"),
+			builders.Phase(corev1.PodRunning), builders.CreatedAt(metav1.NewTime(time.Unix(int64(i), 0)))))
 	}
 	return out
 }

@@ -8,10 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,25 +18,20 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/controller"
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // queuedJob returns a queued job (condition Queued True, phase Queued) with
 // its gated pserver and trainer ReplicaSets: one pserver and min trainers,
 // each of 1 CPU and 1 GiB.
 func queuedJob(name string, minInstance int32, created time.Time) []runtime.Object {
-	req := corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
-	job := &v1.TrainingJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(created)},
-		Spec: v1.TrainingJobSpec{
-			Image:   "paddle",
-			Trainer: v1.TrainerSpec{MinInstance: minInstance, MaxInstance: minInstance + 2, Resources: req},
-			Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1, Resources: req},
-		},
-		Status: v1.TrainingJobStatus{Phase: v1.PhaseQueued, Reason: v1.ReasonWaitingForAdmission, Message: "waiting",
-			Conditions: []metav1.Condition{{Type: v1.ConditionQueued, Status: metav1.ConditionTrue,
-				Reason: v1.ReasonWaitingForAdmission, Message: "waiting", LastTransitionTime: metav1.NewTime(created)}}},
-	}
+	req := corev1.ResourceRequirements{Requests: builders.CPUMemory("1", "1Gi")}
+	job := builders.Job(name, "ns", builders.Trainers(minInstance, minInstance+2), builders.TrainerResources(req),
+		builders.Spec(func(s *v1.TrainingJobSpec) { s.Pserver.Resources = req }),
+		builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "waiting"))
+	job.UID, job.CreationTimestamp = types.UID(name+"-uid"), metav1.NewTime(created)
+	job.Status.Conditions = []metav1.Condition{{Type: v1.ConditionQueued, Status: metav1.ConditionTrue,
+		Reason: v1.ReasonWaitingForAdmission, Message: "waiting", LastTransitionTime: metav1.NewTime(created)}}
 	out := []runtime.Object{job}
 	for _, role := range []v1.Role{v1.RolePserver, v1.RoleTrainer} {
 		replicas := job.Spec.Pserver.MinInstance
@@ -46,19 +39,14 @@ func queuedJob(name string, minInstance int32, created time.Time) []runtime.Obje
 			replicas = minInstance
 		}
 		rs := controller.ReplicaSet(job, role, replicas, nil)
-		rs.UID = types.UID(rs.Name + "-uid")
-		rs.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
+		rs = builders.ReplicaSet(rs, builders.ReplicaSetUID(types.UID(rs.Name+"-uid")), builders.Gated(v1.SchedulingGateAdmission))
 		out = append(out, rs)
 		for i := range replicas {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", rs.Name, i), Namespace: "ns",
-					Labels: rs.Spec.Template.Labels, CreationTimestamp: metav1.NewTime(created)},
-				Spec: *rs.Spec.Template.Spec.DeepCopy(),
-				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-					Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}},
-			}
-			pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
-			out = append(out, pod)
+			out = append(out, builders.TemplatePod(rs, fmt.Sprintf("%s-%d", rs.Name, i), builders.CreatedAt(metav1.NewTime(created)),
+				builders.Phase(corev1.PodPending), func(p *corev1.Pod) {
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled,
+						Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
+				}))
 		}
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // loadedTracker returns a tracker of nodes nodes carrying 30 pods each, two
@@ -15,7 +17,7 @@ import (
 func loadedTracker(nodes int) *Tracker {
 	s := newTracker(Config{})
 	for i := range nodes {
-		s.onNode(newNode(fmt.Sprintf("node-%05d", i), "64", "256Gi"))
+		s.onNode(builders.Node(fmt.Sprintf("node-%05d", i), "64", "256Gi"))
 	}
 	for i := range nodes * 30 {
 		s.onPod(slimPod(loadedPod(nodes, i, i%nodes, "1")))
@@ -26,12 +28,12 @@ func loadedTracker(nodes int) *Tracker {
 // loadedPod is pod i of loadedTracker(nodes), bound to node node at
 // resourceVersion rv.
 func loadedPod(nodes, i, node int, rv string) *corev1.Pod {
-	p := newPod(fmt.Sprintf("pod-%06d", i), onNode(fmt.Sprintf("node-%05d", node)), withRV(rv))
+	p := builders.Pod(fmt.Sprintf("pod-%06d", i), builders.OnNode(fmt.Sprintf("node-%05d", node)), builders.PodRV(rv))
 	if i%3 == 0 {
-		p.Spec.Containers[0].Resources.Requests = rl("1", "2Gi")
+		p.Spec.Containers[0].Resources.Requests = builders.CPUMemory("1", "2Gi")
 	} else {
-		p.Spec.Containers[0].Resources.Requests = rl("2500m", "8Gi")
-		trainerOf(fmt.Sprintf("job-%04d", i%(nodes/5)))(p)
+		p.Spec.Containers[0].Resources.Requests = builders.CPUMemory("2500m", "8Gi")
+		builders.TrainerOf(fmt.Sprintf("job-%04d", i%(nodes/5)))(p)
 	}
 	return p
 }
@@ -57,9 +59,9 @@ func BenchmarkTrackerPodUpdate(b *testing.B) {
 	var versions [2][n]*Pod
 	for i := range n {
 		name := fmt.Sprintf("pod-%06d", 3*i+1) // a trainer
-		job := trainerOf(fmt.Sprintf("job-%04d", (3*i+1)%1000))
-		versions[0][i] = slimPod(newPod(name, job, withRequests("2500m", "8Gi"), onNode("node-00001"), withPhase(corev1.PodPending), withRV("a")))
-		versions[1][i] = slimPod(newPod(name, job, withRequests("2500m", "8Gi"), onNode("node-00002"), withRV("b")))
+		job := builders.TrainerOf(fmt.Sprintf("job-%04d", (3*i+1)%1000))
+		versions[0][i] = slimPod(builders.Pod(name, job, builders.Requests("2500m", "8Gi"), builders.OnNode("node-00001"), builders.Phase(corev1.PodPending), builders.PodRV("a")))
+		versions[1][i] = slimPod(builders.Pod(name, job, builders.Requests("2500m", "8Gi"), builders.OnNode("node-00002"), builders.PodRV("b")))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -78,8 +80,8 @@ func BenchmarkTrackerPodCreateDelete(b *testing.B) {
 	const n = 1024
 	var pods [n]*Pod
 	for i := range n {
-		pods[i] = slimPod(newPod(fmt.Sprintf("new-%06d", i), trainerOf(fmt.Sprintf("job-%04d", i%1000)),
-			withRequests("2500m", "8Gi"), onNode("node-00003"), createdAt(time.Duration(i)*time.Second)))
+		pods[i] = slimPod(builders.Pod(fmt.Sprintf("new-%06d", i), builders.TrainerOf(fmt.Sprintf("job-%04d", i%1000)),
+			builders.Requests("2500m", "8Gi"), builders.OnNode("node-00003"), builders.CreatedAfter(time.Duration(i)*time.Second)))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

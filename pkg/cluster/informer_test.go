@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // TestSnapshotFollowsRealInformers wires the snapshot to informers over a fake
@@ -20,9 +22,9 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset(
-		newNode("n1", "4", "8Gi"),
-		newNode("n2", "4", "8Gi", cordoned()),
-		fatPod(trainerOf("job")),
+		builders.Node("n1", "4", "8Gi"),
+		builders.Node("n2", "4", "8Gi", builders.Cordoned()),
+		fatPod(builders.TrainerOf("job")),
 	)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
@@ -46,7 +48,7 @@ func TestSnapshotFollowsRealInformers(t *testing.T) {
 	require.IsType(t, &Pod{}, cached, "the cache holds the transformed pod")
 	assert.Equal(t, "n1", cached.(*Pod).NodeName)
 
-	big := newPod("big", withRequests("2", "1Gi"), withPhase(corev1.PodPending))
+	big := builders.Pod("big", builders.Requests("2", "1Gi"), builders.Phase(corev1.PodPending))
 	_, err = client.CoreV1().Pods("ns").Create(ctx, big, metav1.CreateOptions{})
 	require.NoError(t, err)
 

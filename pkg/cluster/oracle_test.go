@@ -13,6 +13,8 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // long runs the oracle over many more seeds: make fuzz sets it.
@@ -107,40 +109,40 @@ func directCount(nodes map[string]*corev1.Node, pods map[string]*corev1.Pod) [3]
 }
 
 func randomPod(r *rand.Rand, rv int) *corev1.Pod {
-	var muts []podMutator
+	var muts []builders.PodOption
 	switch r.Intn(4) {
 	case 0:
-		muts = append(muts, trainerOf(fmt.Sprintf("job%d", r.Intn(3))))
+		muts = append(muts, builders.TrainerOf(fmt.Sprintf("job%d", r.Intn(3))))
 	case 1:
-		muts = append(muts, withLabel(v1.LabelTrainer, "job0")) // a stray: labelled, not owned
+		muts = append(muts, builders.Label(v1.LabelTrainer, "job0")) // a stray: labelled, not owned
 	case 2:
-		muts = append(muts, memberOf("job1", v1.RolePserver))
+		muts = append(muts, builders.MemberOf("job1", v1.RolePserver))
 	}
-	muts = append(muts, withRequests(strconv.Itoa(1+r.Intn(4)), fmt.Sprintf("%dMi", 1+r.Intn(900))),
-		createdAt(0), withRV(strconv.Itoa(rv)), withPriority(int32(r.Intn(3)*100)))
+	muts = append(muts, builders.Requests(strconv.Itoa(1+r.Intn(4)), fmt.Sprintf("%dMi", 1+r.Intn(900))),
+		builders.CreatedAfter(0), builders.PodRV(strconv.Itoa(rv)), builders.Priority(int32(r.Intn(3)*100)))
 	switch r.Intn(6) {
 	case 0:
-		muts = append(muts, unschedulablePod())
+		muts = append(muts, builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."))
 	case 1:
-		muts = append(muts, withPhase(corev1.PodPending))
+		muts = append(muts, builders.Phase(corev1.PodPending))
 	case 2:
-		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5))), terminating())
+		muts = append(muts, builders.OnNode(fmt.Sprintf("n%d", r.Intn(5))), builders.Terminating())
 	case 3:
-		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5))), withPhase([]corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed}[r.Intn(2)]))
+		muts = append(muts, builders.OnNode(fmt.Sprintf("n%d", r.Intn(5))), builders.Phase([]corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed}[r.Intn(2)]))
 	default:
-		muts = append(muts, onNode(fmt.Sprintf("n%d", r.Intn(5)))) // n4 never exists
+		muts = append(muts, builders.OnNode(fmt.Sprintf("n%d", r.Intn(5)))) // n4 never exists
 	}
-	return newPod(fmt.Sprintf("p%d", r.Intn(12)), muts...)
+	return builders.Pod(fmt.Sprintf("p%d", r.Intn(12)), muts...)
 }
 
 func randomNode(r *rand.Rand, rv int) *corev1.Node {
-	var muts []nodeMutator
+	var muts []builders.NodeOption
 	switch r.Intn(4) {
 	case 0:
-		muts = append(muts, cordoned())
+		muts = append(muts, builders.Cordoned())
 	case 1:
-		muts = append(muts, notReady())
+		muts = append(muts, builders.NodeNotReady())
 	}
-	muts = append(muts, nodeRV(strconv.Itoa(rv)))
-	return newNode(fmt.Sprintf("n%d", r.Intn(4)), strconv.Itoa(4+r.Intn(8)), "16Gi", muts...)
+	muts = append(muts, builders.NodeRV(strconv.Itoa(rv)))
+	return builders.Node(fmt.Sprintf("n%d", r.Intn(4)), strconv.Itoa(4+r.Intn(8)), "16Gi", muts...)
 }

@@ -6,22 +6,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func TestServersListEachJobsMastersAndPservers(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "8", "8Gi"))
-	s.onPod(newPod("q-master", memberOf("q", v1.RoleMaster), onNode("n1"), createdAt(2), withRequests("1", "1Gi")))
-	s.onPod(newPod("q-pserver", memberOf("q", v1.RolePserver), onNode("n1"), createdAt(1), withRequests("2", "1Gi")))
-	s.onPod(newPod("q-trainer", trainerOf("q"), onNode("n1"), createdAt(1)))
-	s.onPod(newPod("r-pserver", memberOf("r", v1.RolePserver), onNode("n1"), terminating()))
-	s.onPod(newPod("stray", onNode("n1")))
+	s.onNode(builders.Node("n1", "8", "8Gi"))
+	s.onPod(builders.Pod("q-master", builders.MemberOf("q", v1.RoleMaster), builders.OnNode("n1"), builders.CreatedAfter(2), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("q-pserver", builders.MemberOf("q", v1.RolePserver), builders.OnNode("n1"), builders.CreatedAfter(1), builders.Requests("2", "1Gi")))
+	s.onPod(builders.Pod("q-trainer", builders.TrainerOf("q"), builders.OnNode("n1"), builders.CreatedAfter(1)))
+	s.onPod(builders.Pod("r-pserver", builders.MemberOf("r", v1.RolePserver), builders.OnNode("n1"), builders.Terminating()))
+	s.onPod(builders.Pod("stray", builders.OnNode("n1")))
 
 	r := s.InquiryResource()
 	require.Len(t, r.Servers["ns/q"], 2)
@@ -33,20 +33,18 @@ func TestServersListEachJobsMastersAndPservers(t *testing.T) {
 	assert.Len(t, r.Trainers["ns/q"], 1, "trainers stay apart")
 
 	// Only the job that changed is built anew; a deleted pod leaves.
-	s.onPodDelete(newPod("q-master", memberOf("q", v1.RoleMaster)))
+	s.onPodDelete(builders.Pod("q-master", builders.MemberOf("q", v1.RoleMaster)))
 	next := s.InquiryResource()
 	require.Len(t, next.Servers["ns/q"], 1)
 	assert.Len(t, r.Servers["ns/q"], 2, "a snapshot handed out never changes")
-	s.onPodDelete(newPod("q-pserver", memberOf("q", v1.RolePserver)))
+	s.onPodDelete(builders.Pod("q-pserver", builders.MemberOf("q", v1.RolePserver)))
 	assert.NotContains(t, s.InquiryResource().Servers, "ns/q")
 }
 
 func TestQuotaHardIsTheTightestHardLimit(t *testing.T) {
 	s := newTracker(Config{})
 	quota := func(name, cpu, used string) *corev1.ResourceQuota {
-		return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
-			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu)}},
-			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(used)}}}
+		return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
 	}
 	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().HardQuota("team"))
 	s.onQuota(quota("a", "10", "9"))

@@ -17,6 +17,8 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // originalLine is the line the original EDL README shows for a minikube.
@@ -30,8 +32,8 @@ func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 	s := newTracker(Config{Logger: log})
 	// 2041048Ki is 1993.2 MiB; 172544Ki is 168.5 MiB, so the request floors to
 	// 168 and the free memory to 1824, exactly the README's numbers.
-	s.onNode(newNode("minikube", "2", "2041048Ki"))
-	s.onPod(newPod("dns", onNode("minikube"), withRequests("265m", "172544Ki"), withLimits("", "179Mi")))
+	s.onNode(builders.Node("minikube", "2", "2041048Ki"))
+	s.onPod(builders.Pod("dns", builders.OnNode("minikube"), builders.Requests("265m", "172544Ki"), builders.Limits("", "179Mi")))
 
 	s.InquiryResource()
 
@@ -56,9 +58,9 @@ func TestInquiryResourceLogLineKeepsOriginalShape(t *testing.T) {
 
 func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
-	s.onPod(newPod("a-1", trainerOf("a"), unschedulablePod(), withRequests("1", "1Gi")))
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	s.onPod(builders.Pod("a-0", builders.TrainerOf("a"), builders.OnNode("n1"), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("a-1", builders.TrainerOf("a"), builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Requests("1", "1Gi")))
 	got := s.InquiryResource().String()
 	assert.True(t, strings.HasSuffix(got, "Pending:[1 pods] Trainers:[1 jobs, 2 pods]}"), got)
 }
@@ -69,12 +71,12 @@ func TestInquiryResourceSummarisesPendingAndTrainers(t *testing.T) {
 // was, and the new one reports the change.
 func TestASnapshotNeverChangesOnceHandedOut(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onNode(newNode("n2", "4", "8Gi"))
-	s.onPod(newPod("a-0", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi")))
-	s.onPod(newPod("b-0", trainerOf("b"), onNode("n2"), withRequests("1", "1Gi")))
-	s.onPod(newPod("p", unschedulablePod(), withRequests("8", "1Gi")))
-	s.onPod(newPod("q", onNode("n2"), withRequests("1", "1Gi"), terminating()))
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	s.onNode(builders.Node("n2", "4", "8Gi"))
+	s.onPod(builders.Pod("a-0", builders.TrainerOf("a"), builders.OnNode("n1"), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("b-0", builders.TrainerOf("b"), builders.OnNode("n2"), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("p", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Requests("8", "1Gi")))
+	s.onPod(builders.Pod("q", builders.OnNode("n2"), builders.Requests("1", "1Gi"), builders.Terminating()))
 	s.onQuota(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")}}})
 
@@ -85,12 +87,12 @@ func TestASnapshotNeverChangesOnceHandedOut(t *testing.T) {
 	assert.Same(t, &first.Nodes[0], &unchanged.Nodes[0], "nothing changed: the nodes are shared")
 	assert.Same(t, &first.Trainers["ns/a"][0], &unchanged.Trainers["ns/a"][0], "nothing changed: the trainers are shared")
 
-	s.onPod(newPod("a-0", trainerOf("a"), onNode("n2"), withRequests("2", "1Gi"), withRV("2")))
-	s.onPod(newPod("a-1", trainerOf("a"), onNode("n1"), withRequests("1", "1Gi"), createdAt(time.Second)))
-	s.onPodDelete(newPod("p"))
-	s.onPod(newPod("r", unschedulablePod(), withRequests("9", "1Gi")))
-	s.onPodDelete(newPod("q"))
-	s.onNode(newNode("n1", "8", "8Gi", nodeRV("2")))
+	s.onPod(builders.Pod("a-0", builders.TrainerOf("a"), builders.OnNode("n2"), builders.Requests("2", "1Gi"), builders.PodRV("2")))
+	s.onPod(builders.Pod("a-1", builders.TrainerOf("a"), builders.OnNode("n1"), builders.Requests("1", "1Gi"), builders.CreatedAfter(time.Second)))
+	s.onPodDelete(builders.Pod("p"))
+	s.onPod(builders.Pod("r", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Requests("9", "1Gi")))
+	s.onPodDelete(builders.Pod("q"))
+	s.onNode(builders.Node("n1", "8", "8Gi", builders.NodeRV("2")))
 	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "ns/q"})
 	next := s.InquiryResource()
 	assert.Equal(t, want, first, "the first snapshot changed under its reader")
@@ -101,8 +103,8 @@ func TestASnapshotNeverChangesOnceHandedOut(t *testing.T) {
 	assert.Equal(t, map[string]int64{"n1": 8000 - 1000, "n2": 4000 - 2000 - 1000}, next.NodeResources().NodesCPUIdleMilli)
 	assert.Same(t, &first.Trainers["ns/b"][0], &next.Trainers["ns/b"][0], "job b did not change")
 
-	s.onNode(newNode("n3", "4", "8Gi"))
-	s.onNode(newNode("n2", "4", "8Gi", cordoned(), nodeRV("3")))
+	s.onNode(builders.Node("n3", "4", "8Gi"))
+	s.onNode(builders.Node("n2", "4", "8Gi", builders.Cordoned(), builders.NodeRV("3")))
 	before := next.DeepCopy()
 	last := s.InquiryResource()
 	assert.Equal(t, before, next, "a change of the node set rewrote an earlier snapshot")
@@ -128,30 +130,40 @@ func stateOf(r snapshot.Snapshot, node string) snapState {
 
 func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	base := []podMutator{trainerOf("job"), withRequests("1500m", "1Gi")}
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	base := []builders.PodOption{builders.TrainerOf("job"), builders.Requests("1500m", "1Gi")}
 	steps := []struct {
 		name  string
 		event func()
 		want  snapState
 	}{
 		// A pod is load once it is bound to a node that counts.
-		{"created, not yet scheduled", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), withRV("1"))...)) },
+		{"created, not yet scheduled", func() {
+			s.onPod(builders.Pod("t", append(base, builders.Phase(corev1.PodPending), builders.PodRV("1"))...))
+		},
 			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 1}},
-		{"unschedulable", func() { s.onPod(newPod("t", append(base, unschedulablePod(), withRV("2"))...)) },
+		{"unschedulable", func() {
+			s.onPod(builders.Pod("t", append(base, builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.PodRV("2"))...))
+		},
 			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 1, trainers: 1}},
-		{"bound, still Pending", func() { s.onPod(newPod("t", append(base, withPhase(corev1.PodPending), onNode("n1"), withRV("3"))...)) },
+		{"bound, still Pending", func() {
+			s.onPod(builders.Pod("t", append(base, builders.Phase(corev1.PodPending), builders.OnNode("n1"), builders.PodRV("3"))...))
+		},
 			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
-		{"Running", func() { s.onPod(newPod("t", append(base, onNode("n1"), withRV("4"))...)) },
+		{"Running", func() { s.onPod(builders.Pod("t", append(base, builders.OnNode("n1"), builders.PodRV("4"))...)) },
 			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
-		{"resync with the same resourceVersion changes nothing", func() { s.onPod(newPod("t", append(base, onNode("n1"), withRV("4"))...)) },
+		{"resync with the same resourceVersion changes nothing", func() { s.onPod(builders.Pod("t", append(base, builders.OnNode("n1"), builders.PodRV("4"))...)) },
 			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 1}},
-		{"terminating still holds the node but is no trainer", func() { s.onPod(newPod("t", append(base, onNode("n1"), terminating(), withRV("5"))...)) },
+		{"terminating still holds the node but is no trainer", func() {
+			s.onPod(builders.Pod("t", append(base, builders.OnNode("n1"), builders.Terminating(), builders.PodRV("5"))...))
+		},
 			snapState{nodes: 1, cpuReq: 1500, cpuTotal: 4000, memReq: 1024, idleCPU: 2500, pending: 0, trainers: 0}},
 		{"Succeeded frees everything", func() {
-			s.onPod(newPod("t", append(base, onNode("n1"), withPhase(corev1.PodSucceeded), withRV("6"))...))
+			s.onPod(builders.Pod("t", append(base, builders.OnNode("n1"), builders.Phase(corev1.PodSucceeded), builders.PodRV("6"))...))
 		}, snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 0}},
-		{"deleted", func() { s.onPodDelete(newPod("t", append(base, onNode("n1"), withPhase(corev1.PodSucceeded))...)) },
+		{"deleted", func() {
+			s.onPodDelete(builders.Pod("t", append(base, builders.OnNode("n1"), builders.Phase(corev1.PodSucceeded))...))
+		},
 			snapState{nodes: 1, cpuReq: 0, cpuTotal: 4000, memReq: 0, idleCPU: 4000, pending: 0, trainers: 0}},
 	}
 	for _, st := range steps {
@@ -163,12 +175,12 @@ func TestPodLifecycleUpdatesAggregatesIncrementally(t *testing.T) {
 
 func TestPodUpdateMovesContributionBetweenNodes(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onNode(newNode("n2", "4", "8Gi"))
-	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	s.onNode(builders.Node("n2", "4", "8Gi"))
+	s.onPod(builders.Pod("p", builders.OnNode("n1"), builders.Requests("1", "1Gi")))
 	// An update whose old object is unknown or stale must still subtract what
 	// was added, which is why the snapshot remembers contributions itself.
-	s.onPod(newPod("p", onNode("n2"), withRequests("2", "1Gi"), withRV("2")))
+	s.onPod(builders.Pod("p", builders.OnNode("n2"), builders.Requests("2", "1Gi"), builders.PodRV("2")))
 	r := s.InquiryResource()
 	assert.Equal(t, map[string]int64{"n1": 4000, "n2": 2000}, r.NodeResources().NodesCPUIdleMilli)
 	assert.Equal(t, int64(2000), r.CPURequestMilli)
@@ -181,15 +193,15 @@ func TestNodesCountOnlyWhenReadyAndSchedulable(t *testing.T) {
 		wantCount int
 		wantTotal int64
 	}{
-		{"ready", newNode("n", "4", "8Gi"), 1, 4000},
-		{"not ready", newNode("n", "4", "8Gi", notReady()), 0, 0},
-		{"no Ready condition", newNode("n", "4", "8Gi", func(n *corev1.Node) { n.Status.Conditions = nil }), 0, 0},
-		{"cordoned", newNode("n", "4", "8Gi", cordoned()), 0, 0},
+		{"ready", builders.Node("n", "4", "8Gi"), 1, 4000},
+		{"not ready", builders.Node("n", "4", "8Gi", builders.NodeNotReady()), 0, 0},
+		{"no Ready condition", builders.Node("n", "4", "8Gi", func(n *corev1.Node) { n.Status.Conditions = nil }), 0, 0},
+		{"cordoned", builders.Node("n", "4", "8Gi", builders.Cordoned()), 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newTracker(Config{})
-			s.onNode(newNode("other", "2", "2Gi"))
+			s.onNode(builders.Node("other", "2", "2Gi"))
 			s.onNode(tt.node)
 			r := s.InquiryResource()
 			assert.Equal(t, 1+tt.wantCount, r.NodeCount)
@@ -204,26 +216,26 @@ func TestNodeLifecycle(t *testing.T) {
 	s := newTracker(Config{})
 	// A pod seen before its node: its request must be waiting when the node
 	// arrives.
-	s.onPod(newPod("early", onNode("n1"), withRequests("1", "1Gi")))
+	s.onPod(builders.Pod("early", builders.OnNode("n1"), builders.Requests("1", "1Gi")))
 	r := s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
 	assert.Empty(t, r.NodeResources().NodesCPUIdleMilli)
 	assert.Equal(t, int64(0), r.CPURequestMilli, "a pod on a node that does not count is no load")
 
-	s.onNode(newNode("n1", "4", "8Gi"))
+	s.onNode(builders.Node("n1", "4", "8Gi"))
 	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
 	assert.Equal(t, int64(1000), s.InquiryResource().CPURequestMilli)
 
-	s.onNode(newNode("n1", "4", "8Gi", notReady(), nodeRV("2")))
+	s.onNode(builders.Node("n1", "4", "8Gi", builders.NodeNotReady(), builders.NodeRV("2")))
 	r = s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
 	assert.Equal(t, int64(0), r.CPUTotalMilli)
 	assert.Equal(t, int64(0), r.CPURequestMilli, "a NotReady node takes its pods' requests out with its allocatable")
 
-	s.onNode(newNode("n1", "8", "8Gi", nodeRV("3")))
+	s.onNode(builders.Node("n1", "8", "8Gi", builders.NodeRV("3")))
 	assert.Equal(t, map[string]int64{"n1": 7000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
 
-	s.onNodeDelete(newNode("n1", "8", "8Gi"))
+	s.onNodeDelete(builders.Node("n1", "8", "8Gi"))
 	r = s.InquiryResource()
 	assert.Equal(t, 0, r.NodeCount)
 	assert.Equal(t, int64(0), r.CPUTotalMilli)
@@ -231,22 +243,22 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// The node comes back under the same name: the pod bound to it still
 	// counts exactly once.
-	s.onNode(newNode("n1", "4", "8Gi", nodeRV("9")))
+	s.onNode(builders.Node("n1", "4", "8Gi", builders.NodeRV("9")))
 	assert.Equal(t, map[string]int64{"n1": 3000}, s.InquiryResource().NodeResources().NodesCPUIdleMilli)
 
-	s.onPodDelete(newPod("early", onNode("n1")))
-	s.onNodeDelete(newNode("n1", "4", "8Gi"))
+	s.onPodDelete(builders.Pod("early", builders.OnNode("n1")))
+	s.onNodeDelete(builders.Node("n1", "4", "8Gi"))
 	assert.Empty(t, s.nodes, "no state may leak once node and pods are gone")
 }
 
 func TestTombstonesAreUnwrapped(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onNode(newNode("n2", "4", "8Gi"))
-	s.onPod(newPod("p", onNode("n1"), withRequests("1", "1Gi")))
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	s.onNode(builders.Node("n2", "4", "8Gi"))
+	s.onPod(builders.Pod("p", builders.OnNode("n1"), builders.Requests("1", "1Gi")))
 
-	s.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: newPod("p", onNode("n1"))})
-	s.onNodeDelete(cache.DeletedFinalStateUnknown{Key: "n2", Obj: newNode("n2", "4", "8Gi")})
+	s.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: builders.Pod("p", builders.OnNode("n1"))})
+	s.onNodeDelete(cache.DeletedFinalStateUnknown{Key: "n2", Obj: builders.Node("n2", "4", "8Gi")})
 	// A tombstone whose final state is stale or missing is still keyed right.
 	s.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/unknown"})
 
@@ -263,32 +275,32 @@ func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
 		wantReq, wantLim amounts
 	}{
 		{"containers are summed",
-			newPod("p", withRequests("1", "1Mi"), withContainer("500m", "2Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Container("500m", "2Mi")),
 			amounts{cpuMilli: 1500, memBytes: 3 * mebi}, amounts{}},
 		{"init containers take the max, not the sum (the original summed them)",
-			newPod("p", withRequests("1", "1Mi"), withInit("2", "1Mi"), withInit("3", "1Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Init("2", "1Mi"), builders.Init("3", "1Mi")),
 			amounts{cpuMilli: 3000, memBytes: mebi}, amounts{}},
 		{"init containers smaller than the app do not count",
-			newPod("p", withRequests("4", "8Mi"), withInit("2", "1Mi")),
+			builders.Pod("p", builders.Requests("4", "8Mi"), builders.Init("2", "1Mi")),
 			amounts{cpuMilli: 4000, memBytes: 8 * mebi}, amounts{}},
 		{"sidecars add to the running sum",
-			newPod("p", withRequests("1", "1Mi"), withSidecar("500m", "1Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Sidecar("500m", "1Mi")),
 			amounts{cpuMilli: 1500, memBytes: 2 * mebi}, amounts{}},
 		{"an init container after a sidecar runs alongside it",
-			newPod("p", withRequests("1", "1Mi"), withSidecar("1", "1Mi"), withInit("3", "1Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Sidecar("1", "1Mi"), builders.Init("3", "1Mi")),
 			amounts{cpuMilli: 4000, memBytes: 2 * mebi}, amounts{}},
 		{"an init container before a sidecar does not",
-			newPod("p", withRequests("1", "1Mi"), withInit("3", "1Mi"), withSidecar("1", "1Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Init("3", "1Mi"), builders.Sidecar("1", "1Mi")),
 			amounts{cpuMilli: 3000, memBytes: 2 * mebi}, amounts{}},
 		{"overhead is added to requests, and to limits only where set",
-			newPod("p", withRequests("1", "1Mi"), withLimits("2", ""), withOverhead("250m", "1Mi")),
+			builders.Pod("p", builders.Requests("1", "1Mi"), builders.Limits("2", ""), builders.Overhead("250m", "1Mi")),
 			amounts{cpuMilli: 1250, memBytes: 2 * mebi}, amounts{cpuMilli: 2250}},
 		{"pod-level resources replace the container aggregate",
-			newPod("p", withRequests("1", "1Mi"), func(p *corev1.Pod) {
-				p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("3", ""), Limits: rl("", "5Mi")}
+			builders.Pod("p", builders.Requests("1", "1Mi"), func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: builders.CPUMemory("3", ""), Limits: builders.CPUMemory("", "5Mi")}
 			}),
 			amounts{cpuMilli: 3000, memBytes: mebi}, amounts{memBytes: 5 * mebi}},
-		{"GPUs", newPod("p", withGPU(2)), amounts{gpu: 2}, amounts{gpu: 2}},
+		{"GPUs", builders.Pod("p", builders.GPU(2)), amounts{gpu: 2}, amounts{gpu: 2}},
 	}
 	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName}}
 	for _, tt := range tests {
@@ -303,10 +315,10 @@ func TestRequestsAndLimitsFollowTheScheduler(t *testing.T) {
 func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 	amd := corev1.ResourceName("amd.com/gpu")
 	s := newTracker(Config{GPUResourceNames: []corev1.ResourceName{DefaultGPUResourceName, amd}})
-	s.onNode(newNode("n1", "4", "8Gi", nodeGPU(4), func(n *corev1.Node) {
+	s.onNode(builders.Node("n1", "4", "8Gi", builders.NodeGPU(4), func(n *corev1.Node) {
 		n.Status.Allocatable[amd] = *resource.NewQuantity(2, resource.DecimalSI)
 	}))
-	s.onPod(newPod("p", onNode("n1"), withGPU(1), func(p *corev1.Pod) {
+	s.onPod(builders.Pod("p", builders.OnNode("n1"), builders.GPU(1), func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Requests[amd] = *resource.NewQuantity(1, resource.DecimalSI)
 	}))
 	r := s.InquiryResource()
@@ -317,18 +329,18 @@ func TestGPUResourceNamesAreConfigurable(t *testing.T) {
 
 func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "4", "8Gi"))
-	s.onPod(newPod("low", unschedulablePod(), withPriority(1), withRequests("8", "1Gi"), func(p *corev1.Pod) {
+	s.onNode(builders.Node("n1", "4", "8Gi"))
+	s.onPod(builders.Pod("low", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Priority(1), builders.Requests("8", "1Gi"), func(p *corev1.Pod) {
 		p.Status.NominatedNodeName = "n1"
 	}))
-	s.onPod(newPod("high-new", unschedulablePod(), withPriority(1000), createdAt(2), withRequests("8", "1Gi")))
-	s.onPod(newPod("high-old", unschedulablePod(), withPriority(1000), createdAt(1), withRequests("8", "1Gi"), trainerOf("a")))
-	s.onPod(newPod("a-new", trainerOf("a"), onNode("n1"), createdAt(5), withRequests("1", "1500Ki")))
-	s.onPod(newPod("a-old", trainerOf("a"), onNode("n1"), withPhase(corev1.PodPending), createdAt(3), withRequests("1", "1Gi")))
-	s.onPod(newPod("a-done", trainerOf("a"), onNode("n1"), withPhase(corev1.PodFailed)))
-	s.onPod(newPod("pserver", withLabel(v1.LabelPserver, "a"), onNode("n1")))
-	s.onPod(newPod("b-pserver", memberOf("b", v1.RolePserver), unschedulablePod(), withPriority(1), createdAt(6)))
-	s.onPod(newPod("c-master", memberOf("c", v1.RoleMaster), unschedulablePod(), withPriority(1), createdAt(7)))
+	s.onPod(builders.Pod("high-new", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Priority(1000), builders.CreatedAfter(2), builders.Requests("8", "1Gi")))
+	s.onPod(builders.Pod("high-old", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Priority(1000), builders.CreatedAfter(1), builders.Requests("8", "1Gi"), builders.TrainerOf("a")))
+	s.onPod(builders.Pod("a-new", builders.TrainerOf("a"), builders.OnNode("n1"), builders.CreatedAfter(5), builders.Requests("1", "1500Ki")))
+	s.onPod(builders.Pod("a-old", builders.TrainerOf("a"), builders.OnNode("n1"), builders.Phase(corev1.PodPending), builders.CreatedAfter(3), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("a-done", builders.TrainerOf("a"), builders.OnNode("n1"), builders.Phase(corev1.PodFailed)))
+	s.onPod(builders.Pod("pserver", builders.Label(v1.LabelPserver, "a"), builders.OnNode("n1")))
+	s.onPod(builders.Pod("b-pserver", builders.MemberOf("b", v1.RolePserver), builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Priority(1), builders.CreatedAfter(6)))
+	s.onPod(builders.Pod("c-master", builders.MemberOf("c", v1.RoleMaster), builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Priority(1), builders.CreatedAfter(7)))
 
 	r := s.InquiryResource()
 	var names []string
@@ -348,10 +360,10 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 
 	require.Len(t, r.Trainers["ns/a"], 3)
 	assert.Equal(t, []snapshot.TrainerPod{
-		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: t0.Add(1), Request: snapshot.Resources{CPUMilli: 8000, MemoryMega: 1024}, Priority: 1000},
-		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: t0.Add(3), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}},
+		{Name: "high-old", Phase: corev1.PodPending, Unschedulable: true, Created: builders.T0.Add(1), Request: snapshot.Resources{CPUMilli: 8000, MemoryMega: 1024}, Priority: 1000},
+		{Name: "a-old", Node: "n1", Phase: corev1.PodPending, Created: builders.T0.Add(3), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}},
 		// 1500Ki rounds up to 2 MiB so that a planner never under-reserves.
-		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: t0.Add(5), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 2}},
+		{Name: "a-new", Node: "n1", Phase: corev1.PodRunning, Created: builders.T0.Add(5), Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 2}},
 	}, r.Trainers["ns/a"])
 	assert.True(t, r.Trainers["ns/a"][2].Running())
 	assert.Equal(t, r.Trainers["ns/a"], r.TrainerPods("ns/a"))
@@ -359,17 +371,17 @@ func TestPendingAndTrainersAreReportedInOrder(t *testing.T) {
 
 func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "64", "64Gi"))
+	s.onNode(builders.Node("n1", "64", "64Gi"))
 	// Created out of order, some in the same second.
 	for _, p := range []struct {
 		name string
 		at   time.Duration
 	}{{"e", 5}, {"b", 1}, {"d", 3}, {"a", 1}, {"c", 3}} {
-		s.onPod(newPod(p.name, trainerOf("job"), withPhase(corev1.PodPending), createdAt(p.at*time.Second)))
+		s.onPod(builders.Pod(p.name, builders.TrainerOf("job"), builders.Phase(corev1.PodPending), builders.CreatedAfter(p.at*time.Second)))
 	}
-	s.onPod(newPod("c", trainerOf("job"), onNode("n1"), createdAt(3*time.Second), withRV("2")))
-	s.onPodDelete(newPod("d", trainerOf("job")))
-	s.onPod(newPod("b", trainerOf("job"), onNode("n1"), terminating(), createdAt(time.Second), withRV("2")))
+	s.onPod(builders.Pod("c", builders.TrainerOf("job"), builders.OnNode("n1"), builders.CreatedAfter(3*time.Second), builders.PodRV("2")))
+	s.onPodDelete(builders.Pod("d", builders.TrainerOf("job")))
+	s.onPod(builders.Pod("b", builders.TrainerOf("job"), builders.OnNode("n1"), builders.Terminating(), builders.CreatedAfter(time.Second), builders.PodRV("2")))
 
 	var names []string
 	for _, p := range s.InquiryResource().Trainers["ns/job"] {
@@ -383,23 +395,23 @@ func TestTrainersStayOrderedAcrossEvents(t *testing.T) {
 // terminating trainer is no trainer of its job any more.
 func TestTerminatingPodsAreReportedPerNode(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "64", "64Gi"))
-	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), withRV("1")))
-	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), withRV("1")))
+	s.onNode(builders.Node("n1", "64", "64Gi"))
+	s.onPod(builders.Pod("t1", builders.TrainerOf("job"), builders.OnNode("n1"), builders.Requests("1", "1Gi"), builders.PodRV("1")))
+	s.onPod(builders.Pod("web", builders.OnNode("n1"), builders.Requests("2", "1Gi"), builders.PodRV("1")))
 	assert.Empty(t, s.InquiryResource().Nodes[0].Terminating)
 
-	s.onPod(newPod("t1", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi"), terminating(), withRV("2")))
-	s.onPod(newPod("web", onNode("n1"), withRequests("2", "1Gi"), terminating(), withRV("2")))
+	s.onPod(builders.Pod("t1", builders.TrainerOf("job"), builders.OnNode("n1"), builders.Requests("1", "1Gi"), builders.Terminating(), builders.PodRV("2")))
+	s.onPod(builders.Pod("web", builders.OnNode("n1"), builders.Requests("2", "1Gi"), builders.Terminating(), builders.PodRV("2")))
 	r := s.InquiryResource()
 	assert.ElementsMatch(t, []snapshot.TerminatingPod{
-		{Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: t0, Trainer: true},
-		{Request: snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: t0},
+		{Request: snapshot.Resources{CPUMilli: 1000, MemoryMega: 1024}, Deadline: builders.T0, Trainer: true},
+		{Request: snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, Deadline: builders.T0},
 	}, r.Nodes[0].Terminating)
 	assert.Equal(t, int64(64000-3000), r.Nodes[0].Free.CPUMilli, "they still hold their node")
 	assert.Empty(t, r.Trainers["ns/job"], "but it is no trainer of the job any more")
 
-	s.onPodDelete(newPod("t1", trainerOf("job")))
-	s.onPodDelete(newPod("web"))
+	s.onPodDelete(builders.Pod("t1", builders.TrainerOf("job")))
+	s.onPodDelete(builders.Pod("web"))
 	assert.Empty(t, s.InquiryResource().Nodes[0].Terminating)
 }
 
@@ -408,12 +420,12 @@ func TestTerminatingPodsAreReportedPerNode(t *testing.T) {
 // is no trainer and makes no claim for the job.
 func TestOnlyTheJobsReplicaSetsPodsAreItsPods(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "8", "8Gi"))
-	s.onPod(newPod("t", trainerOf("job"), onNode("n1"), withRequests("1", "1Gi")))
-	s.onPod(newPod("stray", withLabel(v1.LabelTrainer, "job"), onNode("n1"), withRequests("1", "1Gi")))
-	s.onPod(newPod("stray-pending", withLabel(v1.LabelPserver, "job"), unschedulablePod(), withRequests("1", "1Gi")))
-	s.onPod(newPod("wrong-role", memberOf("job", v1.RolePserver), withLabel(v1.LabelPserver, ""), withLabel(v1.LabelTrainer, "job"),
-		onNode("n1")))
+	s.onNode(builders.Node("n1", "8", "8Gi"))
+	s.onPod(builders.Pod("t", builders.TrainerOf("job"), builders.OnNode("n1"), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("stray", builders.Label(v1.LabelTrainer, "job"), builders.OnNode("n1"), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("stray-pending", builders.Label(v1.LabelPserver, "job"), builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("wrong-role", builders.MemberOf("job", v1.RolePserver), builders.Label(v1.LabelPserver, ""), builders.Label(v1.LabelTrainer, "job"),
+		builders.OnNode("n1")))
 	r := s.InquiryResource()
 	require.Len(t, r.Trainers["ns/job"], 1)
 	assert.Equal(t, "t", r.Trainers["ns/job"][0].Name)
@@ -425,7 +437,7 @@ func TestOnlyTheJobsReplicaSetsPodsAreItsPods(t *testing.T) {
 func TestUnschedulablePodsKeepWhereTheyMayRun(t *testing.T) {
 	s := newTracker(Config{})
 	never := corev1.PreemptNever
-	p := newPod("gpu", unschedulablePod(), withRequests("1", "1Gi"))
+	p := builders.Pod("gpu", builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), builders.Requests("1", "1Gi"))
 	p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
 	p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
 	p.Spec.PreemptionPolicy = &never
@@ -466,7 +478,7 @@ func TestQuotasAreTrackedPerNamespace(t *testing.T) {
 
 func TestUnplacedJobPodsAreReported(t *testing.T) {
 	s := newTracker(Config{})
-	s.onNode(newNode("n1", "8", "8Gi"))
+	s.onNode(builders.Node("n1", "8", "8Gi"))
 	gatedPod := func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1.SchedulingGateAdmission}}
@@ -474,13 +486,13 @@ func TestUnplacedJobPodsAreReported(t *testing.T) {
 			Reason: corev1.PodReasonSchedulingGated}}
 	}
 	untried := func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }
-	s.onPod(newPod("gated-pserver", memberOf("q", v1.RolePserver), gatedPod, createdAt(2), withRequests("1", "1Gi")))
-	s.onPod(newPod("gated-trainer", trainerOf("q"), gatedPod, createdAt(1), withRequests("2", "1Gi")))
-	s.onPod(newPod("untried-master", memberOf("r", v1.RoleMaster), untried, createdAt(3)))
-	s.onPod(newPod("unschedulable", memberOf("r", v1.RolePserver), unschedulablePod()))
-	s.onPod(newPod("bound", trainerOf("r"), onNode("n1")))
-	s.onPod(newPod("going", memberOf("r", v1.RolePserver), untried, terminating()))
-	s.onPod(newPod("not-a-job-pod", untried))
+	s.onPod(builders.Pod("gated-pserver", builders.MemberOf("q", v1.RolePserver), gatedPod, builders.CreatedAfter(2), builders.Requests("1", "1Gi")))
+	s.onPod(builders.Pod("gated-trainer", builders.TrainerOf("q"), gatedPod, builders.CreatedAfter(1), builders.Requests("2", "1Gi")))
+	s.onPod(builders.Pod("untried-master", builders.MemberOf("r", v1.RoleMaster), untried, builders.CreatedAfter(3)))
+	s.onPod(builders.Pod("unschedulable", builders.MemberOf("r", v1.RolePserver), builders.Unbound(), builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu.")))
+	s.onPod(builders.Pod("bound", builders.TrainerOf("r"), builders.OnNode("n1")))
+	s.onPod(builders.Pod("going", builders.MemberOf("r", v1.RolePserver), untried, builders.Terminating()))
+	s.onPod(builders.Pod("not-a-job-pod", untried))
 
 	r := s.InquiryResource()
 	var names []string
@@ -496,6 +508,6 @@ func TestUnplacedJobPodsAreReported(t *testing.T) {
 	assert.Equal(t, int64(8000), r.Idle().CPUMilli, "unplaced pods are no load")
 
 	// Bound, it leaves the list.
-	s.onPod(newPod("untried-master", memberOf("r", v1.RoleMaster), onNode("n1"), withRV("2"), createdAt(3)))
+	s.onPod(builders.Pod("untried-master", builders.MemberOf("r", v1.RoleMaster), builders.OnNode("n1"), builders.PodRV("2"), builders.CreatedAfter(3)))
 	assert.Len(t, s.InquiryResource().Unplaced, 2)
 }

@@ -20,13 +20,15 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // fatPod is a pod as the API server returns it, with much that EDL never reads.
-func fatPod(muts ...podMutator) *corev1.Pod {
+func fatPod(muts ...builders.PodOption) *corev1.Pod {
 	always := corev1.ContainerRestartPolicyAlways
 	prio := int32(100)
-	p := newPod("fat", append([]podMutator{onNode("n1"), withRequests("1", "1Gi"), withLimits("2", "2Gi"), withOverhead("10m", "")}, muts...)...)
+	p := builders.Pod("fat", append([]builders.PodOption{builders.OnNode("n1"), builders.Requests("1", "1Gi"), builders.Limits("2", "2Gi"), builders.Overhead("10m", "")}, muts...)...)
 	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...huge...}"}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	if p.OwnerReferences == nil {
@@ -40,7 +42,7 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PADDLE_JOB_NAME", Value: "job"}}
 	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
 	p.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "etcd", RestartPolicy: &always,
-		Command: []string{"etcd"}, Resources: corev1.ResourceRequirements{Requests: rl("100m", "")}}}
+		Command: []string{"etcd"}, Resources: corev1.ResourceRequirements{Requests: builders.CPUMemory("100m", "")}}}
 	p.Status.HostIP = "10.0.0.1"
 	p.Status.NominatedNodeName = "n2"
 	p.Status.Conditions = []corev1.PodCondition{
@@ -53,13 +55,13 @@ func fatPod(muts ...podMutator) *corev1.Pod {
 }
 
 func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
-	in := fatPod(withLabel("app", "web"))
+	in := fatPod(builders.Label("app", "web"))
 	want := &Pod{
 		Name: "fat", Namespace: "ns", UID: "uid-fat", ResourceVersion: "1", CreationTimestamp: in.CreationTimestamp,
 		NodeName: "n1", Priority: 100, PriorityClassName: "high",
 		Resources: &PodResources{
-			Containers:     []ContainerResources{{Requests: rl("1", "1Gi"), Limits: rl("2", "2Gi")}},
-			InitContainers: []ContainerResources{{Requests: rl("100m", ""), Sidecar: true}},
+			Containers:     []ContainerResources{{Requests: builders.CPUMemory("1", "1Gi"), Limits: builders.CPUMemory("2", "2Gi")}},
+			InitContainers: []ContainerResources{{Requests: builders.CPUMemory("100m", ""), Sidecar: true}},
 			Overhead:       in.Spec.Overhead,
 		},
 		Phase:             corev1.PodRunning,
@@ -86,8 +88,9 @@ func TestTransformPodKeepsOnlyWhatIsRead(t *testing.T) {
 // drops them.
 func TestTransformPodKeepsWhereAnUnboundPodMayRun(t *testing.T) {
 	never := corev1.PreemptNever
-	in := fatPod(withNodeSelector(map[string]string{"pool": "cpu"}))
-	unschedulablePod()(in)
+	in := fatPod(builders.NodeSelector(map[string]string{"pool": "cpu"}))
+	builders.Unbound()(in)
+	builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu.")(in)
 	in.Spec.PreemptionPolicy = &never
 	in.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "other"}, {Name: v1.SchedulingGateAdmission}}
 	got, err := TransformPod(in)
@@ -114,7 +117,7 @@ func TestTransformPodKeepsWhereAnUnboundPodMayRun(t *testing.T) {
 func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 	for _, label := range []string{v1.LabelTrainer, v1.LabelPserver, v1.LabelMaster} {
 		t.Run(label, func(t *testing.T) {
-			in := fatPod(withLabel(label, "job"))
+			in := fatPod(builders.Label(label, "job"))
 			in.Annotations[v1.AnnotationDeletionCost] = "999"
 			in.Status.Conditions = append(in.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
 			in.Status.Conditions[1].Status, in.Status.Conditions[1].Reason = corev1.ConditionFalse, "Unschedulable"
@@ -150,7 +153,7 @@ func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 // restarted tell the controller nothing its absence does not: a running,
 // scheduled job pod keeps no condition and no container status.
 func TestTransformPodDropsWhatSaysNothing(t *testing.T) {
-	in := fatPod(trainerOf("job"))
+	in := fatPod(builders.TrainerOf("job"))
 	in.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
 	in.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
@@ -161,7 +164,8 @@ func TestTransformPodDropsWhatSaysNothing(t *testing.T) {
 	assert.Nil(t, got.(*Pod).ContainerStatuses)
 
 	web := fatPod()
-	unschedulablePod()(web)
+	builders.Unbound()(web)
+	builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu.")(web)
 	web.Status.Conditions[0].Message = "0/3 nodes are available"
 	got, err = TransformPod(web)
 	require.NoError(t, err)
@@ -172,11 +176,11 @@ func TestTransformPodDropsWhatSaysNothing(t *testing.T) {
 // TestTransformPodSharesWhatPodsHaveInCommon: the pods of one ReplicaSet
 // share their owner references and resources, and equal strings one copy.
 func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
-	a, b := fatPod(trainerOf("job")), fatPod(trainerOf("job"))
+	a, b := fatPod(builders.TrainerOf("job")), fatPod(builders.TrainerOf("job"))
 	b.Name = "other"
 	b.OwnerReferences = append([]metav1.OwnerReference(nil), a.OwnerReferences...)
 	b.Spec.NodeName = strings.Clone(a.Spec.NodeName)
-	b.Spec.Containers[0].Resources.Requests = rl("1000m", "1Gi")
+	b.Spec.Containers[0].Resources.Requests = builders.CPUMemory("1000m", "1Gi")
 	ga, err := TransformPod(a)
 	require.NoError(t, err)
 	gb, err := TransformPod(b)
@@ -187,31 +191,31 @@ func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
 	assert.Equal(t, unsafe.StringData(pa.NodeName), unsafe.StringData(pb.NodeName))
 	assert.Same(t, pa.Resources, pb.Resources, "equal resources (1 and 1000m CPU) are shared")
 
-	other := fatPod(trainerOf("job"), withRequests("2", "1Gi"))
+	other := fatPod(builders.TrainerOf("job"), builders.Requests("2", "1Gi"))
 	other.OwnerReferences[0].UID = "another-rs"
 	got, err := TransformPod(other)
 	require.NoError(t, err)
 	assert.Equal(t, types.UID("another-rs"), got.(*Pod).OwnerReferences[0].UID, "another owner is not shared")
 	assert.NotSame(t, pa.Resources, got.(*Pod).Resources, "other resources are not shared")
-	assert.Equal(t, rl("2", "1Gi"), got.(*Pod).Resources.Containers[0].Requests)
+	assert.Equal(t, builders.CPUMemory("2", "1Gi"), got.(*Pod).Resources.Containers[0].Requests)
 
 	// What else a pod's requests are computed from tells resources apart.
 	always := corev1.ContainerRestartPolicyAlways
 	for name, mut := range map[string]func(*corev1.Pod){
 		"pod-level resources": func(p *corev1.Pod) {
-			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("4", "")}
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: builders.CPUMemory("4", "")}
 		},
 		"an init container that is no sidecar": func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = nil },
-		"another overhead":                     func(p *corev1.Pod) { p.Spec.Overhead = rl("20m", "") },
+		"another overhead":                     func(p *corev1.Pod) { p.Spec.Overhead = builders.CPUMemory("20m", "") },
 		"a second container": func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "log"})
 		},
 		"a limit": func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = &always
-			p.Spec.InitContainers[0].Resources.Limits = rl("100m", "")
+			p.Spec.InitContainers[0].Resources.Limits = builders.CPUMemory("100m", "")
 		},
 	} {
-		in := fatPod(trainerOf("job"))
+		in := fatPod(builders.TrainerOf("job"))
 		mut(in)
 		got, err := TransformPod(in)
 		require.NoError(t, err)
@@ -228,7 +232,7 @@ func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
 		p.Annotations[v1.AnnotationDeletionCost] = "999"
 		return p
 	}
-	got, err := TransformPod(annotated(fatPod(trainerOf("job"))))
+	got, err := TransformPod(annotated(fatPod(builders.TrainerOf("job"))))
 	require.NoError(t, err)
 	assert.Equal(t, "999", got.(*Pod).DeletionCost)
 
@@ -242,9 +246,10 @@ func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
 // the full pod says.
 func TestTransformPodPreservesWhatTheSnapshotComputes(t *testing.T) {
 	s := newTracker(Config{})
-	waiting := fatPod(withPriority(7), withNodeSelector(map[string]string{"pool": "cpu"}))
-	unschedulablePod()(waiting)
-	for _, in := range []*corev1.Pod{fatPod(), fatPod(trainerOf("job")), waiting} {
+	waiting := fatPod(builders.Priority(7), builders.NodeSelector(map[string]string{"pool": "cpu"}))
+	builders.Unbound()(waiting)
+	builders.Unschedulable("0/3 nodes are available: 3 Insufficient cpu.")(waiting)
+	for _, in := range []*corev1.Pod{fatPod(), fatPod(builders.TrainerOf("job")), waiting} {
 		out, err := TransformPod(in.DeepCopy())
 		require.NoError(t, err)
 		rec := s.newPodRecord(out.(*Pod))
@@ -271,7 +276,7 @@ func TestTransformPodPassesOtherObjectsThrough(t *testing.T) {
 }
 
 func TestTransformNode(t *testing.T) {
-	n := newNode("n1", "4", "8Gi")
+	n := builders.Node("n1", "4", "8Gi")
 	n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	n.Status.Images = []corev1.ContainerImage{{Names: []string{"paddle"}}}
 	n.Labels = map[string]string{"zone": "a"}
@@ -281,11 +286,11 @@ func TestTransformNode(t *testing.T) {
 	assert.Nil(t, node.ManagedFields)
 	assert.Nil(t, node.Status.Images)
 	assert.Equal(t, map[string]string{"zone": "a"}, node.Labels)
-	assert.Equal(t, rl("4", "8Gi"), node.Status.Allocatable)
+	assert.Equal(t, builders.CPUMemory("4", "8Gi"), node.Status.Allocatable)
 	assert.Equal(t, []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}, node.Status.Conditions)
 
 	full := func() *corev1.Node {
-		n := newNode("n1", "4", "8Gi", nodeGPU(2))
+		n := builders.Node("n1", "4", "8Gi", builders.NodeGPU(2))
 		n.Labels = map[string]string{"pool": "gpu"}
 		n.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		return n
@@ -304,7 +309,7 @@ func jobOwned(m *metav1.ObjectMeta) {
 }
 
 func fatReplicaSet(owned bool) *appsv1.ReplicaSet {
-	pod := fatPod(withGPU(1), withContainer("500m", "1Gi"))
+	pod := fatPod(builders.GPU(1), builders.Container("500m", "1Gi"))
 	pod.Spec.NodeSelector = map[string]string{"pool": "gpu"}
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 	pod.Spec.Affinity = &corev1.Affinity{
@@ -411,11 +416,11 @@ func TestTransformServiceKeepsJobServicesWhole(t *testing.T) {
 // TestTransformPodSharesEqualMaps: pods of one template share their labels'
 // and resource lists' maps; different ones do not.
 func TestTransformPodSharesEqualMaps(t *testing.T) {
-	a, err := TransformPod(fatPod(trainerOf("shared-job")))
+	a, err := TransformPod(fatPod(builders.TrainerOf("shared-job")))
 	require.NoError(t, err)
-	b, err := TransformPod(fatPod(trainerOf("shared-job")))
+	b, err := TransformPod(fatPod(builders.TrainerOf("shared-job")))
 	require.NoError(t, err)
-	c, err := TransformPod(fatPod(trainerOf("other-job"), withRequests("3", "1Gi")))
+	c, err := TransformPod(fatPod(builders.TrainerOf("other-job"), builders.Requests("3", "1Gi")))
 	require.NoError(t, err)
 	pa, pb, pc := a.(*Pod), b.(*Pod), c.(*Pod)
 	assert.Equal(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pb.Labels).Pointer())
@@ -424,7 +429,7 @@ func TestTransformPodSharesEqualMaps(t *testing.T) {
 	assert.NotEqual(t, reflect.ValueOf(pa.Labels).Pointer(), reflect.ValueOf(pc.Labels).Pointer())
 	assert.NotEqual(t, reflect.ValueOf(pa.Resources.Containers[0].Requests).Pointer(),
 		reflect.ValueOf(pc.Resources.Containers[0].Requests).Pointer())
-	assert.Equal(t, rl("3", "1Gi"), pc.Resources.Containers[0].Requests)
+	assert.Equal(t, builders.CPUMemory("3", "1Gi"), pc.Resources.Containers[0].Requests)
 }
 
 // TestInternTableStartsOverWhenFull: a table that is full forgets what it

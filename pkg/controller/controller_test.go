@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // healthyPods are the pods of a running job: a ready master (fault-tolerant
@@ -23,13 +25,13 @@ import (
 func healthyPods(job *v1.TrainingJob, trainers int) []*corev1.Pod {
 	var pods []*corev1.Pod
 	if job.Spec.FaultTolerant {
-		pods = append(pods, newPod(job, v1.RoleMaster, job.Name+"-master-0", ready()))
+		pods = append(pods, builders.RolePod(job, v1.RoleMaster, job.Name+"-master-0", builders.Ready()))
 	}
 	for i := 0; i < int(job.Spec.Pserver.MinInstance); i++ {
-		pods = append(pods, newPod(job, v1.RolePserver, job.Name+"-pserver-"+string(rune('a'+i)), ready()))
+		pods = append(pods, builders.RolePod(job, v1.RolePserver, job.Name+"-pserver-"+string(rune('a'+i)), builders.Ready()))
 	}
 	for i := 0; i < trainers; i++ {
-		pods = append(pods, newPod(job, v1.RoleTrainer, job.Name+"-trainer-"+string(rune('a'+i)), running()))
+		pods = append(pods, builders.RolePod(job, v1.RoleTrainer, job.Name+"-trainer-"+string(rune('a'+i)), builders.Running()))
 	}
 	return pods
 }
@@ -52,7 +54,7 @@ func TestSyncCreatesANewJob(t *testing.T) {
 	}{
 		{
 			name: "plain job",
-			job:  newJob("mnist", withTrainers(3, 6)),
+			job:  builders.Job("mnist", testNamespace, builders.Trainers(3, 6)),
 			wantWrites: []string{
 				"create services mnist-pserver",
 				"create replicasets mnist-pserver",
@@ -67,7 +69,7 @@ func TestSyncCreatesANewJob(t *testing.T) {
 		},
 		{
 			name: "fault-tolerant job",
-			job:  newJob("mnist", faultTolerant(), withTrainers(3, 6), withPservers(2)),
+			job:  builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(3, 6), builders.Pservers(2)),
 			wantWrites: []string{
 				"create services mnist-master",
 				"create replicasets mnist-master",
@@ -138,15 +140,15 @@ func TestSyncSteadyStateWritesNothing(t *testing.T) {
 		wantPhase  v1.TrainingJobPhase
 		wantEvents []string // "type reason" of the events on the way
 	}{
-		{name: "new plain job", job: newJob("mnist"), wantPhase: v1.PhaseCreating,
+		{name: "new plain job", job: builders.Job("mnist", testNamespace), wantPhase: v1.PhaseCreating,
 			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created"}},
-		{name: "new fault-tolerant job", job: newJob("mnist", faultTolerant()), wantPhase: v1.PhaseCreating,
+		{name: "new fault-tolerant job", job: builders.Job("mnist", testNamespace, builders.FaultTolerant()), wantPhase: v1.PhaseCreating,
 			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created", "Normal Created", "Normal Created"}},
-		{name: "running plain job", job: newJob("mnist"), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,
+		{name: "running plain job", job: builders.Job("mnist", testNamespace), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,
 			wantEvents: []string{"Normal Running"}},
-		{name: "running fault-tolerant job", job: newJob("mnist", faultTolerant()), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,
+		{name: "running fault-tolerant job", job: builders.Job("mnist", testNamespace, builders.FaultTolerant()), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,
 			wantEvents: []string{"Normal Running"}},
-		{name: "running job the autoscaler grew", job: newJob("mnist", faultTolerant(), withTrainers(2, 6)), trainers: 5, pods: 5, wantPhase: v1.PhaseRunning,
+		{name: "running job the autoscaler grew", job: builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6)), trainers: 5, pods: 5, wantPhase: v1.PhaseRunning,
 			wantEvents: []string{"Normal Running"}},
 	}
 	for _, tt := range tests {
@@ -177,19 +179,19 @@ func TestSyncSteadyStateWritesNothing(t *testing.T) {
 func TestSyncInvalidJob(t *testing.T) {
 	tests := []struct {
 		name  string
-		mut   jobMutator
+		mut   builders.JobOption
 		field string
 	}{
-		{"trainer min-instance 0", withTrainers(0, 6), "spec.trainer.min-instance"},
-		{"trainer min-instance above max-instance", withTrainers(7, 6), "spec.trainer.min-instance"},
-		{"no image", withImage(""), "spec.image"},
-		{"pserver min-instance 0", withPservers(0), "spec.pserver.min-instance"},
-		{"ports_num 0", withPorts(7164, 0, 1), "spec.ports_num"},
+		{"trainer min-instance 0", builders.Trainers(0, 6), "spec.trainer.min-instance"},
+		{"trainer min-instance above max-instance", builders.Trainers(7, 6), "spec.trainer.min-instance"},
+		{"no image", builders.Image(""), "spec.image"},
+		{"pserver min-instance 0", builders.Pservers(0), "spec.pserver.min-instance"},
+		{"ports_num 0", builders.Ports(7164, 0, 1), "spec.ports_num"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.addJob(newJob("mnist", tt.mut))
+			f.addJob(builders.Job("mnist", testNamespace, tt.mut))
 
 			require.NoError(t, f.sync("mnist"), "a spec error is permanent: no requeue")
 
@@ -222,9 +224,9 @@ func TestSyncInvalidJob(t *testing.T) {
 // validates it again.
 func TestSyncInvalidSpecOfAFinishedJob(t *testing.T) {
 	f := newFixture(t)
-	f.addJob(newJob("mnist", withTrainers(0, 6),
-		withPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "trainer pod mnist-trainer-a container trainer exited with code 0"),
-		withCondition(v1.ConditionComplete, metav1.ConditionTrue, v1.ReasonSucceeded)))
+	f.addJob(builders.Job("mnist", testNamespace, builders.Trainers(0, 6),
+		builders.JobPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "trainer pod mnist-trainer-a container trainer exited with code 0"),
+		builders.Condition(v1.ConditionComplete, metav1.ConditionTrue, v1.ReasonSucceeded)))
 
 	require.NoError(t, f.sync("mnist"))
 
@@ -244,11 +246,11 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 		wantReason string
 		wantEvent  string
 	}{
-		{"a trainer exited 0", newJob("mnist"), trainerPod("mnist-trainer-z", exited(0)),
+		{"a trainer exited 0", builders.Job("mnist", testNamespace), trainerPod("mnist-trainer-z", builders.Exited(0)),
 			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
-		{"a fault-tolerant trainer exited 0 in its last run", newJob("mnist", faultTolerant()), trainerPod("mnist-trainer-z", running(), lastExited(0), restarts(1)),
+		{"a fault-tolerant trainer exited 0 in its last run", builders.Job("mnist", testNamespace, builders.FaultTolerant()), trainerPod("mnist-trainer-z", builders.Running(), builders.LastExited(0), builders.Restarts(1)),
 			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
-		{"a plain trainer failed", newJob("mnist"), trainerPod("mnist-trainer-z", exited(2)),
+		{"a plain trainer failed", builders.Job("mnist", testNamespace), trainerPod("mnist-trainer-z", builders.Exited(2)),
 			v1.PhaseFailed, v1.ReasonTrainerFailed, "Warning Failed trainer pod mnist-trainer-z container trainer exited with code 2; the job is not fault tolerant"},
 	}
 	for _, tt := range tests {
@@ -310,7 +312,7 @@ func TestSyncJobNotFound(t *testing.T) {
 	for _, key := range []string{"team-a/ghost", "other/mnist"} {
 		t.Run(key, func(t *testing.T) {
 			f := newFixture(t)
-			f.addJob(newJob("mnist"))
+			f.addJob(builders.Job("mnist", testNamespace))
 			require.NoError(t, f.c.sync(f.ctx, key))
 			assert.Empty(t, f.kube.Actions())
 			assert.Empty(t, f.tj.Actions())
@@ -326,15 +328,15 @@ func TestSyncJobNotFound(t *testing.T) {
 
 func TestSyncObservesPodsThroughTheIndex(t *testing.T) {
 	f := newFixture(t)
-	job := newJob("mnist")
+	job := builders.Job("mnist", testNamespace)
 	f.addJob(job)
-	f.addJob(newJob("other"))
+	f.addJob(builders.Job("other", testNamespace))
 	f.addJobObjects(job, 2)
 	f.addPods(healthyPods(job, 2)...)
 	// Pods of another job and of another namespace with the same job name
 	// must not count.
-	f.addPods(healthyPods(newJob("other"), 2)...)
-	stranger := newPod(job, v1.RoleTrainer, "mnist-trainer-x", exited(1))
+	f.addPods(healthyPods(builders.Job("other", testNamespace), 2)...)
+	stranger := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-x", builders.Exited(1))
 	stranger.Namespace = "team-b"
 	f.addPods(stranger)
 
@@ -350,7 +352,7 @@ func TestSyncObservesPodsThroughTheIndex(t *testing.T) {
 // and its write fails on the old resourceVersion; it must not repeat the
 // event.
 func TestEventsWaitForTheStatusWrite(t *testing.T) {
-	job := newJob("mnist", withTrainers(2, 6))
+	job := builders.Job("mnist", testNamespace, builders.Trainers(2, 6))
 	f := newFixture(t)
 	f.addJob(job)
 	f.addJobObjects(job, 2)
@@ -369,7 +371,7 @@ func TestEventsWaitForTheStatusWrite(t *testing.T) {
 // MIG slice is told to use its GPU only when the slice is named.
 func TestSyncCountsTheNamedGPUResources(t *testing.T) {
 	mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
-	resources := corev1.ResourceRequirements{Limits: resourceList(string(mig), "2", "cpu", "4")}
+	resources := corev1.ResourceRequirements{Limits: builders.ResourceList(string(mig), "2", "cpu", "4")}
 	for _, c := range []struct {
 		configure     []func(*Config)
 		count, useGPU string
@@ -378,7 +380,7 @@ func TestSyncCountsTheNamedGPUResources(t *testing.T) {
 		{[]func(*Config){withGPUResources([]corev1.ResourceName{mig})}, "2", "true"},
 	} {
 		f := newFixture(t, c.configure...)
-		f.addJob(newJob("mnist", withTrainerResources(resources)))
+		f.addJob(builders.Job("mnist", testNamespace, builders.TrainerResources(resources)))
 		require.NoError(t, f.sync("mnist"))
 		env := f.getReplicaSet("mnist-trainer").Spec.Template.Spec.Containers[0].Env
 		assert.Equal(t, c.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))

@@ -9,10 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func TestDeletionCosts(t *testing.T) {
-	job := newJob("mnist", withTrainers(1, 8))
+	job := builders.Job("mnist", testNamespace, builders.Trainers(1, 8))
 	job.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	trainer := func(name, node string, ageSeconds int, mutators ...func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{

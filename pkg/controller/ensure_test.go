@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func TestSyncClampsTrainerReplicas(t *testing.T) {
@@ -30,7 +32,7 @@ func TestSyncClampsTrainerReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := newJob("mnist", faultTolerant(), withTrainers(2, 6))
+			job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6))
 			f := newFixture(t)
 			f.addJob(job)
 			f.addJobObjects(job, 2)
@@ -66,60 +68,60 @@ func TestSyncClampsTrainerReplicas(t *testing.T) {
 func TestSyncPatchesAChangedTemplate(t *testing.T) {
 	tests := []struct {
 		name    string
-		before  []jobMutator
-		change  jobMutator
+		before  []builders.JobOption
+		change  builders.JobOption
 		trainer bool // only the trainer template changes
 	}{
-		{name: "image", change: withImage("paddlepaddle/paddlecloud-job:v2")},
-		{name: "trainer entrypoint", change: withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
+		{name: "image", change: builders.Image("paddlepaddle/paddlecloud-job:v2")},
+		{name: "trainer entrypoint", change: builders.Spec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
 		{
 			name:   "volumes replaced",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "a"}, {Name: "b"}} })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "c"}} }),
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "a"}, {Name: "b"}} })},
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.Volumes = []corev1.Volume{{Name: "c"}} }),
 		},
 		{
 			name:   "host network turned off",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.HostNetwork = true })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.HostNetwork = false }),
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) { s.HostNetwork = true })},
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.HostNetwork = false }),
 		},
 		{
 			name:   "a nodeSelector key removed",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.NodeSelector = map[string]string{"disk": "ssd", "zone": "a"} })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.NodeSelector = map[string]string{"disk": "ssd"} }),
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) { s.NodeSelector = map[string]string{"disk": "ssd", "zone": "a"} })},
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.NodeSelector = map[string]string{"disk": "ssd"} }),
 		},
 		{
 			name: "tolerations removed",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) {
 				s.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 			})},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.Tolerations = nil }),
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.Tolerations = nil }),
 		},
 		{
 			name:   "node affinity narrowed",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a", "gpu-b") })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a") }),
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a", "gpu-b") })},
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.Affinity = poolAffinity("gpu-a") }),
 		},
 		{
 			name:   "scheduler name set",
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.SchedulerName = "bin-packing" }),
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.SchedulerName = "bin-packing" }),
 		},
 		{
 			name: "volumes removed",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) {
 				s.Volumes = []corev1.Volume{{Name: "data"}}
 				s.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 			})},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.Volumes, s.VolumeMounts = nil, nil }),
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.Volumes, s.VolumeMounts = nil, nil }),
 		},
 		{
 			name:   "priority class cleared",
-			before: []jobMutator{withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "batch-low" })},
-			change: withSpec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "" }),
+			before: []builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "batch-low" })},
+			change: builders.Spec(func(s *v1.TrainingJobSpec) { s.PriorityClassName = "" }),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := newJob("mnist", append([]jobMutator{withTrainers(2, 6)}, tt.before...)...)
+			job := builders.Job("mnist", testNamespace, append([]builders.JobOption{builders.Trainers(2, 6)}, tt.before...)...)
 			f := newFixture(t)
 			f.addJob(job)
 			f.addJobObjects(job, 4) // the autoscaler's count
@@ -215,10 +217,10 @@ func templateFields(t corev1.PodTemplateSpec) podTemplateFields {
 }
 
 func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
-	job := newJob("mnist")
-	foreignRS := func(muts ...rsMutator) func(*fixture) string {
+	job := builders.Job("mnist", testNamespace)
+	foreignRS := func(muts ...builders.ReplicaSetOption) func(*fixture) string {
 		return func(f *fixture) string {
-			f.addReplicaSet(ownedReplicaSet(job, v1.RoleTrainer, 3, muts...))
+			f.addReplicaSet(builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 3, nil), muts...))
 			return "ReplicaSet mnist-trainer"
 		}
 	}
@@ -226,9 +228,9 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 		name string
 		seed func(*fixture) string // seeds the foreign object, returns how it is named
 	}{
-		{"a ReplicaSet without owner", foreignRS(noOwner())},
-		{"a ReplicaSet of a deleted job of the same name", foreignRS(ownedByUID("uid-of-the-old-mnist"))},
-		{"a ReplicaSet of a Deployment", foreignRS(controlledByKind("apps/v1", "Deployment", "web"))},
+		{"a ReplicaSet without owner", foreignRS(builders.NoOwner())},
+		{"a ReplicaSet of a deleted job of the same name", foreignRS(builders.OwnerUID("uid-of-the-old-mnist"))},
+		{"a ReplicaSet of a Deployment", foreignRS(builders.ControlledBy("apps/v1", "Deployment", "web"))},
 		{"a Service without owner", func(f *fixture) string {
 			svc := Service(job, v1.RolePserver)
 			svc.OwnerReferences = nil
@@ -271,13 +273,13 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 	t.Run("the job proceeds once the object is gone", func(t *testing.T) {
 		f := newFixture(t)
 		f.addJob(job)
-		foreignRS(noOwner())(f)
+		foreignRS(builders.NoOwner())(f)
 		f.settle("mnist")
 		assert.Equal(t, int32(3), *f.getReplicaSet("mnist-trainer").Spec.Replicas, "the foreign ReplicaSet is untouched")
 		assert.Empty(t, f.getReplicaSet("mnist-trainer").OwnerReferences, "and not adopted")
 
 		require.NoError(t, f.kube.Tracker().Delete(gvrReplicaSets, testNamespace, "mnist-trainer"))
-		require.NoError(t, f.rsIndexer().Delete(ownedReplicaSet(job, v1.RoleTrainer, 3)))
+		require.NoError(t, f.rsIndexer().Delete(builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 3, nil))))
 		require.NoError(t, f.sync("mnist"))
 
 		assert.Equal(t, []string{

@@ -381,3 +381,16 @@ func cached(t *testing.T, obj runtime.Object) any {
 	require.NoError(t, err)
 	return out
 }
+
+// testNamespace is the namespace of the tests' jobs.
+const testNamespace = "team-a"
+
+// slim returns a pod as the informer caches it (cluster.TransformPod), or
+// pods as a slice of them.
+func slim(pods ...*corev1.Pod) []*cluster.Pod {
+	out := make([]*cluster.Pod, len(pods))
+	for i, p := range pods {
+		out[i], _ = cluster.PodOf(p.DeepCopy())
+	}
+	return out
+}

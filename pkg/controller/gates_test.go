@@ -12,11 +12,13 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func withGang(on bool) func(*Config) { return func(c *Config) { c.GangAdmission = on } }
 
-func gated() podMutator {
+func gated() builders.PodOption {
 	return func(p *corev1.Pod) {
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "other.example/gate"}, {Name: v1.SchedulingGateAdmission}}
 	}
@@ -47,7 +49,7 @@ func templateGated(rs *appsv1.ReplicaSet) bool { return gateIndex(&rs.Spec.Templ
 
 func TestSyncGatesANewJobAndQueuesIt(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", faultTolerant()))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.FaultTolerant()))
 	require.NoError(t, f.sync("mnist"))
 
 	for _, name := range []string{"mnist-master", "mnist-pserver", "mnist-trainer"} {
@@ -68,7 +70,7 @@ func TestSyncGatesANewJobAndQueuesIt(t *testing.T) {
 
 	// Gated pods are no reason to write: the steady state writes nothing,
 	// and a message the autoscaler wrote is the phase's.
-	f.addPods(newPod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
+	f.addPods(builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
 	f.settle("mnist")
 	stored := f.getJob("mnist")
 	for i := range stored.Status.Conditions {
@@ -86,14 +88,14 @@ func TestSyncGatesANewJobAndQueuesIt(t *testing.T) {
 
 func TestSyncReleasesAnAdmittedJob(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := newJob("mnist", withPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
-		withCondition(v1.ConditionQueued, metav1.ConditionFalse, v1.ReasonAdmitted))
+	job := builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
+		builders.Condition(v1.ConditionQueued, metav1.ConditionFalse, v1.ReasonAdmitted))
 	job = f.addJob(job)
 	f.addGatedJobObjects(job)
 	f.addServerPods(
-		newPod(job, v1.RolePserver, "mnist-pserver-a", gated()),
-		newPod(job, v1.RoleTrainer, "mnist-trainer-a", gated()),
-		newPod(job, v1.RoleTrainer, "mnist-trainer-b"), // created after the template lost its gate
+		builders.RolePod(job, v1.RolePserver, "mnist-pserver-a", gated()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", gated()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b"), // created after the template lost its gate
 	)
 	require.NoError(t, f.sync("mnist"))
 
@@ -122,7 +124,7 @@ func TestSyncReleasesAnAdmittedJob(t *testing.T) {
 
 func TestSyncKeepsAJobStoredBeforeGangAdmission(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseRunning, v1.ReasonRunning, "running")))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseRunning, v1.ReasonRunning, "running")))
 	f.addJobObjects(job, 2)
 	f.addPods(healthyPods(job, 2)...)
 	f.settle("mnist")
@@ -139,15 +141,15 @@ func TestSyncHoldsAQueuedJobOfAnEarlierVersionAtZero(t *testing.T) {
 	// Queued jobs used to get their pods, gated: such a job's ReplicaSets
 	// are scaled to 0, so that it holds no quota while it waits.
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
-		withCondition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
+		builders.Condition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission)))
 	for _, role := range roles(job) {
 		f.addReplicaSet(gate(ReplicaSet(job, role, desiredReplicas(job, role, nil, false), nil)))
 		if role != v1.RoleTrainer {
 			f.addService(Service(job, role))
 		}
 	}
-	f.addServerPods(newPod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
+	f.addServerPods(builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
 	require.NoError(t, f.sync("mnist"))
 	assert.ElementsMatch(t, []string{"patch replicasets mnist-pserver", "patch replicasets mnist-trainer"}, f.writesOf("replicasets"))
 	assert.Empty(t, f.writesOf("pods"), "a queued job's gates stay")
@@ -160,7 +162,7 @@ func TestSyncQueuesAJobWhoseStatusWriteWasLost(t *testing.T) {
 	// The ReplicaSets were created gated, and edl stopped before the
 	// status write: the gates say the job is queued.
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist"))
+	job := f.addJob(builders.Job("mnist", testNamespace))
 	f.addGatedJobObjects(job)
 	require.NoError(t, f.sync("mnist"))
 	assert.Empty(t, f.writesOf("replicasets"))
@@ -170,10 +172,10 @@ func TestSyncQueuesAJobWhoseStatusWriteWasLost(t *testing.T) {
 
 func TestSyncReleasesQueuedJobsWhenGangAdmissionIsOff(t *testing.T) {
 	f := newFixture(t, withGang(false))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
-		withCondition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
+		builders.Condition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission)))
 	f.addGatedJobObjects(job)
-	f.addServerPods(newPod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
+	f.addServerPods(builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", gated()))
 	require.NoError(t, f.sync("mnist"))
 	assert.Equal(t, []string{"patch pods mnist-trainer-a"}, f.writesOf("pods"))
 	assert.False(t, templateGated(f.getReplicaSet("mnist-trainer")))
@@ -185,7 +187,7 @@ func TestSyncReleasesQueuedJobsWhenGangAdmissionIsOff(t *testing.T) {
 
 func TestSyncWithGangAdmissionOffCreatesUngatedJobs(t *testing.T) {
 	f := newFixture(t)
-	f.addJob(newJob("mnist"))
+	f.addJob(builders.Job("mnist", testNamespace))
 	require.NoError(t, f.sync("mnist"))
 	for _, a := range f.writes() {
 		if create, ok := a.(clienttesting.CreateAction); ok {

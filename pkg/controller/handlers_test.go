@@ -12,12 +12,14 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // Event handlers: they only map objects to job keys.
 
 func TestEnqueueOwner(t *testing.T) {
-	job := newJob("mnist")
+	job := builders.Job("mnist", testNamespace)
 	svcWithoutOwner := Service(job, v1.RoleMaster)
 	svcWithoutOwner.OwnerReferences = nil
 	tests := []struct {
@@ -26,28 +28,28 @@ func TestEnqueueOwner(t *testing.T) {
 		obj       any
 		want      []string
 	}{
-		{"owned ReplicaSet", true, ownedReplicaSet(job, v1.RoleTrainer, 2), []string{"team-a/mnist"}},
-		{"owned ReplicaSet of a job not in the cache", false, ownedReplicaSet(job, v1.RolePserver, 2), []string{"team-a/mnist"}},
+		{"owned ReplicaSet", true, builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil)), []string{"team-a/mnist"}},
+		{"owned ReplicaSet of a job not in the cache", false, builders.ReplicaSet(ReplicaSet(job, v1.RolePserver, 2, nil)), []string{"team-a/mnist"}},
 		{"owned Service", true, Service(job, v1.RolePserver), []string{"team-a/mnist"}},
 		{"tombstone of an owned ReplicaSet", true,
-			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, v1.RoleTrainer, 2)}, []string{"team-a/mnist"}},
-		{"ReplicaSet of a deleted job of the same name", true, ownedReplicaSet(job, v1.RoleTrainer, 2, ownedByUID("old")), []string{"team-a/mnist"}},
-		{"foreign ReplicaSet in a job's way", true, ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner()), []string{"team-a/mnist"}},
+			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil))}, []string{"team-a/mnist"}},
+		{"ReplicaSet of a deleted job of the same name", true, builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.OwnerUID("old")), []string{"team-a/mnist"}},
+		{"foreign ReplicaSet in a job's way", true, builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.NoOwner()), []string{"team-a/mnist"}},
 		{"tombstone of a foreign ReplicaSet in a job's way", true,
-			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner())}, []string{"team-a/mnist"}},
+			cache.DeletedFinalStateUnknown{Key: "team-a/mnist-trainer", Obj: builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.NoOwner())}, []string{"team-a/mnist"}},
 		{"foreign Service in a job's way", true, svcWithoutOwner, []string{"team-a/mnist"}},
-		{"foreign ReplicaSet with a job's name but no job", false, ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner()), nil},
+		{"foreign ReplicaSet with a job's name but no job", false, builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.NoOwner()), nil},
 		// A Deployment's ReplicaSet in the way blocks the job as much as an
 		// ownerless one does; when it goes away the job must hear of it.
 		{"ReplicaSet of a Deployment in a job's way", true,
-			ownedReplicaSet(job, v1.RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web")), []string{"team-a/mnist"}},
+			builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.ControlledBy("apps/v1", "Deployment", "web")), []string{"team-a/mnist"}},
 		{"ReplicaSet of a Deployment elsewhere", true, func() *appsv1.ReplicaSet {
-			rs := ownedReplicaSet(job, v1.RoleTrainer, 2, controlledByKind("apps/v1", "Deployment", "web"))
+			rs := builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.ControlledBy("apps/v1", "Deployment", "web"))
 			rs.Name = "web-5d4f8"
 			return rs
 		}(), nil},
 		{"unrelated ownerless ReplicaSet", true, func() *appsv1.ReplicaSet {
-			rs := ownedReplicaSet(job, v1.RoleTrainer, 2, noOwner())
+			rs := builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.NoOwner())
 			rs.Name = "web"
 			return rs
 		}(), nil},
@@ -66,25 +68,25 @@ func TestEnqueueOwner(t *testing.T) {
 }
 
 func TestEnqueuePodJob(t *testing.T) {
-	job := newJob("mnist")
-	otherNS := newPod(job, v1.RoleTrainer, "p")
+	job := builders.Job("mnist", testNamespace)
+	otherNS := builders.RolePod(job, v1.RoleTrainer, "p")
 	otherNS.Namespace = "team-b"
-	unlabelled := newPod(job, v1.RoleTrainer, "p")
+	unlabelled := builders.RolePod(job, v1.RoleTrainer, "p")
 	unlabelled.Labels = map[string]string{"app": "web"}
 	tests := []struct {
 		name string
 		obj  any
 		want []string
 	}{
-		{"trainer", newPod(job, v1.RoleTrainer, "p"), []string{"team-a/mnist"}},
-		{"pserver", newPod(job, v1.RolePserver, "p"), []string{"team-a/mnist"}},
-		{"master", newPod(job, v1.RoleMaster, "p"), []string{"team-a/mnist"}},
+		{"trainer", builders.RolePod(job, v1.RoleTrainer, "p"), []string{"team-a/mnist"}},
+		{"pserver", builders.RolePod(job, v1.RolePserver, "p"), []string{"team-a/mnist"}},
+		{"master", builders.RolePod(job, v1.RoleMaster, "p"), []string{"team-a/mnist"}},
 		{"another namespace", otherNS, []string{"team-b/mnist"}},
-		{"tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: newPod(job, v1.RoleTrainer, "p")}, []string{"team-a/mnist"}},
-		{"cached", slim(newPod(job, v1.RoleTrainer, "p"))[0], []string{"team-a/mnist"}},
-		{"cached, in a tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: slim(newPod(job, v1.RoleTrainer, "p"))[0]}, []string{"team-a/mnist"}},
+		{"tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: builders.RolePod(job, v1.RoleTrainer, "p")}, []string{"team-a/mnist"}},
+		{"cached", slim(builders.RolePod(job, v1.RoleTrainer, "p"))[0], []string{"team-a/mnist"}},
+		{"cached, in a tombstone", cache.DeletedFinalStateUnknown{Key: "team-a/p", Obj: slim(builders.RolePod(job, v1.RoleTrainer, "p"))[0]}, []string{"team-a/mnist"}},
 		{"not a job's pod", unlabelled, nil},
-		{"not a pod", ownedReplicaSet(job, v1.RoleTrainer, 1), nil},
+		{"not a pod", builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 1, nil)), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +98,7 @@ func TestEnqueuePodJob(t *testing.T) {
 }
 
 func TestEnqueueJob(t *testing.T) {
-	job := newJob("mnist")
+	job := builders.Job("mnist", testNamespace)
 	for name, obj := range map[string]any{
 		"job":       job,
 		"tombstone": cache.DeletedFinalStateUnknown{Key: "team-a/mnist", Obj: job},
@@ -110,9 +112,11 @@ func TestEnqueueJob(t *testing.T) {
 }
 
 func TestEnqueueIfChanged(t *testing.T) {
-	job := newJob("mnist")
-	pod := func(rv string) *corev1.Pod { return newPod(job, v1.RoleTrainer, "p", withPodRV(rv)) }
-	rs := func(rv string) *appsv1.ReplicaSet { return ownedReplicaSet(job, v1.RoleTrainer, 2, withRSRV(rv)) }
+	job := builders.Job("mnist", testNamespace)
+	pod := func(rv string) *corev1.Pod { return builders.RolePod(job, v1.RoleTrainer, "p", builders.PodRV(rv)) }
+	rs := func(rv string) *appsv1.ReplicaSet {
+		return builders.ReplicaSet(ReplicaSet(job, v1.RoleTrainer, 2, nil), builders.ReplicaSetRV(rv))
+	}
 	tests := []struct {
 		name     string
 		old, cur any
@@ -125,10 +129,10 @@ func TestEnqueueIfChanged(t *testing.T) {
 		{"cached pod changed", slim(pod("7"))[0], slim(pod("8"))[0], func(c *Controller) func(any) { return c.enqueuePodJob }, 1},
 		{"ReplicaSet resync", rs("3"), rs("3"), func(c *Controller) func(any) { return c.enqueueOwner }, 0},
 		{"ReplicaSet changed", rs("3"), rs("4"), func(c *Controller) func(any) { return c.enqueueOwner }, 1},
-		{"job resync", newJob("mnist", func(j *v1.TrainingJob) { j.ResourceVersion = "5" }),
-			newJob("mnist", func(j *v1.TrainingJob) { j.ResourceVersion = "5" }), func(c *Controller) func(any) { return c.enqueue }, 0},
-		{"job changed", newJob("mnist", func(j *v1.TrainingJob) { j.ResourceVersion = "5" }),
-			newJob("mnist", func(j *v1.TrainingJob) { j.ResourceVersion = "6" }), func(c *Controller) func(any) { return c.enqueue }, 1},
+		{"job resync", builders.Job("mnist", testNamespace, func(j *v1.TrainingJob) { j.ResourceVersion = "5" }),
+			builders.Job("mnist", testNamespace, func(j *v1.TrainingJob) { j.ResourceVersion = "5" }), func(c *Controller) func(any) { return c.enqueue }, 0},
+		{"job changed", builders.Job("mnist", testNamespace, func(j *v1.TrainingJob) { j.ResourceVersion = "5" }),
+			builders.Job("mnist", testNamespace, func(j *v1.TrainingJob) { j.ResourceVersion = "6" }), func(c *Controller) func(any) { return c.enqueue }, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,9 +148,9 @@ func TestEnqueueIfChanged(t *testing.T) {
 
 func TestPodIndexMapsPodsToJobs(t *testing.T) {
 	f := newFixture(t)
-	job := newJob("mnist", faultTolerant())
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant())
 	f.addPods(healthyPods(job, 2)...)
-	f.addPods(healthyPods(newJob("other"), 1)...)
+	f.addPods(healthyPods(builders.Job("other", testNamespace), 1)...)
 	f.addPods(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNamespace}})
 
 	objs, err := f.c.pods.ByIndex(jobIndex, "team-a/mnist")

@@ -13,6 +13,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // withStatusInterval paces the status writes by interval on clk.
@@ -91,7 +93,7 @@ func TestOnlyFiguresChanged(t *testing.T) {
 // 2 of them ready and 8 pending, settled at the fake clock's time.
 func burstJob(t *testing.T, f *fixture) []*corev1.Pod {
 	t.Helper()
-	job := newJob("mnist", withTrainers(2, 12))
+	job := builders.Job("mnist", testNamespace, builders.Trainers(2, 12))
 	f.addJob(job)
 	f.addJobObjects(job, 10)
 	f.addPods(healthyPods(job, 0)...)
@@ -99,10 +101,10 @@ func burstJob(t *testing.T, f *fixture) []*corev1.Pod {
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("mnist-trainer-%d", i)
 		if i < 2 {
-			f.addPods(newPod(job, v1.RoleTrainer, name, ready()))
+			f.addPods(builders.RolePod(job, v1.RoleTrainer, name, builders.Ready()))
 			continue
 		}
-		pending = append(pending, newPod(job, v1.RoleTrainer, name))
+		pending = append(pending, builders.RolePod(job, v1.RoleTrainer, name))
 	}
 	f.addPods(pending...)
 	f.settle("mnist")
@@ -135,7 +137,7 @@ func TestStatusWritesOfABurstAreBounded(t *testing.T) {
 			for _, pod := range pending {
 				clk.Step(200 * time.Millisecond)
 				p := pod.DeepCopy()
-				ready()(p)
+				builders.Ready()(p)
 				p.ResourceVersion = "2"
 				f.addPods(p)
 				f.c.queue.Add(key) // what the pod informer's handler does
@@ -173,12 +175,12 @@ func TestStatusWritesOfABurstAreBounded(t *testing.T) {
 func TestPhaseChangesAreNotPaced(t *testing.T) {
 	tests := []struct {
 		name      string
-		change    podMutator // applied to a ready trainer
+		change    builders.PodOption // applied to a ready trainer
 		wantPhase v1.TrainingJobPhase
 		wantEvent string
 	}{
-		{name: "a trainer succeeded", change: exited(0), wantPhase: v1.PhaseSucceeded, wantEvent: "Normal Succeeded"},
-		{name: "a trainer failed", change: exited(1), wantPhase: v1.PhaseFailed, wantEvent: "Warning Failed"},
+		{name: "a trainer succeeded", change: builders.Exited(0), wantPhase: v1.PhaseSucceeded, wantEvent: "Normal Succeeded"},
+		{name: "a trainer failed", change: builders.Exited(1), wantPhase: v1.PhaseFailed, wantEvent: "Warning Failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +191,7 @@ func TestPhaseChangesAreNotPaced(t *testing.T) {
 
 			clk.Step(time.Second)
 			p := pending[0].DeepCopy()
-			ready()(p)
+			builders.Ready()(p)
 			p.ResourceVersion = "2"
 			f.addPods(p)
 			f.c.queue.Add(key)
@@ -198,7 +200,7 @@ func TestPhaseChangesAreNotPaced(t *testing.T) {
 
 			clk.Step(time.Second)
 			job := f.getJob("mnist")
-			done := newPod(job, v1.RoleTrainer, "mnist-trainer-0", ready(), tt.change, withPodRV("3"))
+			done := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-0", builders.Ready(), tt.change, builders.PodRV("3"))
 			f.addPods(done)
 			f.c.queue.Add(key)
 			require.NoError(t, f.c.sync(context.Background(), key))

@@ -19,6 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 var (
@@ -100,11 +102,11 @@ func TestSyncReportsARefusedObject(t *testing.T) {
 		wantReason string
 		wantLine   string
 	}{
-		{"an invalid Service", newJob("mnist"), "services", "mnist-pserver", invalidService("mnist-pserver"), v1.ReasonInvalid,
+		{"an invalid Service", builders.Job("mnist", testNamespace), "services", "mnist-pserver", invalidService("mnist-pserver"), v1.ReasonInvalid,
 			`the API server refused to create Service mnist-pserver: Service "mnist-pserver" is invalid: metadata.name: Invalid value: "mnist-pserver": must be no more than 63 characters`},
-		{"a quota on Services", newJob("mnist", faultTolerant()), "services", "mnist-master", quotaExceeded(grServices, "mnist-master"), v1.ReasonQuotaExceeded,
+		{"a quota on Services", builders.Job("mnist", testNamespace, builders.FaultTolerant()), "services", "mnist-master", quotaExceeded(grServices, "mnist-master"), v1.ReasonQuotaExceeded,
 			`the API server refused to create Service mnist-master: services "mnist-master" is forbidden: exceeded quota`},
-		{"a policy on ReplicaSets", newJob("mnist"), "replicasets", "mnist-trainer", policyDenied(grReplicaSets, "mnist-trainer"), v1.ReasonForbidden,
+		{"a policy on ReplicaSets", builders.Job("mnist", testNamespace), "replicasets", "mnist-trainer", policyDenied(grReplicaSets, "mnist-trainer"), v1.ReasonForbidden,
 			`the API server refused to create ReplicaSet mnist-trainer: replicasets.apps "mnist-trainer" is forbidden: ValidatingAdmissionPolicy 'no-edl'`},
 	}
 	for _, tt := range tests {
@@ -164,7 +166,7 @@ func TestSyncReportsARefusedObject(t *testing.T) {
 // TestSyncReportsARefusedPatch: a patch the API server refuses is reported
 // on the job too, without taking the job out of Running.
 func TestSyncReportsARefusedPatch(t *testing.T) {
-	job := newJob("mnist", withTrainers(2, 6))
+	job := builders.Job("mnist", testNamespace, builders.Trainers(2, 6))
 	f := newFixture(t)
 	f.addJob(job)
 	f.addJobObjects(job, 2)
@@ -186,7 +188,7 @@ func TestSyncReportsARefusedPatch(t *testing.T) {
 }
 
 // withReplicaFailure: the ReplicaSet controller could not create a pod.
-func withReplicaFailure(message string) rsMutator {
+func withReplicaFailure(message string) builders.ReplicaSetOption {
 	return func(rs *appsv1.ReplicaSet) {
 		rs.Status.Conditions = []appsv1.ReplicaSetCondition{{
 			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: message,
@@ -199,11 +201,11 @@ func withReplicaFailure(message string) rsMutator {
 // ReplicaFailure condition says so, and the job reports it with one event.
 func TestSyncReportsRefusedPods(t *testing.T) {
 	const quota = `pods "mnist-trainer-x7k2p" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`
-	job := newJob("mnist", withTrainers(2, 6))
+	job := builders.Job("mnist", testNamespace, builders.Trainers(2, 6))
 	f := newFixture(t)
 	f.addJob(job)
 	f.addJobObjects(job, 2)
-	f.addPods(newPod(job, v1.RolePserver, "mnist-pserver-a", ready()))
+	f.addPods(builders.RolePod(job, v1.RolePserver, "mnist-pserver-a", builders.Ready()))
 	rs := f.getReplicaSet("mnist-trainer")
 	withReplicaFailure(quota)(rs)
 	f.updateReplicaSet(rs)
@@ -238,7 +240,7 @@ func TestSyncReportsRefusedPods(t *testing.T) {
 func TestRefusalsAreNotFailedSyncs(t *testing.T) {
 	rec := &countingMetrics{}
 	f := newFixture(t, withMetrics(rec))
-	f.addJob(newJob("mnist"))
+	f.addJob(builders.Job("mnist", testNamespace))
 	on := true
 	refuse(f, "create", "services", "mnist-pserver", invalidService("mnist-pserver"), &on)
 
@@ -254,15 +256,15 @@ func TestRefusalsAreNotFailedSyncs(t *testing.T) {
 // events; it clears once the pserver is ready again; and restarts beyond
 // trainer.max-restarts fail the job.
 func TestSyncReportsAFailingPserver(t *testing.T) {
-	job := newJob("mnist", faultTolerant(), withTrainers(2, 6))
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6))
 	f := newFixture(t)
 	f.addJob(job)
 	f.addJobObjects(job, 2)
 	f.addPods(healthyPods(job, 2)...)
 	f.settle("mnist")
 	require.Equal(t, v1.PhaseRunning, f.getJob("mnist").Status.Phase)
-	pserver := func(rv string, muts ...podMutator) {
-		f.addPods(newPod(job, v1.RolePserver, "mnist-pserver-a", append(muts, withPodRV(rv))...))
+	pserver := func(rv string, muts ...builders.PodOption) {
+		f.addPods(builders.RolePod(job, v1.RolePserver, "mnist-pserver-a", append(muts, builders.PodRV(rv))...))
 	}
 
 	pserver("2", exitedWith(1, "Error"))
@@ -278,17 +280,17 @@ func TestSyncReportsAFailingPserver(t *testing.T) {
 	assert.Equal(t, v1.ReasonPserverFailing, failing.Reason)
 	assert.Equal(t, want, failing.Message)
 
-	pserver("3", crashLooping(1, "Error"), restarts(2))
+	pserver("3", crashLooping(1, "Error"), builders.Restarts(2))
 	assert.Empty(t, f.settle("mnist"), "a restart of a failing pserver is no new edge")
 	assert.Contains(t, condition(f.getJob("mnist").Status, v1.ConditionRoleFailing).Message, "restarted 2 times")
 
-	pserver("4", ready(), lastExited(1), restarts(2))
+	pserver("4", builders.Ready(), builders.LastExited(1), builders.Restarts(2))
 	assert.Equal(t, []string{"Normal Running"}, eventPrefixes(f.settle("mnist")))
 	status = f.getJob("mnist").Status
 	assert.Equal(t, v1.PhaseRunning, status.Phase)
 	assert.Equal(t, metav1.ConditionFalse, condition(status, v1.ConditionRoleFailing).Status)
 
-	pserver("5", crashLooping(1, "Error"), restarts(6))
+	pserver("5", crashLooping(1, "Error"), builders.Restarts(6))
 	events = f.settle("mnist")
 	assert.Equal(t, []string{"Warning Failed", "Warning RoleFailing"}, eventPrefixes(events)[len(events)-2:], "%v", events)
 	status = f.getJob("mnist").Status

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func envMap(t *testing.T, env []corev1.EnvVar) map[string]corev1.EnvVar {
@@ -30,7 +32,7 @@ func envValue(t *testing.T, env []corev1.EnvVar, name string) string {
 }
 
 func TestEnvContract(t *testing.T) {
-	job := newJob("mnist", withTrainers(3, 8), withPservers(2), withPorts(7000, 2, 1), withSpec(func(s *v1.TrainingJobSpec) {
+	job := builders.Job("mnist", testNamespace, builders.Trainers(3, 8), builders.Pservers(2), builders.Ports(7000, 2, 1), builders.Spec(func(s *v1.TrainingJobSpec) {
 		s.Trainer.Entrypoint = "python train.py --epochs 2"
 		s.Trainer.Workspace = "/workspace/mnist"
 		s.Trainer.Passes = 4
@@ -92,8 +94,8 @@ func TestEnvFaultTolerantEndpoints(t *testing.T) {
 		etcd       string
 		noEndpoint bool
 	}{
-		{"plain job: none", newJob("mnist"), "", "", true},
-		{"fault-tolerant: the master Service", newJob("mnist", faultTolerant()),
+		{"plain job: none", builders.Job("mnist", testNamespace), "", "", true},
+		{"fault-tolerant: the master Service", builders.Job("mnist", testNamespace, builders.FaultTolerant()),
 			"mnist-master.team-a.svc:8080", "http://mnist-master.team-a.svc:2379", false},
 		{"fault-tolerant with etcd-endpoint", withEtcd("http://etcd.infra:2379"),
 			"mnist-master.team-a.svc:8080", "http://etcd.infra:2379", false},
@@ -136,7 +138,7 @@ func TestEnvLoopbackEtcdIsTheMastersOwn(t *testing.T) {
 
 // withEtcd is a fault-tolerant job with master.etcd-endpoint set.
 func withEtcd(endpoint string) *v1.TrainingJob {
-	return newJob("mnist", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) { s.Master.EtcdEndpoint = endpoint }))
+	return builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Spec(func(s *v1.TrainingJobSpec) { s.Master.EtcdEndpoint = endpoint }))
 }
 
 func TestEnvTrainerCount(t *testing.T) {
@@ -149,21 +151,21 @@ func TestEnvTrainerCount(t *testing.T) {
 		useGPU    string
 	}{
 		{"nothing requested: one", corev1.ResourceRequirements{}, nil, "1", "false"},
-		{"whole CPUs requested", corev1.ResourceRequirements{Requests: resourceList("cpu", "4")}, nil, "4", "false"},
-		{"whole CPUs as limits", corev1.ResourceRequirements{Limits: resourceList("cpu", "3")}, nil, "3", "false"},
-		{"less than one CPU: one", corev1.ResourceRequirements{Requests: resourceList("cpu", "500m")}, nil, "1", "false"},
+		{"whole CPUs requested", corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "4")}, nil, "4", "false"},
+		{"whole CPUs as limits", corev1.ResourceRequirements{Limits: builders.ResourceList("cpu", "3")}, nil, "3", "false"},
+		{"less than one CPU: one", corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "500m")}, nil, "1", "false"},
 		// "its whole CPUs": 2.5 CPUs hold two whole CPUs, not three.
-		{"fractional CPUs: the whole ones", corev1.ResourceRequirements{Requests: resourceList("cpu", "2500m")}, nil, "2", "false"},
-		{"GPUs as limits", corev1.ResourceRequirements{Requests: resourceList("cpu", "8"), Limits: resourceList("nvidia.com/gpu", "2")}, nil, "2", "true"},
-		{"GPUs as requests", corev1.ResourceRequirements{Requests: resourceList("nvidia.com/gpu", "1", "cpu", "4")}, nil, "1", "true"},
-		{"zero GPUs: CPUs", corev1.ResourceRequirements{Requests: resourceList("cpu", "2"), Limits: resourceList("nvidia.com/gpu", "0")}, nil, "2", "false"},
-		{"-gpu_resources names MIG slices", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, mig, "2", "true"},
-		{"a GPU not in -gpu_resources: CPUs", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, nil, "4", "false"},
-		{"the first name counts", corev1.ResourceRequirements{Limits: resourceList("nvidia.com/gpu", "1", "nvidia.com/mig-1g.5gb", "3")}, mig, "3", "true"},
+		{"fractional CPUs: the whole ones", corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "2500m")}, nil, "2", "false"},
+		{"GPUs as limits", corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "8"), Limits: builders.ResourceList("nvidia.com/gpu", "2")}, nil, "2", "true"},
+		{"GPUs as requests", corev1.ResourceRequirements{Requests: builders.ResourceList("nvidia.com/gpu", "1", "cpu", "4")}, nil, "1", "true"},
+		{"zero GPUs: CPUs", corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "2"), Limits: builders.ResourceList("nvidia.com/gpu", "0")}, nil, "2", "false"},
+		{"-gpu_resources names MIG slices", corev1.ResourceRequirements{Limits: builders.ResourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, mig, "2", "true"},
+		{"a GPU not in -gpu_resources: CPUs", corev1.ResourceRequirements{Limits: builders.ResourceList("nvidia.com/mig-1g.5gb", "2", "cpu", "4")}, nil, "4", "false"},
+		{"the first name counts", corev1.ResourceRequirements{Limits: builders.ResourceList("nvidia.com/gpu", "1", "nvidia.com/mig-1g.5gb", "3")}, mig, "3", "true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := Env(newJob("a", withTrainerResources(tt.resources)), v1.RoleTrainer, tt.gpus)
+			env := Env(builders.Job("a", testNamespace, builders.TrainerResources(tt.resources)), v1.RoleTrainer, tt.gpus)
 			assert.Equal(t, tt.count, envValue(t, env, "PADDLE_INIT_TRAINER_COUNT"))
 			assert.Equal(t, tt.useGPU, envValue(t, env, "PADDLE_INIT_USE_GPU"))
 		})
@@ -183,7 +185,7 @@ func TestEnvPasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Passes, s.Trainer.Passes = tt.spec, tt.trainer }))
+			job := builders.Job("a", testNamespace, builders.Spec(func(s *v1.TrainingJobSpec) { s.Passes, s.Trainer.Passes = tt.spec, tt.trainer }))
 			assert.Equal(t, tt.want, envValue(t, Env(job, v1.RoleTrainer, nil), "PADDLE_INIT_NUM_PASSES"))
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 var allRoles = []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer}
@@ -28,7 +30,7 @@ func TestNamesAndLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.role), func(t *testing.T) {
-			job := newJob("mnist", faultTolerant())
+			job := builders.Job("mnist", testNamespace, builders.FaultTolerant())
 			assert.Equal(t, tt.name, v1.ReplicaSetName("mnist", tt.role))
 			assert.Equal(t, tt.name, v1.ServiceName("mnist", tt.role))
 			assert.Equal(t, tt.label, v1.LabelFor(tt.role))
@@ -47,7 +49,7 @@ func TestNamesAndLabels(t *testing.T) {
 }
 
 func TestOwnerReference(t *testing.T) {
-	job := newJob("mnist", faultTolerant())
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant())
 	want := []metav1.OwnerReference{{
 		APIVersion:         "paddlepaddle.org/v1",
 		Kind:               "TrainingJob",
@@ -75,16 +77,16 @@ func TestStartCommands(t *testing.T) {
 		role v1.Role
 		want []string
 	}{
-		{"fault-tolerant master", newJob("a", faultTolerant()), v1.RoleMaster, []string{"paddle_k8s", "start_master"}},
-		{"fault-tolerant pserver", newJob("a", faultTolerant()), v1.RolePserver, []string{"paddle_k8s", "start_new_pserver"}},
-		{"fault-tolerant trainer", newJob("a", faultTolerant()), v1.RoleTrainer, []string{"paddle_k8s", "start_new_trainer"}},
-		{"plain pserver", newJob("a"), v1.RolePserver, []string{"paddle_k8s", "start_pserver"}},
-		{"plain trainer", newJob("a"), v1.RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
-		{"pserver entrypoint override", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
+		{"fault-tolerant master", builders.Job("a", testNamespace, builders.FaultTolerant()), v1.RoleMaster, []string{"paddle_k8s", "start_master"}},
+		{"fault-tolerant pserver", builders.Job("a", testNamespace, builders.FaultTolerant()), v1.RolePserver, []string{"paddle_k8s", "start_new_pserver"}},
+		{"fault-tolerant trainer", builders.Job("a", testNamespace, builders.FaultTolerant()), v1.RoleTrainer, []string{"paddle_k8s", "start_new_trainer"}},
+		{"plain pserver", builders.Job("a", testNamespace), v1.RolePserver, []string{"paddle_k8s", "start_pserver"}},
+		{"plain trainer", builders.Job("a", testNamespace), v1.RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
+		{"pserver entrypoint override", builders.Job("a", testNamespace, builders.Spec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
 			v1.RolePserver, []string{"sh", "-c", "python ps.py"}},
-		{"pserver entrypoint override, fault-tolerant", newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
+		{"pserver entrypoint override, fault-tolerant", builders.Job("a", testNamespace, builders.FaultTolerant(), builders.Spec(func(s *v1.TrainingJobSpec) { s.Pserver.Entrypoint = "python ps.py" })),
 			v1.RolePserver, []string{"sh", "-c", "python ps.py"}},
-		{"trainer entrypoint goes to ENTRY, not the command", newJob("a", withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python t.py" })),
+		{"trainer entrypoint goes to ENTRY, not the command", builders.Job("a", testNamespace, builders.Spec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python t.py" })),
 			v1.RoleTrainer, []string{"paddle_k8s", "start_trainer"}},
 	}
 	for _, tt := range tests {
@@ -103,9 +105,9 @@ func TestPorts(t *testing.T) {
 		wantFirst int32
 		wantCount int
 	}{
-		{"defaults", newJob("a"), 7164, 2},
-		{"dense and sparse", newJob("a", withPorts(7000, 2, 3)), 7000, 5},
-		{"no sparse ports", newJob("a", withPorts(9000, 3, 0)), 9000, 3},
+		{"defaults", builders.Job("a", testNamespace), 7164, 2},
+		{"dense and sparse", builders.Job("a", testNamespace, builders.Ports(7000, 2, 3)), 7000, 5},
+		{"no sparse ports", builders.Job("a", testNamespace, builders.Ports(9000, 3, 0)), 9000, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +129,7 @@ func TestPorts(t *testing.T) {
 }
 
 func TestServices(t *testing.T) {
-	job := newJob("mnist", faultTolerant(), withPorts(7164, 1, 1))
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Ports(7164, 1, 1))
 
 	t.Run("pserver is headless with the job ports", func(t *testing.T) {
 		svc := Service(job, v1.RolePserver)
@@ -158,10 +160,10 @@ func TestServices(t *testing.T) {
 }
 
 func TestResourcesPerRole(t *testing.T) {
-	master := corev1.ResourceRequirements{Requests: resourceList("cpu", "500m", "memory", "256Mi")}
-	pserver := corev1.ResourceRequirements{Requests: resourceList("cpu", "4", "memory", "5Gi"), Limits: resourceList("memory", "6Gi")}
-	trainer := corev1.ResourceRequirements{Requests: resourceList("cpu", "5", "memory", "8Gi"), Limits: resourceList("nvidia.com/gpu", "1")}
-	job := newJob("a", faultTolerant(), withSpec(func(s *v1.TrainingJobSpec) {
+	master := corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "500m", "memory", "256Mi")}
+	pserver := corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "4", "memory", "5Gi"), Limits: builders.ResourceList("memory", "6Gi")}
+	trainer := corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "5", "memory", "8Gi"), Limits: builders.ResourceList("nvidia.com/gpu", "1")}
+	job := builders.Job("a", testNamespace, builders.FaultTolerant(), builders.Spec(func(s *v1.TrainingJobSpec) {
 		s.Master.Resources, s.Pserver.Resources, s.Trainer.Resources = master, pserver, trainer
 	}))
 	for role, want := range map[v1.Role]corev1.ResourceRequirements{v1.RoleMaster: master, v1.RolePserver: pserver, v1.RoleTrainer: trainer} {
@@ -169,7 +171,7 @@ func TestResourcesPerRole(t *testing.T) {
 			got := PodTemplate(job, role, nil).Spec.Containers[0].Resources
 			assert.Equal(t, want, got)
 			// The template owns its copy: changing it leaves the job alone.
-			got.Requests[corev1.ResourceCPU] = resourceList("cpu", "99")[corev1.ResourceCPU]
+			got.Requests[corev1.ResourceCPU] = builders.ResourceList("cpu", "99")[corev1.ResourceCPU]
 			assert.Equal(t, want, resourcesOf(job, role))
 		})
 	}
@@ -198,7 +200,7 @@ func TestPodSpecOptions(t *testing.T) {
 			},
 		}}},
 	}
-	job := newJob("a", faultTolerant(), withImage("registry.example/paddle:1.0"), withSpec(func(s *v1.TrainingJobSpec) {
+	job := builders.Job("a", testNamespace, builders.FaultTolerant(), builders.Image("registry.example/paddle:1.0"), builders.Spec(func(s *v1.TrainingJobSpec) {
 		s.Volumes, s.VolumeMounts, s.ImagePullSecrets, s.NodeSelector = volumes, mounts, secrets, selector
 		s.Tolerations, s.Affinity, s.SchedulerName = tolerations, affinity, "bin-packing"
 		s.HostNetwork = true
@@ -230,7 +232,7 @@ func TestPodSpecOptions(t *testing.T) {
 	}
 
 	t.Run("no host network keeps the default DNS policy", func(t *testing.T) {
-		pod := PodTemplate(newJob("a"), v1.RoleTrainer, nil).Spec
+		pod := PodTemplate(builders.Job("a", testNamespace), v1.RoleTrainer, nil).Spec
 		assert.False(t, pod.HostNetwork)
 		assert.Empty(t, pod.DNSPolicy)
 		assert.Nil(t, pod.Tolerations)
@@ -253,8 +255,8 @@ func TestPodSpecOptions(t *testing.T) {
 }
 
 func TestTemplateHash(t *testing.T) {
-	base := func(muts ...jobMutator) string {
-		job := newJob("a", append([]jobMutator{withSpec(func(s *v1.TrainingJobSpec) {
+	base := func(muts ...builders.JobOption) string {
+		job := builders.Job("a", testNamespace, append([]builders.JobOption{builders.Spec(func(s *v1.TrainingJobSpec) {
 			s.NodeSelector = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
 		})}, muts...)...)
 		tpl := PodTemplate(job, v1.RoleTrainer, nil)
@@ -269,21 +271,21 @@ func TestTemplateHash(t *testing.T) {
 		}
 	})
 	t.Run("the ReplicaSet carries its template's hash", func(t *testing.T) {
-		rs := ReplicaSet(newJob("a"), v1.RoleTrainer, 2, nil)
+		rs := ReplicaSet(builders.Job("a", testNamespace), v1.RoleTrainer, 2, nil)
 		assert.Equal(t, TemplateHash(&rs.Spec.Template), rs.Annotations[AnnotationTemplateHash])
 	})
 	t.Run("replicas do not change it", func(t *testing.T) {
-		job := newJob("a")
+		job := builders.Job("a", testNamespace)
 		assert.Equal(t, ReplicaSet(job, v1.RoleTrainer, 2, nil).Annotations, ReplicaSet(job, v1.RoleTrainer, 5, nil).Annotations)
 	})
 	changes := []struct {
 		name string
-		mut  jobMutator
+		mut  builders.JobOption
 	}{
-		{"image", withImage("paddlepaddle/paddlecloud-job:v2")},
-		{"entrypoint", withSpec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
-		{"resources", withTrainerResources(corev1.ResourceRequirements{Requests: resourceList("cpu", "2")})},
-		{"host network", withSpec(func(s *v1.TrainingJobSpec) { s.HostNetwork = true })},
+		{"image", builders.Image("paddlepaddle/paddlecloud-job:v2")},
+		{"entrypoint", builders.Spec(func(s *v1.TrainingJobSpec) { s.Trainer.Entrypoint = "python other.py" })},
+		{"resources", builders.TrainerResources(corev1.ResourceRequirements{Requests: builders.ResourceList("cpu", "2")})},
+		{"host network", builders.Spec(func(s *v1.TrainingJobSpec) { s.HostNetwork = true })},
 	}
 	for _, c := range changes {
 		t.Run("changes with "+c.name, func(t *testing.T) {
@@ -293,7 +295,7 @@ func TestTemplateHash(t *testing.T) {
 }
 
 func TestReplicaSetReplicas(t *testing.T) {
-	job := newJob("mnist", faultTolerant(), withTrainers(2, 6), withPservers(3))
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6), builders.Pservers(3))
 	tests := []struct {
 		name    string
 		role    v1.Role

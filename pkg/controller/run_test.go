@@ -15,6 +15,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // countingMetrics counts failed syncs.
@@ -27,8 +29,8 @@ func (r *countingMetrics) SyncFailed() { r.failed.Add(1) }
 func TestFailedSyncsAreCounted(t *testing.T) {
 	rec := &countingMetrics{}
 	f := newFixture(t, withMetrics(rec))
-	f.addJob(newJob("broken"))
-	f.addJob(newJob("fine"))
+	f.addJob(builders.Job("broken", testNamespace))
+	f.addJob(builders.Job("fine", testNamespace))
 	f.kube.PrependReactor("create", "services", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.(clienttesting.CreateAction).GetObject().(metav1.Object).GetName() == "broken-pserver" {
 			return true, nil, errors.New("the API server is having a bad day")
@@ -51,7 +53,7 @@ func TestFailedSyncsAreCounted(t *testing.T) {
 func TestStatusConflictsAreRequeuedQuietly(t *testing.T) {
 	rec := &countingMetrics{}
 	f := newFixture(t, withMetrics(rec))
-	f.addJob(newJob("raced"))
+	f.addJob(builders.Job("raced", testNamespace))
 	f.tj.PrependReactor("update", "trainingjobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {
 			return true, nil, apierrors.NewConflict(v1.Resource("trainingjobs"), "raced", errors.New("the object has been modified"))
@@ -70,7 +72,7 @@ func TestStatusConflictsAreRequeuedQuietly(t *testing.T) {
 // when Run returns, so Run must not return while a sync may still write.
 func TestRunReturnsOnlyAfterItsSyncsFinish(t *testing.T) {
 	f := newFixture(t)
-	f.addJob(newJob("mnist"))
+	f.addJob(builders.Job("mnist", testNamespace))
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var once atomic.Bool

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-)
 
-func suspended(on bool) jobMutator { return func(j *v1.TrainingJob) { j.Spec.Suspend = on } }
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
+)
 
 // replicas returns the spec.replicas of the job's ReplicaSets by name.
 func (f *fixture) replicas(job *v1.TrainingJob) map[string]int32 {
@@ -36,9 +36,9 @@ func hasEvent(events []string, reason string) bool {
 func TestSyncSuspendsARunningJob(t *testing.T) {
 	for _, gang := range []bool{true, false} {
 		f := newFixture(t, withGang(gang))
-		job := newJob("mnist", withPhase(v1.PhaseRunning, v1.ReasonRunning, "running"))
+		job := builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseRunning, v1.ReasonRunning, "running"))
 		if gang {
-			withCondition(v1.ConditionQueued, metav1.ConditionFalse, v1.ReasonAdmitted)(job)
+			builders.Condition(v1.ConditionQueued, metav1.ConditionFalse, v1.ReasonAdmitted)(job)
 		}
 		job = f.addJob(job)
 		f.addJobObjects(job, 4)
@@ -67,7 +67,7 @@ func TestSyncSuspendsARunningJob(t *testing.T) {
 
 func TestSyncResumesASuspendedJobThroughTheQueue(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", suspended(true)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.Suspended(true)))
 	f.settle("mnist")
 	assert.Equal(t, map[string]int32{"mnist-pserver": 0, "mnist-trainer": 0}, f.replicas(job), "created suspended: no pods")
 	assert.Equal(t, v1.PhaseSuspended, f.getJob("mnist").Status.Phase)
@@ -106,7 +106,7 @@ func TestSyncResumesASuspendedJobThroughTheQueue(t *testing.T) {
 
 func TestSyncResumesASuspendedJobAtOnceWithoutGangAdmission(t *testing.T) {
 	f := newFixture(t)
-	f.addJob(newJob("mnist", suspended(true)))
+	f.addJob(builders.Job("mnist", testNamespace, builders.Suspended(true)))
 	f.settle("mnist")
 	job := f.getJob("mnist")
 	job.Spec.Suspend = false
@@ -119,8 +119,8 @@ func TestSyncResumesASuspendedJobAtOnceWithoutGangAdmission(t *testing.T) {
 
 func TestSyncTakesASuspendedJobOutOfTheQueue(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
-		withCondition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission), suspended(true)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, "x"),
+		builders.Condition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonWaitingForAdmission), builders.Suspended(true)))
 	f.addGatedJobObjects(job)
 	f.settle("mnist")
 	q := condition(f.getJob("mnist").Status, v1.ConditionQueued)
@@ -133,9 +133,9 @@ func TestSyncTakesASuspendedJobOutOfTheQueue(t *testing.T) {
 func TestSyncHoldsAPreemptedJobAtZero(t *testing.T) {
 	// The autoscaler preempts a job by queueing it again.
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseRunning, v1.ReasonRunning, "running"),
-		withCondition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonPreempted),
-		withCondition(v1.ConditionPreempted, metav1.ConditionTrue, v1.ReasonPreempted)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseRunning, v1.ReasonRunning, "running"),
+		builders.Condition(v1.ConditionQueued, metav1.ConditionTrue, v1.ReasonPreempted),
+		builders.Condition(v1.ConditionPreempted, metav1.ConditionTrue, v1.ReasonPreempted)))
 	f.addJobObjects(job, 4)
 	f.addPods(healthyPods(job, 4)...)
 	f.settle("mnist")
@@ -148,7 +148,7 @@ func TestSyncHoldsAPreemptedJobAtZero(t *testing.T) {
 
 func TestSyncLeavesAFinishedJobAloneWhenSuspended(t *testing.T) {
 	f := newFixture(t, withGang(true))
-	job := f.addJob(newJob("mnist", withPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "done"), suspended(true)))
+	job := f.addJob(builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseSucceeded, v1.ReasonSucceeded, "done"), builders.Suspended(true)))
 	f.addJobObjects(job, 2)
 	for _, name := range []string{"mnist-pserver", "mnist-trainer"} {
 		rs := f.getReplicaSet(name)

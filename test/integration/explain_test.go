@@ -24,6 +24,8 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // explainFlags are the options the edl under test runs with, and so the
@@ -57,18 +59,12 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		require.NoError(t, err)
 	}
 	createPriorityClasses(ctx, t, plane)
-	_, err := kube.CoreV1().ResourceQuotas(quotaNS).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}},
-	}, metav1.CreateOptions{})
+	_, err := kube.CoreV1().ResourceQuotas(quotaNS).Create(ctx, builders.Quota("cpu", "", []string{"requests.cpu", "2"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	// A pod of a higher priority than the jobs holds 1 CPU of the shared
 	// pool until the test frees it.
-	_, err = kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "filler"},
-		Spec: corev1.PodSpec{PriorityClassName: "load", NodeSelector: map[string]string{"pool": "shared"},
-			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: requests("1", "64Mi")}}},
-	}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().Pods(ns).Create(ctx, builders.NewPod("filler", builders.PriorityClass("load"),
+		builders.NodeSelector(map[string]string{"pool": "shared"}), builders.Requests("1", "64Mi")), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	edl := framework.StartEDLForTest(t, framework.EDLOptions{Args: append([]string{
@@ -79,10 +75,10 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		}
 	})
 
-	onPool := func(key, value string) jobMutator {
+	onPool := func(key, value string) builders.JobOption {
 		return func(j *v1.TrainingJob) { j.Spec.NodeSelector = map[string]string{key: value} }
 	}
-	trainers := func(minInstance, maxInstance int32, cpu string) jobMutator {
+	trainers := func(minInstance, maxInstance int32, cpu string) builders.JobOption {
 		return func(j *v1.TrainingJob) {
 			j.Spec.Trainer.MinInstance, j.Spec.Trainer.MaxInstance = minInstance, maxInstance
 			j.Spec.Trainer.Resources = requests(cpu, "256Mi")
@@ -93,7 +89,7 @@ func TestJobsSayWhatLimitsThem(t *testing.T) {
 		j.Spec.Trainer.Resources.Requests[framework.GPUResource] = one
 		j.Spec.Trainer.Resources.Limits = corev1.ResourceList{framework.GPUResource: one}
 	}
-	create := func(namespace, name string, muts ...jobMutator) {
+	create := func(namespace, name string, muts ...builders.JobOption) {
 		job := elasticJob(namespace, name)
 		for _, m := range muts {
 			m(job)

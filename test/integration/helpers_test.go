@@ -44,6 +44,8 @@ import (
 	"github.com/paddlepaddle/edl/pkg/reconnect"
 	"github.com/paddlepaddle/edl/test/docs"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // testContext returns a context that ends with the test or after waitTimeout.
@@ -90,11 +92,10 @@ func jobClient(t *testing.T) tjclient.Interface {
 	return c
 }
 
-// jobMutator changes a job that exampleJob builds.
-type jobMutator func(*v1.TrainingJob)
+// builders.JobOption changes a job that exampleJob builds.
 
 // exampleJob is example/examplejob.yaml, placed in ns, changed by mutators.
-func exampleJob(t *testing.T, ns string, mutators ...jobMutator) *v1.TrainingJob {
+func exampleJob(t *testing.T, ns string, mutators ...builders.JobOption) *v1.TrainingJob {
 	t.Helper()
 	root, err := framework.ModuleRoot()
 	require.NoError(t, err)
@@ -122,12 +123,6 @@ func exampleJobs(t *testing.T) map[string]*v1.TrainingJob {
 }
 
 func plain(job *v1.TrainingJob) { job.Spec.FaultTolerant = false }
-
-func withTrainers(minInstance, maxInstance int32) jobMutator {
-	return func(job *v1.TrainingJob) {
-		job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance = minInstance, maxInstance
-	}
-}
 
 // waitForJob waits until the job's status satisfies cond and returns it.
 func waitForJob(t *testing.T, ns, name string, what string, cond func(*v1.TrainingJob) bool) *v1.TrainingJob {

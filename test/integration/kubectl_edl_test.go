@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
@@ -24,6 +23,8 @@ import (
 	"github.com/paddlepaddle/edl/pkg/config"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // kubectlEDL runs `kubectl edl ARGS` as a user would: kubectl finds the
@@ -192,10 +193,7 @@ func TestKubectlEDL(t *testing.T) {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	_, err = kube.CoreV1().ResourceQuotas("capped").Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}},
-	}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().ResourceQuotas("capped").Create(ctx, builders.Quota("cpu", "", []string{"requests.cpu", "2"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	create := func(ns, name, pool string, minInstance, maxInstance int32, cpu string) {
 		job := elasticJob(ns, name)

@@ -17,6 +17,8 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // TestMinimumFreesTheNodeOfTheOldestTrainers: the early job's two oldest
@@ -73,11 +75,7 @@ func TestMinimumFreesTheNodeOfTheOldestTrainers(t *testing.T) {
 	oldest := running
 
 	for _, node := range []string{"worker-1", "worker-2"} {
-		_, err := c.kube.CoreV1().Pods(c.ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "stays-" + node},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "nginx",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}},
-		}, metav1.CreateOptions{})
+		_, err := c.kube.CoreV1().Pods(c.ns).Create(ctx, builders.NewPod("stays-"+node, builders.OnNode(node), builders.Requests("2", "")), metav1.CreateOptions{})
 		require.NoError(t, err)
 		cordon(node, false)
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // The pools of TestAutoscalerHonoursPools: four CPU nodes, and two GPU
@@ -80,10 +82,7 @@ func TestAutoscalerHonoursPools(t *testing.T) {
 	}
 	// The quota holds the capped job's pserver (100m) and three 1-CPU
 	// trainers; a fourth would be refused.
-	_, err = c.kube.CoreV1().ResourceQuotas("capped").Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("3500m")}},
-	}, metav1.CreateOptions{})
+	_, err = c.kube.CoreV1().ResourceQuotas("capped").Create(ctx, builders.Quota("cpu", "", []string{"requests.cpu", "3500m"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	pending := watchTrainerPending(t, ctx, plane)

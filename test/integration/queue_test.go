@@ -18,6 +18,8 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // The queue on the real control plane: a quota a job's minimum does not fit,
@@ -141,8 +143,7 @@ func TestQueuedJobWaitsForItsQuotaAndStartsWhenItIsRaised(t *testing.T) {
 	const interval = 2 * time.Second
 	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "16Gi", Count: 2},
 		map[string]int32{"training": 100}, autoscaler.Config{Interval: interval, GangAdmission: true})
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", Namespace: c.ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("6")}}}
+	quota := builders.Quota("compute", c.ns, []string{"requests.cpu", "6"})
 	_, err := c.kube.CoreV1().ResourceQuotas(c.ns).Create(ctx, quota, metav1.CreateOptions{})
 	require.NoError(t, err)
 

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // conditionIs: the job has the condition with that status and reason.
@@ -49,10 +51,7 @@ func eventMessages(t *testing.T, ns, name, reason string) []string {
 func TestQuotaRefusingTrainersShowsOnTheJob(t *testing.T) {
 	ns := cp.NewNamespace(t)
 	// Only the trainers ask for a GPU, so only their pods are refused.
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("0")}},
-	}
+	quota := builders.Quota("gpus", ns, []string{"requests.nvidia.com/gpu", "0"})
 	_, err := cp.Client.CoreV1().ResourceQuotas(ns).Create(testContext(t), quota, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// Until kube-controller-manager has computed its usage, the quota

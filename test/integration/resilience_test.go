@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // trainerReplicas reads the trainer ReplicaSet's replicas and generation,
@@ -31,7 +33,7 @@ func trainerReplicas(ctx context.Context, ns, job string) (int32, int64, error) 
 func TestCompetingWriterIsClampedOnce(t *testing.T) {
 	ns := cp.NewNamespace(t)
 	startController(t, ns)
-	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain, withTrainers(2, 4)), metav1.CreateOptions{})
+	_, err := jobClient(t).PaddlepaddleV1().TrainingJobs(ns).Create(testContext(t), exampleJob(t, ns, plain, builders.Trainers(2, 4)), metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitForJob(t, ns, "example", "Running", phaseIs(v1.PhaseRunning))
 

@@ -15,6 +15,8 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/test/framework"
+
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 // waitTrainers waits until the job has exactly running trainers Running and
@@ -53,7 +55,7 @@ func TestScaleDownRemovesPendingThenNewestTrainers(t *testing.T) {
 	pool := map[string]string{"pool": ns}
 	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("10Mi")}}
-	job := exampleJob(t, ns, plain, withTrainers(1, 8), func(j *v1.TrainingJob) {
+	job := exampleJob(t, ns, plain, builders.Trainers(1, 8), func(j *v1.TrainingJob) {
 		j.Spec.NodeSelector = pool
 		j.Spec.Pserver.MinInstance, j.Spec.Pserver.MaxInstance = 1, 1
 		j.Spec.Pserver.Resources = small

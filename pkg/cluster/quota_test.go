@@ -6,8 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
 func TestQuantitiesSaturateInsteadOfWrapping(t *testing.T) {
@@ -66,4 +68,20 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 
 	assert.Equal(t, int64(5), snapshot.NoQuota.Tighter(left).Pods)
 	assert.Equal(t, int64(snapshot.Unlimited), snapshot.NoQuota.Tighter(snapshot.NoQuota).Requests.CPUMilli)
+}
+
+func TestQuotasAreTrackedPerNamespace(t *testing.T) {
+	s := newTracker(Config{})
+	quota := func(name, cpu, used string) *corev1.ResourceQuota {
+		return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
+	}
+	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("team"))
+	s.onQuota(quota("a", "10", "4"))
+	s.onQuota(quota("b", "8", "4"))
+	assert.Equal(t, int64(4000), s.InquiryResource().Quota("team").Requests.CPUMilli, "the tightest quota")
+	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "team/b"})
+	assert.Equal(t, int64(6000), s.InquiryResource().Quota("team").Requests.CPUMilli)
+	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("other"))
+	s.onQuotaDelete(quota("a", "10", "4"))
+	assert.Empty(t, s.InquiryResource().Quotas)
 }

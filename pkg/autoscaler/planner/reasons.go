@@ -196,3 +196,25 @@ func (p *plan) outrankedBy(j *jobState) string {
 	}
 	return fmt.Sprintf("%s of priority %s", plural(count, "pod"), prio)
 }
+
+// reasonNotes are what the phases note about a job only to explain its
+// action ([plan.actions]): which kind of reason it gets and the numbers it quotes.
+type reasonNotes struct {
+	unscheduledShrunk int64          // trainers removed before they were scheduled
+	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
+	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
+	admitNodes        map[int32]bool // nodes freed for the minimums of queued jobs ([plan.admit])
+	admitted          []admitFor     // the queued jobs admitted with its trainers
+	stuck             int            // unschedulable trainers given up by trimStuck
+	stuckOutranked    bool           // pods of a higher priority hold the room they would need
+	loadRes           int            // the resource over the threshold when load first took a trainer
+	loadValue         float64        // its load then
+	loadPooled        bool           // of a pool, not of the whole cluster
+	growFulfilment    float64        // fulfillment before the first trainer grown
+	growPlaced        int64          // placed trainers then
+	rebalanced        int64          // trainers given back by rebalance
+	rebalanceFrom     float64        // its fulfillment before
+	rebalancePlaced   int64          // its placed trainers before
+	rebalanceTo       *jobState      // the least fulfilled job when it first gave
+	rebalanceToF      float64        // that job's fulfillment then
+}

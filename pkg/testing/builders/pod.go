@@ -1,6 +1,7 @@
 package builders
 
 import (
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func GPU(n int64) PodOption {
 func Container(cpu, mem string) PodOption {
 	return func(p *corev1.Pod) {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
-			Name: "c" + string(rune('0'+len(p.Spec.Containers))), Resources: corev1.ResourceRequirements{Requests: CPUMemory(cpu, mem)},
+			Name: "c" + strconv.Itoa(len(p.Spec.Containers)), Resources: corev1.ResourceRequirements{Requests: CPUMemory(cpu, mem)},
 		})
 	}
 }
@@ -100,7 +101,7 @@ func Container(cpu, mem string) PodOption {
 func Init(cpu, mem string) PodOption {
 	return func(p *corev1.Pod) {
 		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
-			Name: "init" + string(rune('0'+len(p.Spec.InitContainers))), Resources: corev1.ResourceRequirements{Requests: CPUMemory(cpu, mem)},
+			Name: "init" + strconv.Itoa(len(p.Spec.InitContainers)), Resources: corev1.ResourceRequirements{Requests: CPUMemory(cpu, mem)},
 		})
 	}
 }
@@ -111,7 +112,7 @@ func Sidecar(cpu, mem string) PodOption {
 	always := corev1.ContainerRestartPolicyAlways
 	return func(p *corev1.Pod) {
 		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
-			Name: "side" + string(rune('0'+len(p.Spec.InitContainers))), RestartPolicy: &always,
+			Name: "side" + strconv.Itoa(len(p.Spec.InitContainers)), RestartPolicy: &always,
 			Resources: corev1.ResourceRequirements{Requests: CPUMemory(cpu, mem)},
 		})
 	}

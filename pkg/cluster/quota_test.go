@@ -72,16 +72,19 @@ func TestQuotaLeftIsHardMinusUsed(t *testing.T) {
 
 func TestQuotasAreTrackedPerNamespace(t *testing.T) {
 	s := newTracker(Config{})
-	quota := func(name, cpu, used string) *corev1.ResourceQuota {
-		return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
-	}
 	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("team"))
-	s.onQuota(quota("a", "10", "4"))
-	s.onQuota(quota("b", "8", "4"))
+	s.onQuota(teamQuota("a", "10", "4"))
+	s.onQuota(teamQuota("b", "8", "4"))
 	assert.Equal(t, int64(4000), s.InquiryResource().Quota("team").Requests.CPUMilli, "the tightest quota")
 	s.onQuotaDelete(cache.DeletedFinalStateUnknown{Key: "team/b"})
 	assert.Equal(t, int64(6000), s.InquiryResource().Quota("team").Requests.CPUMilli)
 	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().Quota("other"))
-	s.onQuotaDelete(quota("a", "10", "4"))
+	s.onQuotaDelete(teamQuota("a", "10", "4"))
 	assert.Empty(t, s.InquiryResource().Quotas)
+}
+
+// teamQuota is a quota of namespace "team" on requests.cpu, cpu hard and
+// used in use.
+func teamQuota(name, cpu, used string) *corev1.ResourceQuota {
+	return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 
@@ -43,17 +42,14 @@ func TestServersListEachJobsMastersAndPservers(t *testing.T) {
 
 func TestQuotaHardIsTheTightestHardLimit(t *testing.T) {
 	s := newTracker(Config{})
-	quota := func(name, cpu, used string) *corev1.ResourceQuota {
-		return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
-	}
 	assert.Equal(t, snapshot.NoQuota, s.InquiryResource().HardQuota("team"))
-	s.onQuota(quota("a", "10", "9"))
-	s.onQuota(quota("b", "12", "1"))
+	s.onQuota(teamQuota("a", "10", "9"))
+	s.onQuota(teamQuota("b", "12", "1"))
 	r := s.InquiryResource()
 	assert.Equal(t, int64(10000), r.HardQuota("team").Requests.CPUMilli, "the smallest hard limit")
 	assert.Equal(t, int64(1000), r.Quota("team").Requests.CPUMilli, "the smallest room left")
 	assert.Equal(t, int64(snapshot.Unlimited), r.HardQuota("team").Pods)
 	assert.Equal(t, r.QuotaHard, r.DeepCopy().QuotaHard)
-	s.onQuotaDelete(quota("a", "10", "9"))
+	s.onQuotaDelete(teamQuota("a", "10", "9"))
 	assert.Equal(t, int64(12000), s.InquiryResource().HardQuota("team").Requests.CPUMilli)
 }

@@ -1,0 +1,48 @@
+package autoscaler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+)
+
+// TestArrivingJobsAreTheAdmittedOnesNotRunningYet: the autoscaler hands
+// growth the elastic jobs admitted and not Running yet, with when they were
+// admitted; not a queued, a Running, a suspended or an inelastic job.
+func TestArrivingJobsAreTheAdmittedOnesNotRunningYet(t *testing.T) {
+	created := time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)
+	admittedAt := created.Add(time.Minute)
+	admit := func(objs []runtime.Object, phase v1.TrainingJobPhase, mut func(*v1.TrainingJob)) []runtime.Object {
+		job := objs[0].(*v1.TrainingJob)
+		job.Status.Phase = phase
+		job.Status.Conditions = []metav1.Condition{{Type: v1.ConditionQueued, Status: metav1.ConditionFalse,
+			Reason: v1.ReasonAdmitted, Message: "admitted", LastTransitionTime: metav1.NewTime(admittedAt)}}
+		if mut != nil {
+			mut(job)
+		}
+		return objs
+	}
+	objs := objects(
+		admit(queuedJob("creating", 2, created), v1.PhaseCreating, nil),
+		admit(queuedJob("running", 2, created), v1.PhaseRunning, nil),
+		admit(queuedJob("suspended", 2, created), v1.PhaseCreating, func(j *v1.TrainingJob) { j.Spec.Suspend = true }),
+		admit(queuedJob("inelastic", 2, created), v1.PhaseCreating, func(j *v1.TrainingJob) { j.Spec.Trainer.MaxInstance = 2 }),
+		queuedJob("queued", 2, created),
+		[]runtime.Object{node("n1", "64", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true}, objs...)
+	queue, _ := f.scaler.queue(f.scaler.tracker.InquiryResource())
+	require.Len(t, queue.Arriving, 1)
+	a := queue.Arriving[0]
+	assert.Equal(t, "ns/creating", a.Key)
+	assert.Equal(t, admittedAt, a.Admitted.UTC())
+	assert.Equal(t, int32(2), a.Min)
+	assert.Equal(t, int32(4), a.Max)
+	assert.Equal(t, planner.Resources{CPUMilli: 1000, MemoryMega: 1024}, a.Request)
+}

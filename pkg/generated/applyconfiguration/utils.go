@@ -48,6 +48,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &paddlepaddlev1.TrainingJobSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("TrainingJobStatus"):
 		return &paddlepaddlev1.TrainingJobStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TrainingQueue"):
+		return &paddlepaddlev1.TrainingQueueApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TrainingQueueSpec"):
+		return &paddlepaddlev1.TrainingQueueSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TrainingQueueStatus"):
+		return &paddlepaddlev1.TrainingQueueStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -3,6 +3,7 @@ package v1_test
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,13 +14,55 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
+// loadCRD is the TrainingJob CRD of thirdpartyresource.yaml.
 func loadCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	return loadCRDs(t)["trainingjobs.paddlepaddle.org"]
+}
+
+// loadCRDs are the CRDs of thirdpartyresource.yaml by name: EDL's whole API.
+func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	data, err := os.ReadFile(repoFile(t, "thirdpartyresource.yaml"))
 	require.NoError(t, err)
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(data, crd))
-	return crd
+	crds := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), crd))
+		if crd.Name != "" {
+			crds[crd.Name] = crd
+		}
+	}
+	require.Len(t, crds, 2, "the TrainingJob and TrainingQueue CRDs")
+	return crds
+}
+
+// TestTrainingQueueCRDNamesAndColumns pins what users type and see of a
+// TrainingQueue: cluster-scoped, short name tq, the status subresource and
+// the share columns.
+func TestTrainingQueueCRDNamesAndColumns(t *testing.T) {
+	crd := loadCRDs(t)["trainingqueues.paddlepaddle.org"]
+	require.NotNil(t, crd)
+	assert.Equal(t, apiextensionsv1.ClusterScoped, crd.Spec.Scope)
+	assert.Equal(t, "TrainingQueue", crd.Spec.Names.Kind)
+	assert.Equal(t, []string{"tq"}, crd.Spec.Names.ShortNames)
+	require.Len(t, crd.Spec.Versions, 1)
+	version := crd.Spec.Versions[0]
+	require.NotNil(t, version.Subresources)
+	assert.NotNil(t, version.Subresources.Status)
+	var columns []string
+	for _, c := range version.AdditionalPrinterColumns {
+		columns = append(columns, c.Name+"="+c.JSONPath)
+	}
+	assert.Equal(t, []string{
+		"Weight=.spec.weight", "Deserved=.status.deserved.cpu", "Used=.status.used.cpu",
+		"Borrowed=.status.borrowed.cpu", "Running=.status.runningJobs", "Queued=.status.queuedJobs",
+		"Age=.metadata.creationTimestamp",
+	}, columns)
+	weight := version.Schema.OpenAPIV3Schema.Properties["spec"].Properties["weight"]
+	require.NotNil(t, weight.Default)
+	assert.JSONEq(t, "1", string(weight.Default.Raw), "the CRD's default weight is DefaultQueueWeight")
+	assert.Equal(t, v1.DefaultQueueWeight, (&v1.TrainingQueueSpec{}).QueueWeight())
 }
 
 // TestCRDNamesAndColumns pins what users type and see: the resource names,

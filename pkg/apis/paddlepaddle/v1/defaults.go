@@ -59,3 +59,10 @@ func (s *TrainingJobSpec) SparsePorts() int32 {
 func (s *TrainingJobSpec) TrainerMaxRestarts() int32 {
 	return valueOr(s.Trainer.MaxRestarts, DefaultMaxRestarts)
 }
+
+// DefaultQueueWeight is a TrainingQueue's weight when spec.weight is unset,
+// and the default team's.
+const DefaultQueueWeight int32 = 1
+
+// QueueWeight is spec.weight after defaulting.
+func (s *TrainingQueueSpec) QueueWeight() int32 { return valueOr(s.Weight, DefaultQueueWeight) }

@@ -29,7 +29,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &TrainingJob{}, &TrainingJobList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &TrainingJob{}, &TrainingJobList{}, &TrainingQueue{}, &TrainingQueueList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

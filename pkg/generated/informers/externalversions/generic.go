@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=paddlepaddle.org, Version=v1
 	case v1.SchemeGroupVersion.WithResource("trainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Paddlepaddle().V1().TrainingJobs().Informer()}, nil
+	case v1.SchemeGroupVersion.WithResource("trainingqueues"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Paddlepaddle().V1().TrainingQueues().Informer()}, nil
 
 	}
 

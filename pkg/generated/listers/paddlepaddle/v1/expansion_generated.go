@@ -25,3 +25,7 @@ type TrainingJobListerExpansion interface{}
 // TrainingJobNamespaceListerExpansion allows custom methods to be added to
 // TrainingJobNamespaceLister.
 type TrainingJobNamespaceListerExpansion interface{}
+
+// TrainingQueueListerExpansion allows custom methods to be added to
+// TrainingQueueLister.
+type TrainingQueueListerExpansion interface{}

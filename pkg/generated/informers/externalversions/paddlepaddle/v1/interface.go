@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// TrainingJobs returns a TrainingJobInformer.
 	TrainingJobs() TypedTrainingJobInformer
+	// TrainingQueues returns a TrainingQueueInformer.
+	TrainingQueues() TypedTrainingQueueInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // TrainingJobs returns a TypedTrainingJobInformer.
 func (v *version) TrainingJobs() TypedTrainingJobInformer {
 	return &trainingJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// TrainingQueues returns a TypedTrainingQueueInformer.
+func (v *version) TrainingQueues() TypedTrainingQueueInformer {
+	return &trainingQueueInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

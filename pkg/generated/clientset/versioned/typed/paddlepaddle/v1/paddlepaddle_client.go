@@ -29,6 +29,7 @@ import (
 type PaddlepaddleV1Interface interface {
 	RESTClient() rest.Interface
 	TrainingJobsGetter
+	TrainingQueuesGetter
 }
 
 // PaddlepaddleV1Client is used to interact with features provided by the paddlepaddle.org group.
@@ -38,6 +39,10 @@ type PaddlepaddleV1Client struct {
 
 func (c *PaddlepaddleV1Client) TrainingJobs(namespace string) TrainingJobInterface {
 	return newTrainingJobs(c, namespace)
+}
+
+func (c *PaddlepaddleV1Client) TrainingQueues() TrainingQueueInterface {
+	return newTrainingQueues(c)
 }
 
 // NewForConfig creates a new PaddlepaddleV1Client for the given config.

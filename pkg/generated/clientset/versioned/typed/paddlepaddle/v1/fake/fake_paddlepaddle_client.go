@@ -32,6 +32,10 @@ func (c *FakePaddlepaddleV1) TrainingJobs(namespace string) v1.TrainingJobInterf
 	return newFakeTrainingJobs(c, namespace)
 }
 
+func (c *FakePaddlepaddleV1) TrainingQueues() v1.TrainingQueueInterface {
+	return newFakeTrainingQueues(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakePaddlepaddleV1) RESTClient() rest.Interface {

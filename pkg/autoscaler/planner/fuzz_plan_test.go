@@ -134,6 +134,18 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		opts.Now = t0.Add(time.Hour)
 	}
 	opts.MaxRebalancePerCycle = int32(f.intn(4))
+	if f.intn(2) == 0 {
+		// Teams: the jobs' namespace in one of weight 1..4, guaranteed and
+		// limited at times, beside an idle team.
+		team := Team{Name: "a", Namespaces: []string{"ns"}, Weight: int32(1 + f.intn(4))}
+		if f.intn(3) == 0 {
+			team.Guarantee = Resources{CPUMilli: int64(1000 * f.intn(8))}
+		}
+		if f.intn(3) == 0 {
+			team.Limit = Resources{CPUMilli: int64(1000 * (1 + f.intn(8)))}
+		}
+		opts.Teams = []Team{team, {Name: "idle", Namespaces: []string{"idle"}, Weight: int32(1 + f.intn(4))}}
+	}
 	return ns, jobs, others, opts
 }
 

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"container/heap"
 	"slices"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -96,21 +95,21 @@ func spend(q *snapshot.Quota, req, lim vec) {
 // time, in growFirst order, on nodes each job's trainers may use, within
 // MaxLoadDesired and the namespace's quota.
 func (p *plan) grow() {
-	h := &jobHeap{less: growFirst}
+	var line []*jobState
 	for _, j := range p.movable {
 		// A job cooling down is not grown, but it keeps its place in line:
 		// see blockers below.
 		if p.mayGrow(j) {
-			h.items = append(h.items, j)
+			line = append(line, j)
 		}
 	}
 	// The jobs arriving take their place in line too; what they take is
 	// kept idle for them ([plan.arrive]).
-	h.items = append(h.items, p.arriving...)
-	for _, j := range h.items {
+	line = append(line, p.arriving...)
+	for _, j := range line {
 		j.fitAtStart = p.grower.firstFit(j.req, j.elig) >= 0
 	}
-	heap.Init(h)
+	h := newGrowLine(line, p.teams != nil)
 	limit := int64(p.opts.MaxGrowPerCycle)
 	var lastGrown *jobState
 	// When a job cooling down comes first, giving the next trainer to a job
@@ -120,11 +119,11 @@ func (p *plan) grow() {
 	// never use — nodes it may not run on, or too small for its trainer —
 	// does not.
 	var blockers []*jobState
-	for h.Len() > 0 {
-		j := h.items[0]
+	for !h.empty() {
+		j := h.top()
 		if j.coolingDown {
 			blockers = append(blockers, j)
-			heap.Pop(h)
+			h.pop()
 			continue
 		}
 		switch {
@@ -138,13 +137,13 @@ func (p *plan) grow() {
 			j.quotaHeld, j.stop = true, stopQuota
 		}
 		if j.stop != stopNone {
-			heap.Pop(h)
+			h.pop()
 			continue
 		}
 		n := p.grower.firstFit(j.req, p.unblocked(j, blockers))
 		if n < 0 {
 			j.stop, j.lostTo = stopNoFit, lastGrown
-			heap.Pop(h)
+			h.pop()
 			continue
 		}
 		if j.grown == 0 {
@@ -161,7 +160,7 @@ func (p *plan) grow() {
 		j.grown++
 		j.nodes = append(j.nodes, p.nodes[n].Name)
 		lastGrown = j
-		heap.Fix(h, 0)
+		h.grew(j.req)
 	}
 	p.blockers = blockers
 }

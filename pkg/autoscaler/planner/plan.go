@@ -58,9 +58,13 @@ func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decis
 	p.yieldToLoad()
 	p.trimStuck()
 	p.startGrowth()
+	p.shareOut(queue)
 	p.rebalance()
 	p.grow()
 	actions := p.actions()
 	d.Actions, d.Jobs = actions, p.explanations(actions)
+	if p.teams != nil {
+		d.Teams = p.shares()
+	}
 	return d
 }

@@ -42,6 +42,12 @@ type plan struct {
 	poolOf []int32
 	all    *pool
 
+	// teams share the pools when Options.Teams names any ([plan.buildTeams]);
+	// teamOf maps a namespace to its team, defaultTeam has the others.
+	teams       []*teamState
+	teamOf      map[string]*teamState
+	defaultTeam *teamState
+
 	jobs    []*jobState
 	byKey   map[string]*jobState
 	movable []*jobState
@@ -82,6 +88,7 @@ type jobState struct {
 	ns       string
 	elig     *eligible // the nodes its trainers may use
 	pool     *pool     // the pool of those nodes, whose load it tests
+	team     *teamPool // its team's share of that pool, with teams
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
@@ -248,6 +255,7 @@ func newPlan(snap snapshot.Snapshot, jobs []Job, opts Options, extra ...*snapsho
 		j.elig = p.classes.set(j.in.Placement)
 	}
 	p.buildPools()
+	p.buildTeams()
 
 	// A trainer still being deleted long after its grace period (a slow
 	// kubelet's backlog after a big scale-down) keeps its room from growth

@@ -89,6 +89,11 @@ type Options struct {
 	// running jobs of a lower priority (Queue.Running) that make it fit
 	// ([plan.preempt]).
 	Preemption bool
+	// Teams are the teams sharing the cluster (the TrainingQueues); with
+	// any, each team deserves a weighted fair share of every pool and
+	// growth serves the team furthest below its share first. Empty, the
+	// jobs share the cluster by fulfillment alone.
+	Teams []Team
 }
 
 // Decision is a plan with its explanations.
@@ -104,6 +109,9 @@ type Decision struct {
 	Admitted  []Admission
 	Waiting   []Waiting
 	Preempted []Preemption
+	// Teams are the teams' shares after the plan, by name; none without
+	// Options.Teams.
+	Teams []TeamShare
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from

@@ -1,0 +1,108 @@
+package planner
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// teamJobs are count elastic jobs of namespace ns, each with one trainer
+// running on node n-0 and room to grow to max.
+func teamJobs(ns string, count int, max int32, req Resources) []Job {
+	out := make([]Job, count)
+	for i := range out {
+		out[i] = newJob(fmt.Sprintf("%s/job-%d", ns, i), withRange(1, max), withRequest(req), runningOn("n-0"))
+	}
+	return out
+}
+
+// trainerCPU is the CPU of the trainers each namespace's jobs end with.
+func trainerCPU(jobs []Job, actions []ScaleAction) map[string]int64 {
+	out := map[string]int64{}
+	for _, j := range jobs {
+		out[namespaceOf(j.Key)] += int64(toOf(actions, j)) * j.Request.CPUMilli
+	}
+	return out
+}
+
+// TestGrowthServesTheTeamFurthestBelowItsShare: with teams, growth goes to
+// the team furthest below its weighted share first, then to the least
+// fulfilled job within it; fairness is per team, not per job.
+func TestGrowthServesTheTeamFurthestBelowItsShare(t *testing.T) {
+	cpu := res(1, 1, 0)
+	cases := []struct {
+		name  string
+		jobs  []Job
+		teams []Team
+		// want is each namespace's trainer CPU, in cores, within one trainer
+		// per job.
+		want map[string]int64
+	}{
+		{
+			name:  "weights 1 and 3, both asking for more than the cluster: 25% and 75% of it",
+			jobs:  append(teamJobs("a", 1, 200, cpu), teamJobs("b", 1, 200, cpu)...),
+			teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 3}},
+			want:  map[string]int64{"a": 24, "b": 72},
+		},
+		{
+			name:  "ten jobs against one, equal weights: half each, not ten to one",
+			jobs:  append(teamJobs("a", 10, 50, cpu), teamJobs("b", 1, 200, cpu)...),
+			teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 1}},
+			want:  map[string]int64{"a": 48, "b": 48},
+		},
+		{
+			name:  "an idle team lends its share: the other grows over the whole cluster",
+			jobs:  teamJobs("a", 1, 200, cpu),
+			teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 3}},
+			want:  map[string]int64{"a": 96},
+		},
+		{
+			name:  "a namespace no team names is the default team's, of weight 1",
+			jobs:  append(teamJobs("a", 1, 200, cpu), teamJobs("other", 1, 200, cpu)...),
+			teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 3}},
+			want:  map[string]int64{"a": 72, "other": 24},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := nodes("n", 4, res(25, 100, 0)) // 100 CPU, 97 under the threshold
+			snap := clusterOf(ns, tc.jobs)
+			opts := Options{Teams: tc.teams}
+			d := Decide(snap, tc.jobs, Queue{}, opts)
+			got := trainerCPU(tc.jobs, d.Actions)
+			for team, want := range tc.want {
+				jobs := 0
+				for _, j := range tc.jobs {
+					if namespaceOf(j.Key) == team {
+						jobs++
+					}
+				}
+				assert.InDelta(t, want*1000, got[team], float64(jobs*1000+1000), "namespace %s: %v", team, got)
+			}
+			assertWellFormed(t, snap, tc.jobs, opts, d.Actions)
+			require.NotEmpty(t, d.Teams, "the teams' shares are reported")
+			var deserved int64
+			for _, s := range d.Teams {
+				deserved += s.Deserved.CPUMilli
+				assert.LessOrEqual(t, s.Used.CPUMilli, int64(100_000), s.Team)
+			}
+			assert.LessOrEqual(t, deserved, int64(97_000), "the shares fit the cluster under the threshold")
+		})
+	}
+}
+
+// TestWithoutTeamsGrowthIsByJob: no Team, no team order — the same plan as
+// before teams, and no shares reported; one team naming every namespace
+// gives the plan of no teams too.
+func TestWithoutTeamsGrowthIsByJob(t *testing.T) {
+	jobs := append(teamJobs("a", 10, 50, res(1, 1, 0)), teamJobs("b", 1, 200, res(1, 1, 0))...)
+	snap := clusterOf(nodes("n", 4, res(25, 100, 0)), jobs)
+	plain := Decide(snap, jobs, Queue{}, Options{})
+	assert.Empty(t, plain.Teams)
+	got := trainerCPU(jobs, plain.Actions)
+	assert.Greater(t, got["a"], 2*got["b"], "by job, the ten jobs take well over half the room: %v", got)
+	one := Decide(snap, jobs, Queue{}, Options{Teams: []Team{{Name: "all", Namespaces: []string{"a", "b"}, Weight: 1}}})
+	assert.Equal(t, plain.Actions, one.Actions)
+}

@@ -31,7 +31,7 @@ func rebalanceScenario(nodeCount int) (snapshot.Snapshot, []Job) {
 	return buildBenchScenario(nodeCount, true)
 }
 
-func buildBenchScenario(nodeCount int, uneven bool) (snapshot.Snapshot, []Job) {
+func buildBenchScenario(nodeCount int, uneven bool, teams ...int) (snapshot.Snapshot, []Job) {
 	rng := rand.New(rand.NewSource(int64(nodeCount)))
 	ns := make([]nodeSpec, nodeCount)
 	for i := range ns {
@@ -62,6 +62,9 @@ func buildBenchScenario(nodeCount int, uneven bool) (snapshot.Snapshot, []Job) {
 	next := 0
 	for i := range jobs {
 		j := Job{Key: fmt.Sprintf("ns/job-%04d", i), Min: 10, Max: 200, Priority: int32(i % 3), Request: res(2.5, 8, 0)}
+		if len(teams) > 0 {
+			j.Key = fmt.Sprintf("team-%02d/job-%04d", i%teams[0], i)
+		}
 		count := 100
 		if uneven {
 			// Pairs of one priority: one job of 150 trainers, one of 50.
@@ -164,6 +167,21 @@ func BenchmarkPlanPools(b *testing.B) { benchmarkPlan(b, poolsScenario) }
 
 // BenchmarkPlanRebalance measures a plan that is all rebalancing.
 func BenchmarkPlanRebalance(b *testing.B) { benchmarkPlan(b, rebalanceScenario) }
+
+// BenchmarkPlanTeams is BenchmarkPlan with the jobs in the namespaces of 20
+// teams of weights 1 to 4: the teams' shares and growth's order by team.
+func BenchmarkPlanTeams(b *testing.B) {
+	teams := make([]Team, 20)
+	for i := range teams {
+		name := fmt.Sprintf("team-%02d", i)
+		teams[i] = Team{Name: name, Namespaces: []string{name}, Weight: int32(1 + i%4)}
+	}
+	scenario := func(n int) (snapshot.Snapshot, []Job) { return buildBenchScenario(n, false, len(teams)) }
+	benchmarkPlanner(b, scenario, func(snap snapshot.Snapshot, jobs []Job, opts Options) []ScaleAction {
+		opts.Teams = teams
+		return Plan(snap, jobs, opts)
+	})
+}
 
 func benchmarkPlan(b *testing.B, scenario func(int) (snapshot.Snapshot, []Job)) {
 	benchmarkPlanner(b, scenario, Plan)

@@ -51,9 +51,10 @@ func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *ac
 		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))}
 	var kubeObjs, tjObjs []runtime.Object
 	for _, o := range objects {
-		if _, ok := o.(*v1.TrainingJob); ok {
+		switch o.(type) {
+		case *v1.TrainingJob, *v1.TrainingQueue:
 			tjObjs = append(tjObjs, o)
-		} else {
+		default:
 			kubeObjs = append(kubeObjs, o)
 		}
 	}
@@ -70,6 +71,7 @@ func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *ac
 	cfg.JobInformer = f.tjInf.Paddlepaddle().V1().TrainingJobs()
 	cfg.ReplicaSetInformer = f.kubeInf.Apps().V1().ReplicaSets()
 	cfg.PriorityClassInformer = f.kubeInf.Scheduling().V1().PriorityClasses()
+	cfg.QueueInformer = f.tjInf.Paddlepaddle().V1().TrainingQueues()
 	cfg.Recorder, cfg.Logger, cfg.Clock = f.recorder, logger, f.clock
 	f.scaler = New(cfg)
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	log "github.com/inconshreveable/log15"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1"
@@ -36,6 +37,12 @@ type Config struct {
 	JobInformer           tjinformers.TrainingJobInformer
 	ReplicaSetInformer    appsinformers.ReplicaSetInformer
 	PriorityClassInformer schedulinginformers.PriorityClassInformer
+	// QueueInformer, when set, feeds the TrainingQueues: the teams that
+	// share the cluster by weight. Unset, jobs share it by fulfillment.
+	QueueInformer tjinformers.TrainingQueueInformer
+	// GPUResourceNames are the extended resources counted as GPUs, for the
+	// TrainingQueues' figures; empty means the default GPU name.
+	GPUResourceNames []corev1.ResourceName
 	// Recorder records the scaling events of the jobs.
 	Recorder record.EventRecorder
 	Logger   log.Logger
@@ -99,6 +106,7 @@ type Autoscaler struct {
 	jobs            tjlisters.TrainingJobLister
 	replicaSets     appslisters.ReplicaSetLister
 	priorityClasses schedulinglisters.PriorityClassLister
+	queues          tjlisters.TrainingQueueLister // nil without teams
 	synced          []cache.InformerSynced
 
 	recorder record.EventRecorder
@@ -118,7 +126,7 @@ func New(cfg Config) *Autoscaler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Autoscaler{
+	a := &Autoscaler{
 		kubeClient:      cfg.KubeClient,
 		tjClient:        cfg.TJClient,
 		tracker:         cfg.Tracker,
@@ -132,6 +140,11 @@ func New(cfg Config) *Autoscaler {
 		clock:    clk,
 		cfg:      cfg,
 	}
+	if cfg.QueueInformer != nil {
+		a.queues = cfg.QueueInformer.Lister()
+		a.synced = append(a.synced, cfg.QueueInformer.Informer().HasSynced)
+	}
+	return a
 }
 
 // Run plans every interval until ctx is done.
@@ -159,10 +172,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// informers, and never a list.
 	snap := a.tracker.InquiryResource()
 	// 2. Read the plan's inputs from the informers: the Running elastic jobs
-	// (their trainers from the snapshot) and, with gang admission, the queue.
+	// (their trainers from the snapshot), with gang admission the queue, and
+	// the teams.
 	in := a.readInputs(snap)
 	// 3. Plan: a pure decision that reads no clock and calls no API.
-	decision := planner.Decide(snap, in.jobs, in.queue, a.options(now))
+	opts := a.options(now)
+	opts.Teams = in.teams.planned
+	decision := planner.Decide(snap, in.jobs, in.queue, opts)
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, in.jobs)
 		a.cfg.Metrics.Explained(decision.Jobs)
@@ -172,9 +188,11 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// 4. Apply: patch the trainer ReplicaSets, the scale-downs first.
 	applied := a.applyActions(ctx, decision.Actions, in.elastic, now)
 	// 5. Record: each job's Scaling condition and last scaling, then the
-	// preemptions, admissions and places in the queue.
+	// preemptions, admissions and places in the queue, and the teams'
+	// shares.
 	a.recordScalings(ctx, decision, in.elastic, applied, now)
 	a.recordQueue(ctx, decision, in.queued, now)
+	a.recordTeams(ctx, in.teams, decision.Teams)
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Queued(waits(decision.Waiting, in.queue.Jobs, now))
 	}

@@ -26,6 +26,8 @@ type inputs struct {
 	// running ones it may preempt).
 	queue  planner.Queue
 	queued map[string]*v1.TrainingJob
+	// teams are the TrainingQueues and the teams they make.
+	teams teams
 }
 
 // readInputs reads the cycle's inputs from the informers and snap.
@@ -34,6 +36,7 @@ func (a *Autoscaler) readInputs(snap snapshot.Snapshot) inputs {
 	in.jobs, in.elastic = a.elasticJobs()
 	in.jobs = planner.JobsFromSnapshot(snap, in.jobs)
 	in.queue, in.queued = a.queue(snap)
+	in.teams = a.readTeams()
 	return in
 }
 

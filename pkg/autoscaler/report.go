@@ -24,7 +24,9 @@ type Report struct {
 	// Queue lists the queued jobs the next cycle would leave waiting, in
 	// queue order, with what each waits for; Admitted those it would admit,
 	// and Preempted the running jobs it would stop whole for them.
-	Queue     []planner.Waiting    `json:"queue,omitempty"`
+	Queue []planner.Waiting `json:"queue,omitempty"`
+	// Teams are the teams' shares, with TrainingQueues.
+	Teams     []planner.TeamShare  `json:"teams,omitempty"`
 	Admitted  []planner.Admission  `json:"admitted,omitempty"`
 	Preempted []planner.Preemption `json:"preempted,omitempty"`
 }
@@ -70,11 +72,12 @@ func (a *Autoscaler) Explain() Report {
 	jobs, _ := a.elasticJobs()
 	jobs = planner.JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
+	opts.Teams = a.readTeams().planned
 	queue, _ := a.queue(snap)
 	decision := planner.Decide(snap, jobs, queue, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),
-		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted}
+		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted, Teams: decision.Teams}
 	explained := make(map[string]*planner.Explanation, len(decision.Jobs))
 	for i := range decision.Jobs {
 		explained[decision.Jobs[i].Job] = &decision.Jobs[i]

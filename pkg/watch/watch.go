@@ -37,6 +37,7 @@ type Watch struct {
 	// Informer(), never its typed Lister, which casts to *corev1.Pod.
 	Pods        coreinformers.PodInformer
 	Jobs        tjv1informers.TrainingJobInformer
+	Queues      tjv1informers.TrainingQueueInformer
 	ReplicaSets appsinformers.ReplicaSetInformer
 	Tracker     *cluster.Tracker
 	// GPUs are the extended resources counted as GPUs.
@@ -59,6 +60,7 @@ func New(kubeClient kubernetes.Interface, tjClient tjclient.Interface, resync ti
 		return nil, err
 	}
 	w.Jobs = w.JobInformers.Paddlepaddle().V1().TrainingJobs()
+	w.Queues = w.JobInformers.Paddlepaddle().V1().TrainingQueues()
 	w.ReplicaSets = w.KubeInformers.Apps().V1().ReplicaSets()
 	var err error
 	w.Tracker, err = cluster.New(cluster.Config{
@@ -86,6 +88,8 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		JobInformer:           w.Jobs,
 		ReplicaSetInformer:    w.ReplicaSets,
 		PriorityClassInformer: w.KubeInformers.Scheduling().V1().PriorityClasses(),
+		QueueInformer:         w.Queues,
+		GPUResourceNames:      w.GPUs,
 		Recorder:              recorder,
 		Logger:                logger,
 		Clock:                 clock.RealClock{},

@@ -1166,7 +1166,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingQueueStatus(ref common.ReferenceCal
 					},
 					"used": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Used is what the team's pods request.",
+							Description: "Used is what the team's pods request once the plan's scalings are done.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

@@ -36,7 +36,7 @@ type TrainingQueue struct {
 
 // TrainingQueueSpec names a team's namespaces and its share.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.guarantee) || !has(self.limit) || self.guarantee.all(k, !(k in self.limit) || !isQuantity(string(self.guarantee[k])) || !isQuantity(string(self.limit[k])) || !quantity(string(self.limit[k])).isLessThan(quantity(string(self.guarantee[k]))))",message="spec.guarantee must not exceed spec.limit",fieldPath=".guarantee"
+// +kubebuilder:validation:XValidation:rule="!has(self.guarantee) || !has(self.limit) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.guarantee) || !(k in self.limit) || !isQuantity(string(self.guarantee[k])) || !isQuantity(string(self.limit[k])) || !quantity(string(self.limit[k])).isLessThan(quantity(string(self.guarantee[k]))))",message="spec.guarantee must not exceed spec.limit",fieldPath=".guarantee"
 type TrainingQueueSpec struct {
 	// Namespaces are the team's namespaces: every TrainingJob in them is the
 	// team's. A namespace belongs to one team; one named by two
@@ -61,12 +61,14 @@ type TrainingQueueSpec struct {
 	// Guarantee is what the team's jobs' minimums are guaranteed (cpu,
 	// memory, GPUs): its deserved share never falls below it while it has
 	// that much demand, and borrowers give it back.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="guarantee must be non-negative quantities"
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="guarantee must be non-negative quantities"
 	// +optional
 	Guarantee corev1.ResourceList `json:"guarantee,omitempty"`
 
 	// Limit is the most the team may use, even on an idle cluster.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="limit must be non-negative quantities"
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="limit must be non-negative quantities"
 	// +optional
 	Limit corev1.ResourceList `json:"limit,omitempty"`
 }
@@ -76,7 +78,8 @@ type TrainingQueueStatus struct {
 	// Deserved is the team's weighted fair share, summed over the pools.
 	// +optional
 	Deserved corev1.ResourceList `json:"deserved,omitempty"`
-	// Used is what the team's pods request.
+	// Used is what the team's pods request once the plan's scalings are
+	// done.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
 	// Borrowed is what Used holds above Deserved: the idle share of other

@@ -30,7 +30,8 @@ import (
 type TrainingQueueStatusApplyConfiguration struct {
 	// Deserved is the team's weighted fair share, summed over the pools.
 	Deserved *corev1.ResourceList `json:"deserved,omitempty"`
-	// Used is what the team's pods request.
+	// Used is what the team's pods request once the plan's scalings are
+	// done.
 	Used *corev1.ResourceList `json:"used,omitempty"`
 	// Borrowed is what Used holds above Deserved: the idle share of other
 	// teams, lent to the team's elastic trainers.

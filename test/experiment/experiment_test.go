@@ -215,7 +215,7 @@ func TestPoolUsage(t *testing.T) {
 		pod("other", corev1.PodRunning, TrainerSize), // a node of no pool
 		pod("", corev1.PodPending, GPUTrainerSize),   // unbound
 	}
-	got := poolUsage(nodes, pods, map[string]int{"cpu-1": 2}, PoolLabel)
+	got := poolUsage(nodes, pods, map[string]int{"cpu-1": 2}, nil, nil, PoolLabel)
 	require.Len(t, got, 2)
 	// The room for trainers: the pods here have no trainer label, so all
 	// of them hold room, the Pending one bound to cpu-1 too.
@@ -233,7 +233,7 @@ func TestPoolUsage(t *testing.T) {
 	assert.InDelta(t, 8.0/36, got[0].Utilization(), 1e-9)
 	assert.Equal(t, GPU, got[1].Resource())
 	assert.InDelta(t, 0.25, got[1].Utilization(), 1e-9, "a GPU pool counts GPUs, not its CPU")
-	assert.Empty(t, poolUsage(nodes[3:], pods, nil, PoolLabel), "no pool without the label")
+	assert.Empty(t, poolUsage(nodes[3:], pods, nil, nil, nil, PoolLabel), "no pool without the label")
 }
 
 func TestGrowth(t *testing.T) {
@@ -360,7 +360,7 @@ func TestSampleWebHeld(t *testing.T) {
 	} {
 		require.NoError(t, pods.Add(p))
 	}
-	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{},
+	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{}, webDesired: 5,
 		nodes: corelisters.NewNodeLister(nodes), pods: corelisters.NewPodLister(pods), jobs: tjlisters.NewTrainingJobLister(jobs)}
 	s := r.Sample(time.Now())
 	assert.Equal(t, []int{1, 1, 1}, s.WebHeld, "c holds none, b one, a two")

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -174,4 +176,64 @@ func TestBoundFailsOnAnLPError(t *testing.T) {
 	require.ErrorContains(t, d.boundErr, "singular basis")
 	assert.True(t, stopped, "the run is stopped")
 	assert.Len(t, d.samples, 1)
+}
+
+// TestBoundOfWhatEDLCannotInfluence: the web pods seen before the first job
+// was submitted are held where they run, the later ones packed anew; the
+// bound is between the bound with every web pod held and the ideal.
+func TestBoundOfWhatEDLCannotInfluence(t *testing.T) {
+	web := map[string]string{WebLabel: WebName}
+	trainer := map[string]string{v1.LabelTrainer: "job-01"}
+	var pods []*corev1.Pod
+	// Before the job: two web pods on a and b each. After: four on c,
+	// where kube-scheduler put them beside the trainers.
+	for i, node := range []string{"a", "a", "b", "b", "c", "c", "c", "c"} {
+		p := boundPod(fmt.Sprintf("web-%d", i), node, web, WebSize, false)
+		p.UID = types.UID(p.Name)
+		pods = append(pods, p)
+	}
+	pods = append(pods, boundPod("t1", "a", trainer, TrainerSize, false), boundPod("t2", "c", trainer, TrainerSize, false))
+	r := cluster(t, 8, []string{"a", "b", "c"}, pods)
+	r.web = map[string]*PodWait{}
+	for i, p := range pods[:8] {
+		created := time.Second
+		if i >= 4 {
+			created = 3 * time.Second
+		}
+		r.web[string(p.UID)] = &PodWait{Name: p.Name, Created: created}
+	}
+	r.submitted["job-01"] = 2 * time.Second
+	s := r.Sample(time.Now())
+	assert.Equal(t, []int{1, 0, 2}, s.WebFixedHeld, "a and b hold two web pods placed before the job, c none")
+	assert.Equal(t, []int{0, 0, 2, 0, 1}, s.WebHeld)
+
+	d := &driver{opts: Options{Size: boundsSize, Scenario: Shared, Variant: Variant{Mode: On}}}
+	require.NoError(t, d.bound(&s))
+	assert.Less(t, s.IdealAround, s.IdealFixed, "c's four web pods, EDL's to influence, may go elsewhere")
+	assert.LessOrEqual(t, s.IdealFixed, s.Ideal)
+
+	delete(r.submitted, "job-01")
+	assert.Equal(t, []int{3}, r.Sample(time.Now()).WebFixedHeld, "no job submitted: nothing is fixed yet")
+}
+
+// TestLevels: the window's samples by web level, the levels reached by an
+// up-step marked.
+func TestLevels(t *testing.T) {
+	sample := func(at time.Duration, web int, util float64) Sample {
+		return Sample{At: at, WebDesired: web, Utilization: util, Ideal: 1, IdealFixed: 0.9, IdealAround: 0.8, IdealTrainers: 0.7}
+	}
+	s := time.Second
+	r := &Result{Scenario: Shared, Variant: Variant{Mode: On}, WindowStart: 2 * s, Samples: []Sample{
+		sample(0, 4, 0.1), sample(2*s, 4, 0.5), sample(4*s, 4, 0.7), sample(6*s, 2, 0.9), sample(8*s, 4, 0.6),
+	}}
+	levels := Levels(r)
+	require.Len(t, levels, 3)
+	assert.Equal(t, Level{Web: 4, Samples: 2, Utilization: 0.6, Ideal: 1, Fixed: 0.9, Around: 0.8, Trainers: 0.7}, levels[0],
+		"the sample before the window left out")
+	assert.False(t, levels[1].Up)
+	assert.True(t, levels[2].Up)
+	table := LevelTable(r)
+	assert.Contains(t, table, "| shared, edl, by level | 1: 4 web pods | 2: 2 web pods | 3: 4 web pods |\n|---|---|---|---|\n")
+	assert.Contains(t, table, "| mean utilization | 60.0% | 90.0% | 60.0% |")
+	assert.Contains(t, table, "| "+LevelFixedRow+" | 90.0% | 90.0% | 90.0% |")
 }

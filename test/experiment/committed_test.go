@@ -53,6 +53,8 @@ func TestCommittedBoundsAtMostTheIdeal(t *testing.T) {
 					if r.Scenario != Pools {
 						assert.LessOrEqual(t, s.IdealAround, s.Ideal, "with the web pods where they run, at %s", at)
 						assert.LessOrEqual(t, s.IdealTrainers, s.Ideal, "of the trainers, at %s", at)
+						assert.LessOrEqual(t, s.IdealFixed, s.Ideal, "of what EDL cannot influence, at %s", at)
+						assert.GreaterOrEqual(t, s.IdealFixed, s.IdealAround, "of what EDL cannot influence, at %s", at)
 						if s.Utilization > s.Ideal+csvRounding {
 							assert.Greater(t, s.WebRunning, s.WebDesired, "utilization above the ideal at %s", at)
 						}
@@ -60,6 +62,7 @@ func TestCommittedBoundsAtMostTheIdeal(t *testing.T) {
 					for _, p := range s.Pools {
 						assert.LessOrEqual(t, p.IdealAround, p.Ideal, "%s pool with the web pods where they run, at %s", p.Name, at)
 						assert.LessOrEqual(t, p.IdealTrainers, p.Ideal, "%s pool of the trainers, at %s", p.Name, at)
+						assert.LessOrEqual(t, p.IdealFixed, p.Ideal, "%s pool of what EDL cannot influence, at %s", p.Name, at)
 						if p.Utilization() > p.Ideal+csvRounding {
 							assert.Greater(t, s.WebRunning, s.WebDesired, "%s pool utilization above the ideal at %s", p.Name, at)
 						}

@@ -46,7 +46,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 	names := jobNames(r)
 	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
 		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around", "ideal_trainers",
-		"useful", "cpu_deleting_milli", heldColumn(v1.RoleMaster), heldColumn(v1.RolePserver), heldColumn(v1.RoleTrainer), "in_window"}
+		"useful", "cpu_deleting_milli", heldColumn(v1.RoleMaster), heldColumn(v1.RolePserver), heldColumn(v1.RoleTrainer), "in_window", "ideal_fixed"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
@@ -66,7 +66,7 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
 			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround), ratio(s.IdealTrainers),
 			ratio(s.Useful()), strconv.FormatInt(s.CPUDeletingMilli, 10), strconv.FormatInt(s.HeldWaiting.Master, 10),
-			strconv.FormatInt(s.HeldWaiting.Pserver, 10), strconv.FormatInt(s.HeldWaiting.Trainer, 10), strconv.FormatBool(s.At >= r.WindowStart)}
+			strconv.FormatInt(s.HeldWaiting.Pserver, 10), strconv.FormatInt(s.HeldWaiting.Trainer, 10), strconv.FormatBool(s.At >= r.WindowStart), ratio(s.IdealFixed)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {
 			running[j.Name] = j.Running
@@ -145,6 +145,8 @@ var poolColumns = []struct {
 		func(p *PoolSample, v float64) { p.IdealAround = v }},
 	{"ideal_trainers", func(p PoolSample) string { return strconv.FormatFloat(p.IdealTrainers, 'f', 4, 64) },
 		func(p *PoolSample, v float64) { p.IdealTrainers = v }},
+	{"ideal_fixed", func(p PoolSample) string { return strconv.FormatFloat(p.IdealFixed, 'f', 4, 64) },
+		func(p *PoolSample, v float64) { p.IdealFixed = v }},
 	{"useful", func(p PoolSample) string { return strconv.FormatFloat(p.Useful(), 'f', 4, 64) }, func(*PoolSample, float64) {}},
 	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
 	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },

@@ -100,6 +100,9 @@ func (d *driver) bound(s *Sample) error {
 				size.Pservers, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode))))
 		s.IdealTrainers = min(s.Ideal, ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
 			trainerDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode))))
+		s.IdealFixed = min(s.Ideal, ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebFixedHeld,
+			elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
+				size.Pservers, unbound(s.WebDesired, s.WebFixedHeld), d.opts.Variant.Mode))))
 	case Pools:
 		// The pools' demands are apart: CPU jobs and the web service may
 		// use only the CPU pool (the GPU nodes' taint, the web pods'
@@ -118,9 +121,13 @@ func (d *driver) bound(s *Sample) error {
 						size.Pservers, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode))))
 				pool.IdealTrainers = min(pool.Ideal, ratio(IdealIn(CPU, pool.TrainerRooms, pool.HeldMilli, pool.CPUAllocMilli,
 					trainerDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode))))
+				pool.IdealFixed = min(pool.Ideal, ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebFixedHeld,
+					elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
+						size.Pservers, unbound(s.WebDesired, pool.WebFixedHeld), d.opts.Variant.Mode))))
 			case GPUPool:
 				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
 					size.Pservers, 0, d.opts.Variant.Mode)))
+				pool.IdealFixed = pool.Ideal // no web pods there
 			}
 		}
 	}

@@ -22,7 +22,12 @@ import (
 // Pools in which every job submitted runs (0 in Training), and the CPU the
 // waiting jobs hold is split as the trainers Running of the jobs not yet
 // Running at the sample (by the jobs CSV) and the rest, their pservers (the
-// experiments' masters request nothing); HeldDerived says so.
+// experiments' masters request nothing); HeldDerived says so. Without the
+// column ideal_fixed the bound of what EDL cannot influence is derived as
+// an upper bound of it (FixedDerived): until the web service's first
+// up-step every web pod bound was placed before the first job, so it is
+// the bound with the web pods where they run; from that step on it is the
+// ideal.
 func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error) {
 	base := filepath.Join(dir, fmt.Sprintf("%s-%s", scenario, variant.Label()))
 	rows, err := readRows(base + "-samples.csv")
@@ -43,7 +48,9 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 	}
 	_, hasRoles := col[heldColumn(v1.RoleTrainer)]
 	_, hasWindow := col["in_window"]
-	r.HeldDerived = !hasRoles
+	_, hasFixed := col["ideal_fixed"]
+	r.HeldDerived, r.FixedDerived = !hasRoles, !hasFixed
+	upStep := false // a web up-step seen: derived fixed bounds are the ideal
 	for _, row := range rows[1:] {
 		str := func(name string) string {
 			if i, ok := col[name]; ok && i < len(row) {
@@ -94,6 +101,14 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 		if !hasRoles {
 			s.HeldWaiting = deriveHeld(s, r.Jobs)
 		}
+		if n := len(r.Samples); n > 0 && r.Samples[n-1].WebDesired > 0 && s.WebDesired > r.Samples[n-1].WebDesired {
+			upStep = true
+		}
+		if !hasFixed {
+			deriveFixed(&s, upStep)
+		} else {
+			s.IdealFixed = num("ideal_fixed")
+		}
 		inWindow := str("in_window") == "true"
 		if !hasWindow {
 			inWindow = scenario == Training || (s.Submitted > 0 && s.PendingJobs == 0)
@@ -131,6 +146,26 @@ func deriveHeld(s Sample, jobs []JobTiming) RoleMilli {
 	m.Trainer = min(m.Trainer, s.CPUHeldWaitingMilli)
 	m.Pserver = s.CPUHeldWaitingMilli - m.Trainer
 	return m
+}
+
+// deriveFixed fills in the bounds of what EDL cannot influence of a sample
+// whose CSV lacks them: the bound with the web pods where they run until
+// the first web up-step, the ideal from it on (an upper bound).
+func deriveFixed(s *Sample, upStep bool) {
+	fixed := func(ideal, around float64) float64 {
+		if upStep {
+			return ideal
+		}
+		return around
+	}
+	s.IdealFixed = fixed(s.Ideal, s.IdealAround)
+	for i := range s.Pools {
+		p := &s.Pools[i]
+		p.IdealFixed = fixed(p.Ideal, p.IdealAround)
+		if p.Resource() == GPU {
+			p.IdealFixed = p.Ideal // no web pods there
+		}
+	}
 }
 
 // jobTimings reads the jobs CSV's rows.

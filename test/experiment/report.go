@@ -19,6 +19,10 @@ type Summary struct {
 	// MeanUtilization and the means of the bounds average the samples in
 	// the window.
 	MeanUtilization, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
+	// MeanIdealFixed averages the bound of what EDL cannot influence
+	// (Sample.IdealFixed); FixedDerived says it was derived, an upper bound.
+	MeanIdealFixed float64
+	FixedDerived   bool
 	// MeanUseful averages the useful utilization (Sample.Useful): the
 	// utilization less what the jobs not Running hold.
 	MeanUseful float64
@@ -78,8 +82,8 @@ type PoolSummary struct {
 	// MeanUtilization, MeanUseful and the means of the bounds average the
 	// pool's utilization of its Resource, useful utilization and packing
 	// bounds over the window's samples.
-	MeanUtilization, MeanUseful, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
-	Growth                                                                     GrowthSummary
+	MeanUtilization, MeanUseful, MeanIdeal, MeanIdealAround, MeanIdealTrainers, MeanIdealFixed float64
+	Growth                                                                                     GrowthSummary
 }
 
 // GrowthSummary is how long the trainer pods EDL's growth added waited for
@@ -125,6 +129,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 			out[i].MeanIdeal += p.Ideal
 			out[i].MeanIdealAround += p.IdealAround
 			out[i].MeanIdealTrainers += p.IdealTrainers
+			out[i].MeanIdealFixed += p.IdealFixed
 			counts[p.Name]++
 		}
 	}
@@ -135,6 +140,7 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 		out[i].MeanIdeal /= n
 		out[i].MeanIdealAround /= n
 		out[i].MeanIdealTrainers /= n
+		out[i].MeanIdealFixed /= n
 	}
 	for _, w := range growth {
 		if i, ok := index[w.Pool]; ok {
@@ -148,8 +154,8 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
 	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb,
-		HeldDerived: r.HeldDerived}
-	var util, useful, ideal, around, forTrainers, trainers, held float64
+		HeldDerived: r.HeldDerived, FixedDerived: r.FixedDerived}
+	var util, useful, ideal, around, forTrainers, fixed, trainers, held float64
 	var byRole RoleShare
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
@@ -169,6 +175,7 @@ func Summarize(r *Result) Summary {
 		ideal += x.Ideal
 		around += x.IdealAround
 		forTrainers += x.IdealTrainers
+		fixed += x.IdealFixed
 		trainers += float64(x.RunningTrainers)
 		s.WebMostPending = max(s.WebMostPending, x.WebPending)
 	}
@@ -176,7 +183,7 @@ func Summarize(r *Result) Summary {
 		n := float64(s.Samples)
 		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
 		s.MeanHeldWaiting, s.MeanIdealAround, s.MeanIdealTrainers = held/n, around/n, forTrainers/n
-		s.MeanUseful = useful / n
+		s.MeanUseful, s.MeanIdealFixed = useful/n, fixed/n
 		s.MeanHeldByRole = RoleShare{Master: byRole.Master / n, Pserver: byRole.Pserver / n, Trainer: byRole.Trainer / n}
 	}
 	s.Window = r.End - r.WindowStart
@@ -289,6 +296,7 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
 		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
 		if scenario == Shared {
+			row(FixedRow, func(s Summary) string { return derived(pct(s.MeanIdealFixed), s.FixedDerived) }, "—", "—")
 			row(aroundRow, func(s Summary) string { return pct(s.MeanIdealAround) }, "—", "—")
 		}
 		row(trainersRow, func(s Summary) string { return pct(s.MeanIdealTrainers) }, "—", "—")
@@ -312,10 +320,7 @@ func Table(scenario Scenario, runs []Summary) string {
 	row(HeldRow, func(s Summary) string { return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting) }, "—", "—")
 	row(HeldByRoleRow, func(s Summary) string {
 		split := pct(s.MeanHeldByRole.Master) + " / " + pct(s.MeanHeldByRole.Pserver) + " / " + pct(s.MeanHeldByRole.Trainer)
-		if s.HeldDerived {
-			split += " (derived)"
-		}
-		return split
+		return derived(split, s.HeldDerived)
 	}, "—", "—")
 	if scenario == Pools {
 		growth := func(f func(GrowthSummary) string) func(Summary) string {
@@ -343,6 +348,17 @@ const (
 	HeldRow       = "CPU held by waiting jobs (Running pods of jobs not Running), mean / max"
 	HeldByRoleRow = "of it by role, mean: master / pserver / trainer"
 )
+
+// FixedRow names the bound of what EDL cannot influence.
+const FixedRow = "bound of what EDL cannot influence, the web pods placed before any job where they run (mean)"
+
+// derived marks a figure ReadResult derived.
+func derived(figure string, isDerived bool) string {
+	if isDerived {
+		return figure + " (derived)"
+	}
+	return figure
+}
 
 // aroundRow names the bound with the web pods held where they run.
 const aroundRow = "ideal bound with the web pods where kube-scheduler put them (mean)"
@@ -401,6 +417,9 @@ func poolRows(runs []Summary, row func(string, func(Summary) string, string, str
 			value(func(ps PoolSummary) float64 { return ps.MeanUtilization }), "", "")
 		row(fmt.Sprintf("%s pool: ideal bound (mean)", p.Name), value(func(ps PoolSummary) float64 { return ps.MeanIdeal }), "", "")
 		if p.Resource == CPU {
+			row(fmt.Sprintf("%s pool: %s", p.Name, FixedRow), func(s Summary) string {
+				return derived(value(func(ps PoolSummary) float64 { return ps.MeanIdealFixed })(s), s.FixedDerived)
+			}, "", "")
 			row(fmt.Sprintf("%s pool: %s", p.Name, aroundRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealAround }), "", "")
 			row(fmt.Sprintf("%s pool: %s", p.Name, trainersRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealTrainers }), "", "")
 		}

@@ -64,9 +64,10 @@ type Result struct {
 	// and Pools), TrainersStoppedForWeb the Running trainers deleted from
 	// each up-step to the next step.
 	WebAdded, TrainersStoppedForWeb int
-	// HeldDerived is set on a Result read back from a samples CSV without
-	// the held CPU by role: ReadResult derived the split.
-	HeldDerived bool
+	// HeldDerived and FixedDerived are set on a Result read back from a
+	// samples CSV without the held CPU by role, or without the bound of
+	// what EDL cannot influence: ReadResult derived them.
+	HeldDerived, FixedDerived bool
 }
 
 // Run starts a control plane with the size's kwok nodes, runs edl against it

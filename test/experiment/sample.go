@@ -67,6 +67,12 @@ type Sample struct {
 	// IdealAround is the packing bound with the web pods held where
 	// WebHeld has them (filled in by the scenario; 0 when not computed).
 	IdealAround float64
+	// WebFixedHeld is WebHeld of the web pods placed before the first job
+	// was submitted, and IdealFixed the packing bound with only those held
+	// where they run: what EDL cannot influence (filled in by the
+	// scenario).
+	WebFixedHeld []int
+	IdealFixed   float64
 	// TrainerRooms is the room the nodes leave for trainers once every
 	// other pod runs where it is bound, and HeldMilli the CPU those pods
 	// request; IdealTrainers is the bound of the trainers packed into it
@@ -126,10 +132,10 @@ type PoolSample struct {
 	// Ideal is the pool's packing bound of its Resource (filled in by the
 	// scenario); IdealAround and IdealTrainers as Sample's, over the pool's
 	// nodes.
-	Ideal, IdealAround, IdealTrainers float64
-	WebHeld                           []int
-	TrainerRooms                      []Room
-	HeldMilli                         int64
+	Ideal, IdealAround, IdealTrainers, IdealFixed float64
+	WebHeld, WebFixedHeld                         []int
+	TrainerRooms                                  []Room
+	HeldMilli                                     int64
 }
 
 // Resource is what the pool's utilization counts: GPUs in a pool that has
@@ -171,7 +177,7 @@ func (p PoolSample) Useful() float64 {
 // them (those of the waiting jobs apart too), sorted by name. web is the
 // web pods held by node, dropped the web pods above the desired count
 // (capWeb). Nodes without the label are in no pool.
-func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web, dropped map[string]int, waiting map[string]bool, key string) []PoolSample {
+func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web webCounts, waiting map[string]bool, key string) []PoolSample {
 	byName := map[string]*PoolSample{}
 	poolOf := map[string]*PoolSample{} // by node name
 	for _, n := range nodes {
@@ -188,7 +194,8 @@ func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web, dropped map[string
 		p.CPUAllocMilli += n.Status.Allocatable.Cpu().MilliValue()
 		gpu := n.Status.Allocatable[framework.GPUResource]
 		p.GPUAlloc += gpu.Value()
-		p.WebHeld = held(p.WebHeld, web[n.Name])
+		p.WebHeld = held(p.WebHeld, web.held[n.Name])
+		p.WebFixedHeld = held(p.WebFixedHeld, web.fixed[n.Name])
 		poolOf[n.Name] = p
 	}
 	for _, pod := range pods {
@@ -211,11 +218,18 @@ func poolUsage(nodes []*corev1.Node, pods []*corev1.Pod, web, dropped map[string
 	}
 	out := make([]PoolSample, 0, len(byName))
 	for _, p := range byName {
-		p.TrainerRooms, p.HeldMilli = trainerRooms(members[p], pods, dropped)
+		p.TrainerRooms, p.HeldMilli = trainerRooms(members[p], pods, web.dropped)
 		out = append(out, *p)
 	}
 	slices.SortFunc(out, func(a, b PoolSample) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// webCounts are the web pods bound, by node: held (at most the desired
+// count), fixed (of them, those placed before the first job), and dropped
+// (those above the desired count, left out).
+type webCounts struct {
+	held, fixed, dropped map[string]int
 }
 
 // held counts one more node with k web pods in the histogram h.
@@ -260,8 +274,20 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	r.mu.Lock()
 	s := Sample{At: now.Sub(r.origin), WebDesired: r.webDesired, Submitted: len(r.submitted)}
 	submitted := make(map[string]bool, len(r.submitted))
-	for name := range r.submitted {
+	first := time.Duration(-1)
+	for name, at := range r.submitted {
 		submitted[name] = true
+		if first < 0 || at < first {
+			first = at
+		}
+	}
+	// The web pods seen before the first job was submitted: placed on a
+	// cluster EDL had no say in.
+	beforeJobs := map[string]bool{}
+	for uid, w := range r.web {
+		if first >= 0 && w.Created < first {
+			beforeJobs[uid] = true
+		}
 	}
 	r.mu.Unlock()
 
@@ -280,7 +306,8 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	}
 	pods, _ := r.pods.List(labels.Everything())
 	running := map[string]int{}
-	web := map[string]int{} // web pods bound, by node
+	web := map[string]int{}   // web pods bound, by node
+	fixed := map[string]int{} // of them, those placed before the first job
 	for _, p := range pods {
 		isRunning := p.Status.Phase == corev1.PodRunning
 		switch {
@@ -305,6 +332,9 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		if p.Labels[WebLabel] == WebName {
 			if live && p.Spec.NodeName != "" {
 				web[p.Spec.NodeName]++
+				if beforeJobs[string(p.UID)] {
+					fixed[p.Spec.NodeName]++
+				}
 			}
 			switch {
 			case isRunning:
@@ -318,11 +348,13 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
 	}
 	dropped := capWeb(web, s.WebDesired)
+	capWeb(fixed, s.WebDesired)
 	for _, n := range nodes {
 		s.WebHeld = held(s.WebHeld, web[n.Name])
+		s.WebFixedHeld = held(s.WebFixedHeld, fixed[n.Name])
 	}
 	s.TrainerRooms, s.HeldMilli = trainerRooms(nodes, pods, dropped)
-	if pools := poolUsage(nodes, pods, web, dropped, waiting, PoolLabel); len(pools) > 0 {
+	if pools := poolUsage(nodes, pods, webCounts{web, fixed, dropped}, waiting, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
 	}
 

@@ -119,6 +119,11 @@ func run() error {
 			return err
 		}
 		table := experiment.Table(scenario, summaries)
+		if scenario != experiment.Training {
+			for _, res := range results {
+				table += "\n" + experiment.LevelTable(res)
+			}
+		}
 		fmt.Printf("\n%s\nplot: %s\n\n", table, png)
 		fmt.Fprintf(&report, "\n%s\n![%s](%s)\n\n", table, scenario, filepath.Base(png))
 	}

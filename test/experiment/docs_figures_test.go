@@ -75,6 +75,20 @@ func summaries(t *testing.T, size string) (map[string]Summary, map[string]*Resul
 	return out, runs
 }
 
+// levelGap is what f measures over the levels [from, to) of the run, in
+// points of its window's mean.
+func levelGap(levels []Level, from, to int, f func(Level) float64) string {
+	var sum float64
+	n := 0
+	for i, l := range levels {
+		n += l.Samples
+		if i >= from && i < to {
+			sum += f(l) * float64(l.Samples)
+		}
+	}
+	return fmt.Sprintf("%.1f", 100*sum/float64(n))
+}
+
 // atEnd is the last sample's utilization, Running trainers and the range
 // of the trainers per job ("30–33").
 func atEnd(r *Result) (util float64, trainers int, perJob string) {
@@ -122,6 +136,7 @@ func checkTables(t *testing.T, page, text string, full map[string]Summary, runs 
 		"mean CPU allocation utilization": func(s Summary) string { return pct(s.MeanUtilization) },
 		"ideal bound (mean)":              func(s Summary) string { return pct(s.MeanIdeal) },
 		aroundRow:                         func(s Summary) string { return pct(s.MeanIdealAround) },
+		FixedRow:                          func(s Summary) string { return pct(s.MeanIdealFixed) },
 		trainersRow:                       func(s Summary) string { return pct(s.MeanIdealTrainers) },
 		HeldRow:                           func(s Summary) string { return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting) },
 		HeldByRoleRow: func(s Summary) string {
@@ -148,6 +163,7 @@ func checkTables(t *testing.T, page, text string, full map[string]Summary, runs 
 		rows[name+" pool: mean "+res+" allocation utilization"] = pool(name, func(p PoolSummary) float64 { return p.MeanUtilization })
 		rows[name+" pool: ideal bound (mean)"] = pool(name, func(p PoolSummary) float64 { return p.MeanIdeal })
 	}
+	rows["cpu pool: "+FixedRow] = pool(CPUPool, func(p PoolSummary) float64 { return p.MeanIdealFixed })
 	rows["cpu pool: "+aroundRow] = pool(CPUPool, func(p PoolSummary) float64 { return p.MeanIdealAround })
 	rows["cpu pool: "+trainersRow] = pool(CPUPool, func(p PoolSummary) float64 { return p.MeanIdealTrainers })
 
@@ -176,12 +192,24 @@ func checkTables(t *testing.T, page, text string, full map[string]Summary, runs 
 					checked++
 				}
 			}
+			if cells, ok := table.rows[FixedRow]; ok && s.FixedDerived {
+				assert.True(t, strings.HasSuffix(cells[i], "(derived)"), "%s, %s: the bound of what EDL cannot influence is marked derived", page, name)
+			}
 			if cells, ok := table.rows["trainers per job at the end"]; ok && regexp.MustCompile(`^\d+–\d+$`).MatchString(cells[i]) {
 				_, _, perJob := atEnd(runs[name])
 				assert.Equal(t, perJob, cells[i], "%s, %s: trainers per job at the end", page, name)
 				checked++
 			}
 		}
+	}
+	for name, r := range runs {
+		table, ok := tables[fmt.Sprintf("%s, %s, by level", r.Scenario, r.Variant.Label())]
+		if !ok {
+			continue
+		}
+		want := mdTables(LevelTable(r))[fmt.Sprintf("%s, %s, by level", r.Scenario, r.Variant.Label())]
+		assert.Equal(t, want, table, "%s: %s by level", page, name)
+		checked++
 	}
 	return checked
 }
@@ -216,6 +244,7 @@ func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
 	sharedEnd, sharedTrainers, sharedPerJob := atEnd(runs["shared-edl"])
 	_, _, binpackPerJob := atEnd(runs["shared-edl+binpack"])
 	offEnd := runs["training-no-edl"].Samples[len(runs["training-no-edl"].Samples)-1]
+	levels := Levels(runs["shared-edl"])
 	for _, want := range []string{
 		// Experiment 1.
 		fmt.Sprintf("EDL is %s points ahead: %s against %s", pts(edl.MeanUseful, off.MeanUseful), pct(edl.MeanUseful), pct(off.MeanUseful)),
@@ -236,6 +265,13 @@ func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
 			pct(shared.MeanIdealAround), pct(binpack.MeanIdealAround), pct(shared.MeanIdealTrainers), pct(binpack.MeanIdealTrainers)),
 		fmt.Sprintf("the web pods' placement (%s points with the default scheduler), the pservers' (%s), growth lag after each step (%s",
 			pts(shared.MeanIdeal, shared.MeanIdealAround), pts(shared.MeanIdealAround, shared.MeanIdealTrainers), pts(shared.MeanIdealTrainers, shared.MeanUtilization)),
+		fmt.Sprintf("the mean could reach at most %s; EDL is %s points below that: %s the up-steps' web pods' placement, %s the pservers' and %s the regrowth",
+			pct(shared.MeanIdealFixed), pts(shared.MeanIdealFixed, shared.MeanUtilization), levelGap(levels, 4, 7, func(l Level) float64 { return l.Fixed - l.Around }),
+			levelGap(levels, 0, 7, func(l Level) float64 { return l.Around - l.Trainers }), levelGap(levels, 0, 7, func(l Level) float64 { return l.Trainers - l.Utilization })),
+		fmt.Sprintf("%s are in levels 1–4, where every web pod runs where it was placed before any job, and %s in levels 5–7",
+			levelGap(levels, 0, 4, func(l Level) float64 { return l.Ideal - l.Around }), levelGap(levels, 4, 7, func(l Level) float64 { return l.Ideal - l.Around })),
+		fmt.Sprintf("With bin-packing the bound is %s and EDL is %s points below it", pct(binpack.MeanIdealFixed), pts(binpack.MeanIdealFixed, binpack.MeanUtilization)),
+		fmt.Sprintf("the bound of what EDL cannot influence at most %s (%s)", pct(shared.MeanIdealFixed), pct(binpack.MeanIdealFixed)),
 		// Experiment 3.
 		fmt.Sprintf("Of the CPU pool's %s points under its ideal, %s are where the web pods run", pts(cpu.MeanIdeal, cpu.MeanUtilization), pts(cpu.MeanIdeal, cpu.MeanIdealAround)),
 		fmt.Sprintf("%s where the pservers went and %s are EDL's", pts(cpu.MeanIdealAround, cpu.MeanIdealTrainers), pts(cpu.MeanIdealTrainers, cpu.MeanUtilization)),

@@ -237,3 +237,21 @@ func TestLevels(t *testing.T) {
 	assert.Contains(t, table, "| mean utilization | 60.0% | 90.0% | 60.0% |")
 	assert.Contains(t, table, "| "+LevelFixedRow+" | 90.0% | 90.0% | 90.0% |")
 }
+
+// TestFixedWebPodsAreHeldOnes: at a down-step the web pods placed before
+// the first job are counted only among those held, node by node.
+func TestFixedWebPodsAreHeldOnes(t *testing.T) {
+	web := map[string]string{WebLabel: WebName}
+	var pods []*corev1.Pod
+	for i, node := range []string{"a", "a", "a", "b"} {
+		p := boundPod(fmt.Sprintf("web-%d", i), node, web, WebSize, false)
+		p.UID = types.UID(p.Name)
+		pods = append(pods, p)
+	}
+	r := cluster(t, 2, []string{"a", "b"}, pods)
+	r.web = map[string]*PodWait{"web-0": {Created: 0}, "web-1": {Created: 0}, "web-2": {Created: 0}, "web-3": {Created: 3 * time.Second}}
+	r.submitted["job-01"] = time.Second
+	s := r.Sample(time.Now())
+	assert.Equal(t, []int{0, 2}, s.WebHeld, "two wanted: a keeps one of its three")
+	assert.Equal(t, []int{1, 1}, s.WebFixedHeld, "a's one held web pod was placed before the job, b's was not")
+}

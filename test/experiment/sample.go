@@ -348,7 +348,9 @@ func (r *Recorder) Sample(now time.Time) Sample {
 		s.Utilization = float64(s.CPURunningMilli) / float64(s.CPUAllocMilli)
 	}
 	dropped := capWeb(web, s.WebDesired)
-	capWeb(fixed, s.WebDesired)
+	for node, k := range fixed {
+		fixed[node] = min(k, web[node]) // of the web pods held, never more
+	}
 	for _, n := range nodes {
 		s.WebHeld = held(s.WebHeld, web[n.Name])
 		s.WebFixedHeld = held(s.WebFixedHeld, fixed[n.Name])

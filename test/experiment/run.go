@@ -144,7 +144,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		if stopErr := edl.Stop(EDLStopGrace); stopErr != nil && err == nil {
 			err = stopErr
 		}
-		res.Scalings = countLines(logPath, `msg="scaled trainers"`)
+		if res != nil { // nil when the run failed
+			res.Scalings = countLines(logPath, `msg="scaled trainers"`)
+		}
 	}()
 
 	d := &driver{env: env, rec: rec, opts: opts, progress: progress, edl: edl, stop: stopRun}

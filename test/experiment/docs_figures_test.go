@@ -272,6 +272,8 @@ func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
 			levelGap(levels, 0, 4, func(l Level) float64 { return l.Ideal - l.Around }), levelGap(levels, 4, 7, func(l Level) float64 { return l.Ideal - l.Around })),
 		fmt.Sprintf("With bin-packing the bound is %s and EDL is %s points below it", pct(binpack.MeanIdealFixed), pts(binpack.MeanIdealFixed, binpack.MeanUtilization)),
 		fmt.Sprintf("the bound of what EDL cannot influence at most %s (%s)", pct(shared.MeanIdealFixed), pct(binpack.MeanIdealFixed)),
+		fmt.Sprintf("the most EDL could reach is %s (%s): EDL is %s points below what it cannot influence", pct(shared.MeanIdealFixed),
+			pct(binpack.MeanIdealFixed), pts(shared.MeanIdealFixed, shared.MeanUtilization)),
 		// Experiment 3.
 		fmt.Sprintf("Of the CPU pool's %s points under its ideal, %s are where the web pods run", pts(cpu.MeanIdeal, cpu.MeanUtilization), pts(cpu.MeanIdeal, cpu.MeanIdealAround)),
 		fmt.Sprintf("%s where the pservers went and %s are EDL's", pts(cpu.MeanIdealAround, cpu.MeanIdealTrainers), pts(cpu.MeanIdealTrainers, cpu.MeanUtilization)),

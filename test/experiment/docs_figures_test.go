@@ -89,6 +89,23 @@ func levelGap(levels []Level, from, to int, f func(Level) float64) string {
 	return fmt.Sprintf("%.1f", 100*sum/float64(n))
 }
 
+// ideal and ofTrainers are a sample's gaps to the ideal and to the bound of
+// the trainers.
+func ideal(s Sample) float64      { return s.Ideal - s.Utilization }
+func ofTrainers(s Sample) float64 { return s.IdealTrainers - s.Utilization }
+
+// phaseGap is what gap measures over the samples from a to b seconds, in
+// points of the run's mean over all its samples.
+func phaseGap(r *Result, a, b float64, gap func(Sample) float64) string {
+	var sum float64
+	for _, s := range r.Samples {
+		if t := s.At.Seconds(); t >= a && t < b {
+			sum += gap(s)
+		}
+	}
+	return fmt.Sprintf("%.1f", 100*sum/float64(len(r.Samples)))
+}
+
 // atEnd is the last sample's utilization, Running trainers and the range
 // of the trainers per job ("30–33").
 func atEnd(r *Result) (util float64, trainers int, perJob string) {
@@ -270,6 +287,12 @@ func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
 		fmt.Sprintf("the cluster at %s, against the packing bound's", pct(trainingEnd)),
 		fmt.Sprintf("The mean (%s) is %s points below running without EDL", pct(edl.MeanUtilization), pts(off.MeanUtilization, edl.MeanUtilization)),
 		fmt.Sprintf("the useful utilization (%s against %s) is %s points above it", pct(edl.MeanUseful), pct(off.MeanUseful), pts(edl.MeanUseful, off.MeanUseful)),
+		fmt.Sprintf("the ramp (0–32 s) %s points of the mean, %s of them below the bound of the trainers",
+			phaseGap(runs["training-edl"], 0, 32, ideal), phaseGap(runs["training-edl"], 0, 32, ofTrainers)),
+		fmt.Sprintf("from 32 to 88 s %s (%s below the bound of the trainers); the steady state %s points",
+			phaseGap(runs["training-edl"], 32, 88, ideal), phaseGap(runs["training-edl"], 32, 88, ofTrainers), phaseGap(runs["training-edl"], 88, 1e9, ideal)),
+		fmt.Sprintf("the ramp costs %s points and the run came within %s points of the ideal (%s)", phaseGap(runs["training-edl+nogang"], 0, 32, ideal),
+			pts(full["training-edl+nogang"].MeanIdeal, full["training-edl+nogang"].MeanUtilization), pct(full["training-edl+nogang"].MeanUtilization)),
 		// Experiment 2.
 		fmt.Sprintf("utilization from %s to %s", pct(sharedOff.MeanUtilization), pct(shared.MeanUtilization)),
 		fmt.Sprintf("reaches more than %s (%s)", pct(shared.MeanIdealAround), pct(binpack.MeanIdealAround)),

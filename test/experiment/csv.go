@@ -3,12 +3,12 @@ package experiment
 import (
 	"encoding/csv"
 	"fmt"
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -45,7 +45,8 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 
 	names := jobNames(r)
 	header := []string{"t_s", "utilization", "ideal", "load", "cpu_running_milli", "cpu_pending_milli", "cpu_allocatable_milli", "jobs_submitted", "jobs_pending",
-		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around", "ideal_trainers"}
+		"trainers_running", "web_desired", "web_running", "web_pending", "pods_pending", "cpu_held_waiting_milli", "ideal_around", "ideal_trainers",
+		"useful", "cpu_deleting_milli", heldColumn(v1.RoleMaster), heldColumn(v1.RolePserver), heldColumn(v1.RoleTrainer), "in_window", "ideal_fixed"}
 	for _, n := range names {
 		header = append(header, "trainers_"+n)
 	}
@@ -63,7 +64,9 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 		}
 		row := []string{sec(s.At), ratio(s.Utilization), ratio(s.Ideal), ratio(load), strconv.FormatInt(s.CPURunningMilli, 10),
 			strconv.FormatInt(s.CPUPendingMilli, 10), strconv.FormatInt(s.CPUAllocMilli, 10), itoa(s.Submitted), itoa(s.PendingJobs), itoa(s.RunningTrainers),
-			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround), ratio(s.IdealTrainers)}
+			itoa(s.WebDesired), itoa(s.WebRunning), itoa(s.WebPending), itoa(s.PendingPods), strconv.FormatInt(s.CPUHeldWaitingMilli, 10), ratio(s.IdealAround), ratio(s.IdealTrainers),
+			ratio(s.Useful()), strconv.FormatInt(s.CPUDeletingMilli, 10), strconv.FormatInt(s.HeldWaiting.Master, 10),
+			strconv.FormatInt(s.HeldWaiting.Pserver, 10), strconv.FormatInt(s.HeldWaiting.Trainer, 10), strconv.FormatBool(s.At >= r.WindowStart), ratio(s.IdealFixed)}
 		running := map[string]int{}
 		for _, j := range s.Jobs {
 			running[j.Name] = j.Running
@@ -142,6 +145,9 @@ var poolColumns = []struct {
 		func(p *PoolSample, v float64) { p.IdealAround = v }},
 	{"ideal_trainers", func(p PoolSample) string { return strconv.FormatFloat(p.IdealTrainers, 'f', 4, 64) },
 		func(p *PoolSample, v float64) { p.IdealTrainers = v }},
+	{"ideal_fixed", func(p PoolSample) string { return strconv.FormatFloat(p.IdealFixed, 'f', 4, 64) },
+		func(p *PoolSample, v float64) { p.IdealFixed = v }},
+	{"useful", func(p PoolSample) string { return strconv.FormatFloat(p.Useful(), 'f', 4, 64) }, func(*PoolSample, float64) {}},
 	{"nodes", func(p PoolSample) string { return strconv.Itoa(p.Nodes) }, func(p *PoolSample, v float64) { p.Nodes = int(v) }},
 	{"cpu_running_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPURunningMilli, 10) },
 		func(p *PoolSample, v float64) { p.CPURunningMilli = int64(v) }},
@@ -149,6 +155,10 @@ var poolColumns = []struct {
 		func(p *PoolSample, v float64) { p.CPUAllocMilli = int64(v) }},
 	{"gpu_running", func(p PoolSample) string { return strconv.FormatInt(p.GPURunning, 10) }, func(p *PoolSample, v float64) { p.GPURunning = int64(v) }},
 	{"gpu_allocatable", func(p PoolSample) string { return strconv.FormatInt(p.GPUAlloc, 10) }, func(p *PoolSample, v float64) { p.GPUAlloc = int64(v) }},
+	{"cpu_held_waiting_milli", func(p PoolSample) string { return strconv.FormatInt(p.CPUHeldWaitingMilli, 10) },
+		func(p *PoolSample, v float64) { p.CPUHeldWaitingMilli = int64(v) }},
+	{"gpu_held_waiting", func(p PoolSample) string { return strconv.FormatInt(p.GPUHeldWaiting, 10) },
+		func(p *PoolSample, v float64) { p.GPUHeldWaiting = int64(v) }},
 }
 
 // poolNames are the names of every pool seen in the samples, sorted.
@@ -181,79 +191,4 @@ func jobNames(r *Result) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// ReadResult reads back what WriteCSV wrote for one run: its samples (with
-// the trainers Running per job), enough to draw its figure again.
-func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error) {
-	path := filepath.Join(dir, fmt.Sprintf("%s-%s-samples.csv", scenario, variant.Label()))
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	col := map[string]int{}
-	var pools []string
-	for i, name := range rows[0] {
-		col[name] = i
-		if pool, ok := strings.CutSuffix(name, "_"+poolColumns[0].name); ok {
-			pools = append(pools, pool)
-		}
-	}
-	r := &Result{Scenario: scenario, Variant: variant}
-	for _, row := range rows[1:] {
-		num := func(name string) float64 {
-			i, ok := col[name]
-			if !ok || i >= len(row) {
-				return 0
-			}
-			v, _ := strconv.ParseFloat(row[i], 64)
-			return v
-		}
-		s := Sample{
-			At:              time.Duration(num("t_s") * float64(time.Second)),
-			Utilization:     num("utilization"),
-			Ideal:           num("ideal"),
-			CPURunningMilli: int64(num("cpu_running_milli")),
-			CPUPendingMilli: int64(num("cpu_pending_milli")),
-			CPUAllocMilli:   int64(num("cpu_allocatable_milli")),
-			Submitted:       int(num("jobs_submitted")),
-			PendingJobs:     int(num("jobs_pending")),
-			RunningTrainers: int(num("trainers_running")),
-			WebDesired:      int(num("web_desired")),
-			WebRunning:      int(num("web_running")),
-			WebPending:      int(num("web_pending")),
-			PendingPods:     int(num("pods_pending")),
-
-			CPUHeldWaitingMilli: int64(num("cpu_held_waiting_milli")),
-			IdealAround:         num("ideal_around"),
-			IdealTrainers:       num("ideal_trainers"),
-		}
-		for name, i := range col {
-			if job, ok := strings.CutPrefix(name, "trainers_"); ok && name != "trainers_running" && i < len(row) {
-				n, _ := strconv.Atoi(row[i])
-				s.Jobs = append(s.Jobs, JobView{Name: job, Running: n})
-			}
-		}
-		slices.SortFunc(s.Jobs, func(a, b JobView) int { return strings.Compare(a.Name, b.Name) })
-		for _, pool := range pools {
-			p := PoolSample{Name: pool}
-			for _, c := range poolColumns {
-				c.parse(&p, num(pool+"_"+c.name))
-			}
-			s.Pools = append(s.Pools, p)
-		}
-		r.Samples = append(r.Samples, s)
-	}
-	if n := len(r.Samples); n > 0 {
-		r.End = r.Samples[n-1].At
-	}
-	return r, nil
 }

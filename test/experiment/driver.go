@@ -33,18 +33,33 @@ type driver struct {
 	// stoppedForWeb the Running trainers stopped from each up-step to the
 	// next step.
 	webAdded, stoppedForWeb int
+	// boundErr is the first bound that could not be computed: it stops
+	// the scenario (stop) and fails the run.
+	boundErr error
+	stop     context.CancelFunc
 }
 
-// sample records a sample every interval until ctx is done.
+// sample records a sample every interval until ctx is done. A bound that
+// cannot be computed ends the sampling: the run fails with it (boundErr)
+// rather than average a bound of 0 into its means.
 func (d *driver) sample(ctx context.Context) {
 	t := time.NewTicker(d.opts.Size.Interval)
 	defer t.Stop()
 	for {
 		s := d.rec.Sample(time.Now())
-		d.bound(&s)
+		err := d.bound(&s)
 		d.mu.Lock()
 		d.samples = append(d.samples, s)
+		if err != nil && d.boundErr == nil {
+			d.boundErr = err
+		}
 		d.mu.Unlock()
+		if err != nil {
+			if d.stop != nil {
+				d.stop()
+			}
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -54,25 +69,40 @@ func (d *driver) sample(ctx context.Context) {
 }
 
 // bound fills in the sample's packing bounds: the whole cluster's CPU in
-// Training and Shared, each pool's in Pools.
-func (d *driver) bound(s *Sample) {
+// Training and Shared, each pool's in Pools. The bounds that hold pods where
+// they run are at most the ideal: the ideal places the same demand
+// anywhere, so a bound above it would only be an artifact (the relaxation
+// dropping minimums it cannot place). A bound that cannot be solved is an
+// error.
+func (d *driver) bound(s *Sample) error {
 	size := d.opts.Size
+	var errs []error
+	ratio := func(placed, total int64, err error) float64 {
+		v, err := ratio(placed, total, err)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
 	switch d.opts.Scenario {
 	case Training:
 		// Every job wants its maximum in both modes; nobody must come first.
 		k := s.Submitted
 		s.Ideal = ratio(Ideal(size.node(), size.Nodes, []PodDemand{
 			TrainerSize.demand("trainer", 0, k*int(size.TrainerMax)), PserverSize.demand("pserver", 0, k*int(size.Pservers))}))
-		s.IdealTrainers = ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
-			[]PodDemand{TrainerSize.demand("trainer", 0, k*int(size.TrainerMax))}))
+		s.IdealTrainers = min(s.Ideal, ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
+			[]PodDemand{TrainerSize.demand("trainer", 0, k*int(size.TrainerMax))})))
 	case Shared:
 		s.Ideal = ratio(Ideal(size.node(), size.Nodes, elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
 			size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
-		s.IdealAround = ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebHeld,
+		s.IdealAround = min(s.Ideal, ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebHeld,
 			elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
-				size.Pservers, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode)))
-		s.IdealTrainers = ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
-			trainerDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode)))
+				size.Pservers, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode))))
+		s.IdealTrainers = min(s.Ideal, ratio(IdealIn(CPU, s.TrainerRooms, s.HeldMilli, s.CPUAllocMilli,
+			trainerDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax, unbound(s.WebDesired, s.WebHeld), d.opts.Variant.Mode))))
+		s.IdealFixed = min(s.Ideal, ratio(IdealAround(CPU, size.node(), size.Nodes, WebSize.demand("web", 0, 0), s.WebFixedHeld,
+			elasticDemand(TrainerSize, s.Submitted, size.SharedTrainerMin, size.SharedTrainerMax,
+				size.Pservers, unbound(s.WebDesired, s.WebFixedHeld), d.opts.Variant.Mode))))
 	case Pools:
 		// The pools' demands are apart: CPU jobs and the web service may
 		// use only the CPU pool (the GPU nodes' taint, the web pods'
@@ -86,17 +116,25 @@ func (d *driver) bound(s *Sample) {
 			case CPUPool:
 				pool.Ideal = ratio(IdealOf(CPU, size.node(), pool.Nodes, elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
 					size.Pservers, s.WebDesired, d.opts.Variant.Mode)))
-				pool.IdealAround = ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebHeld,
+				pool.IdealAround = min(pool.Ideal, ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebHeld,
 					elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
-						size.Pservers, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode)))
-				pool.IdealTrainers = ratio(IdealIn(CPU, pool.TrainerRooms, pool.HeldMilli, pool.CPUAllocMilli,
-					trainerDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode)))
+						size.Pservers, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode))))
+				pool.IdealTrainers = min(pool.Ideal, ratio(IdealIn(CPU, pool.TrainerRooms, pool.HeldMilli, pool.CPUAllocMilli,
+					trainerDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax, unbound(s.WebDesired, pool.WebHeld), d.opts.Variant.Mode))))
+				pool.IdealFixed = min(pool.Ideal, ratio(IdealAround(CPU, size.node(), pool.Nodes, WebSize.demand("web", 0, 0), pool.WebFixedHeld,
+					elasticDemand(TrainerSize, cpuJobs, p.CPUTrainerMin, p.CPUTrainerMax,
+						size.Pservers, unbound(s.WebDesired, pool.WebFixedHeld), d.opts.Variant.Mode))))
 			case GPUPool:
 				pool.Ideal = ratio(IdealOf(GPU, size.gpuNode(), pool.Nodes, elasticDemand(GPUTrainerSize, gpuJobs, p.GPUTrainerMin, p.GPUTrainerMax,
 					size.Pservers, 0, d.opts.Variant.Mode)))
+				pool.IdealFixed = pool.Ideal // no web pods there
 			}
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("the bounds of the sample at %s: %w", s.At.Round(time.Millisecond), err)
+	}
+	return nil
 }
 
 // unbound is how many of the desired web pods are not bound to a node, with
@@ -127,12 +165,13 @@ func elasticDemand(trainer PodSize, k int, lo, hi, pservers int32, web int, mode
 	return []PodDemand{trainer.demand("trainer", k*int(lo), k*int(hi)), PserverSize.demand("pserver", ps, ps), WebSize.demand("web", web, web)}
 }
 
-// ratio is placed ÷ total of a packing bound, 0 when it has none.
-func ratio(placed, total int64, err error) float64 {
+// ratio is placed ÷ total of a packing bound, 0 when there is nothing to
+// place onto; the bound's error passes through.
+func ratio(placed, total int64, err error) (float64, error) {
 	if err != nil || total == 0 {
-		return 0
+		return 0, err
 	}
-	return float64(placed) / float64(total)
+	return float64(placed) / float64(total), nil
 }
 
 // step records a step and prints its progress line.
@@ -143,7 +182,10 @@ func (d *driver) step(what string) {
 	d.steps = append(d.steps, at)
 	d.mu.Unlock()
 	s := d.rec.Sample(now)
-	d.bound(&s)
+	if err := d.bound(&s); err != nil {
+		fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %s: %v\n", d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, err)
+		return
+	}
 	bounds := func(ideal, around, trainers float64) string {
 		switch {
 		case trainers == 0:
@@ -264,10 +306,12 @@ func (d *driver) shared(ctx context.Context) error {
 	size := d.opts.Size
 	web, levels := d.web()
 	first := levels[0]
+	// Wanted before they exist: the samples hold at most the desired web
+	// pods where they run.
+	d.rec.SetWebDesired(int(first))
 	if _, err := d.kube.AppsV1().Deployments(Namespace).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the web Deployment: %w", err)
 	}
-	d.rec.SetWebDesired(int(first))
 	if err := d.waitFor(ctx, 5*time.Minute, func(s Sample) bool { return s.WebRunning == int(first) }); err != nil {
 		return fmt.Errorf("the %d web pods never all ran: %w", first, err)
 	}

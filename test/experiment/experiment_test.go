@@ -215,7 +215,7 @@ func TestPoolUsage(t *testing.T) {
 		pod("other", corev1.PodRunning, TrainerSize), // a node of no pool
 		pod("", corev1.PodPending, GPUTrainerSize),   // unbound
 	}
-	got := poolUsage(nodes, pods, map[string]int{"cpu-1": 2}, PoolLabel)
+	got := poolUsage(nodes, pods, webCounts{held: map[string]int{"cpu-1": 2}, fixed: map[string]int{"cpu-1": 1}}, nil, PoolLabel)
 	require.Len(t, got, 2)
 	// The room for trainers: the pods here have no trainer label, so all
 	// of them hold room, the Pending one bound to cpu-1 too.
@@ -226,14 +226,14 @@ func TestPoolUsage(t *testing.T) {
 	for i := range got {
 		got[i].TrainerRooms, got[i].HeldMilli = nil, 0
 	}
-	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000, WebHeld: []int{1, 0, 1}}, got[0],
-		"one node of the CPU pool holds no web pod, one holds two")
-	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2, WebHeld: []int{1}}, got[1])
+	assert.Equal(t, PoolSample{Name: CPUPool, Nodes: 2, CPUAllocMilli: 36000, CPURunningMilli: 8000, WebHeld: []int{1, 0, 1},
+		WebFixedHeld: []int{1, 1}}, got[0], "one node of the CPU pool holds no web pod, one holds two, one of them placed before any job")
+	assert.Equal(t, PoolSample{Name: GPUPool, Nodes: 1, CPUAllocMilli: 64000, CPURunningMilli: 16000, GPUAlloc: 8, GPURunning: 2, WebHeld: []int{1}, WebFixedHeld: []int{1}}, got[1])
 	assert.Equal(t, CPU, got[0].Resource())
 	assert.InDelta(t, 8.0/36, got[0].Utilization(), 1e-9)
 	assert.Equal(t, GPU, got[1].Resource())
 	assert.InDelta(t, 0.25, got[1].Utilization(), 1e-9, "a GPU pool counts GPUs, not its CPU")
-	assert.Empty(t, poolUsage(nodes[3:], pods, nil, PoolLabel), "no pool without the label")
+	assert.Empty(t, poolUsage(nodes[3:], pods, webCounts{}, nil, PoolLabel), "no pool without the label")
 }
 
 func TestGrowth(t *testing.T) {
@@ -360,7 +360,7 @@ func TestSampleWebHeld(t *testing.T) {
 	} {
 		require.NoError(t, pods.Add(p))
 	}
-	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{},
+	r := &Recorder{origin: time.Now(), submitted: map[string]time.Duration{}, webDesired: 5,
 		nodes: corelisters.NewNodeLister(nodes), pods: corelisters.NewPodLister(pods), jobs: tjlisters.NewTrainingJobLister(jobs)}
 	s := r.Sample(time.Now())
 	assert.Equal(t, []int{1, 1, 1}, s.WebHeld, "c holds none, b one, a two")

@@ -228,12 +228,16 @@ func solvePacking(r Resource, classes []nodeClass, shapes []PodDemand, withMin b
 			b[i] = rw.bound - 1e-7*float64(i+1)
 		}
 	}
-	opt, _, err := lp.Simplex(c, a, b, 1e-9, nil)
+	opt, _, err := simplex(c, a, b, 1e-9, nil)
 	if err != nil {
 		return 0, err
 	}
 	return int64(-opt + 0.5), nil
 }
+
+// simplex solves the packing program: gonum's lp.Simplex, which a test
+// replaces with one that fails.
+var simplex = lp.Simplex
 
 // b2f is 1 for true, 0 for false.
 func b2f(b bool) float64 {

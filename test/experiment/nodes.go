@@ -3,6 +3,7 @@ package experiment
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -93,8 +94,10 @@ func nodeKinds(nodes []*corev1.Node, pods []*corev1.Pod, top int) string {
 // trainerRooms is the room the nodes have left for trainers: what their
 // allocatable leaves once every live pod bound to them but the trainers
 // runs, counted by kind of room, and the CPU those pods request. Trainers
-// are left out: the trainers' bound packs them anew into these rooms.
-func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldMilli int64) {
+// are left out: the trainers' bound packs them anew into these rooms; so
+// are the web pods dropped (by node) above the desired count (capWeb).
+func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod, dropped map[string]int) (rooms []Room, heldMilli int64) {
+	skip := maps.Clone(dropped)
 	free := make(map[string]*NodeShape, len(nodes))
 	for _, n := range nodes {
 		a := n.Status.Allocatable
@@ -104,6 +107,10 @@ func trainerRooms(nodes []*corev1.Node, pods []*corev1.Pod) (rooms []Room, heldM
 	for _, p := range pods {
 		f := free[p.Spec.NodeName]
 		if f == nil || p.Labels[v1.LabelTrainer] != "" || !isLive(p) {
+			continue
+		}
+		if p.Labels[WebLabel] == WebName && skip[p.Spec.NodeName] > 0 {
+			skip[p.Spec.NodeName]--
 			continue
 		}
 		cpu := podCPUMilli(p)

@@ -43,7 +43,7 @@ func TestNodeKinds(t *testing.T) {
 		n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("100Gi")
 		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
 	}
-	rooms, held := trainerRooms(nodes, pods)
+	rooms, held := trainerRooms(nodes, pods, nil)
 	assert.Equal(t, []Room{
 		{Free: NodeShape{CPUMilli: 9000, MemMiB: 94 << 10, Pods: 107}, Nodes: 2},
 		{Free: NodeShape{CPUMilli: 14000, MemMiB: 95 << 10, Pods: 109}, Nodes: 1},

@@ -19,10 +19,20 @@ type Summary struct {
 	// MeanUtilization and the means of the bounds average the samples in
 	// the window.
 	MeanUtilization, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
+	// MeanIdealFixed averages the bound of what EDL cannot influence
+	// (Sample.IdealFixed); FixedDerived says it was derived, an upper bound.
+	MeanIdealFixed float64
+	FixedDerived   bool
+	// MeanUseful averages the useful utilization (Sample.Useful): the
+	// utilization less what the jobs not Running hold.
+	MeanUseful float64
 	// MeanHeldWaiting averages the share of the allocatable CPU that the
 	// Running pods of jobs not Running hold, MostHeldWaiting its highest
-	// sample.
+	// sample; MeanHeldByRole splits the mean by the pods' role (derived
+	// for a Result read back without the split: HeldDerived).
 	MeanHeldWaiting, MostHeldWaiting float64
+	MeanHeldByRole                   RoleShare
+	HeldDerived                      bool
 
 	// Jobs submitted; NeverRunning of them never reached phase Running.
 	Jobs, NeverRunning int
@@ -59,15 +69,21 @@ type Summary struct {
 	RegrowLags []time.Duration
 }
 
+// RoleShare is a share of the allocatable CPU split by the role of the pods
+// that hold it.
+type RoleShare struct {
+	Master, Pserver, Trainer float64
+}
+
 // PoolSummary is one pool's figures in a Summary.
 type PoolSummary struct {
 	Name     string
 	Resource Resource
-	// MeanUtilization and the means of the bounds average the pool's
-	// utilization of its Resource and its packing bounds over the window's
-	// samples.
-	MeanUtilization, MeanIdeal, MeanIdealAround, MeanIdealTrainers float64
-	Growth                                                         GrowthSummary
+	// MeanUtilization, MeanUseful and the means of the bounds average the
+	// pool's utilization of its Resource, useful utilization and packing
+	// bounds over the window's samples.
+	MeanUtilization, MeanUseful, MeanIdeal, MeanIdealAround, MeanIdealTrainers, MeanIdealFixed float64
+	Growth                                                                                     GrowthSummary
 }
 
 // GrowthSummary is how long the trainer pods EDL's growth added waited for
@@ -109,18 +125,22 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 				out = append(out, PoolSummary{Name: p.Name, Resource: p.Resource()})
 			}
 			out[i].MeanUtilization += p.Utilization()
+			out[i].MeanUseful += p.Useful()
 			out[i].MeanIdeal += p.Ideal
 			out[i].MeanIdealAround += p.IdealAround
 			out[i].MeanIdealTrainers += p.IdealTrainers
+			out[i].MeanIdealFixed += p.IdealFixed
 			counts[p.Name]++
 		}
 	}
 	for i := range out {
 		n := float64(counts[out[i].Name])
 		out[i].MeanUtilization /= n
+		out[i].MeanUseful /= n
 		out[i].MeanIdeal /= n
 		out[i].MeanIdealAround /= n
 		out[i].MeanIdealTrainers /= n
+		out[i].MeanIdealFixed /= n
 	}
 	for _, w := range growth {
 		if i, ok := index[w.Pool]; ok {
@@ -133,22 +153,29 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
-	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb}
-	var util, ideal, around, forTrainers, trainers, held float64
+	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb,
+		HeldDerived: r.HeldDerived, FixedDerived: r.FixedDerived}
+	var util, useful, ideal, around, forTrainers, fixed, trainers, held float64
+	var byRole RoleShare
 	for _, x := range r.Samples {
 		if x.At < r.WindowStart {
 			continue
 		}
 		s.Samples++
 		util += x.Utilization
-		if x.CPUAllocMilli > 0 {
-			h := float64(x.CPUHeldWaitingMilli) / float64(x.CPUAllocMilli)
+		useful += x.Useful()
+		if alloc := float64(x.CPUAllocMilli); alloc > 0 {
+			h := float64(x.CPUHeldWaitingMilli) / alloc
 			held += h
 			s.MostHeldWaiting = max(s.MostHeldWaiting, h)
+			byRole.Master += float64(x.HeldWaiting.Master) / alloc
+			byRole.Pserver += float64(x.HeldWaiting.Pserver) / alloc
+			byRole.Trainer += float64(x.HeldWaiting.Trainer) / alloc
 		}
 		ideal += x.Ideal
 		around += x.IdealAround
 		forTrainers += x.IdealTrainers
+		fixed += x.IdealFixed
 		trainers += float64(x.RunningTrainers)
 		s.WebMostPending = max(s.WebMostPending, x.WebPending)
 	}
@@ -156,6 +183,8 @@ func Summarize(r *Result) Summary {
 		n := float64(s.Samples)
 		s.MeanUtilization, s.MeanIdeal, s.MeanTrainers = util/n, ideal/n, trainers/n
 		s.MeanHeldWaiting, s.MeanIdealAround, s.MeanIdealTrainers = held/n, around/n, forTrainers/n
+		s.MeanUseful, s.MeanIdealFixed = useful/n, fixed/n
+		s.MeanHeldByRole = RoleShare{Master: byRole.Master / n, Pserver: byRole.Pserver / n, Trainer: byRole.Trainer / n}
 	}
 	s.Window = r.End - r.WindowStart
 
@@ -263,9 +292,11 @@ func Table(scenario Scenario, runs []Summary) string {
 	if scenario == Pools {
 		poolRows(runs, row, pct)
 	} else {
+		row(UsefulRow, func(s Summary) string { return pct(s.MeanUseful) }, "—", "—")
 		row("mean CPU allocation utilization", func(s Summary) string { return pct(s.MeanUtilization) }, orig.UtilizationOn, orig.UtilizationOff)
 		row("ideal bound (mean)", func(s Summary) string { return pct(s.MeanIdeal) }, "—", "—")
 		if scenario == Shared {
+			row(FixedRow, func(s Summary) string { return derived(pct(s.MeanIdealFixed), s.FixedDerived) }, "—", "—")
 			row(aroundRow, func(s Summary) string { return pct(s.MeanIdealAround) }, "—", "—")
 		}
 		row(trainersRow, func(s Summary) string { return pct(s.MeanIdealTrainers) }, "—", "—")
@@ -275,9 +306,6 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("mean job pending time (submission → phase Running)", func(s Summary) string { return secs(s.MeanPending) }, orig.PendingOn, orig.PendingOff)
 		row("mean time to the first trainer Running", func(s Summary) string { return secs(s.MeanFirstTrainer) }, "—", "—")
 		row("jobs never Running", func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }, "0", orig.NeverRunningOff)
-		row("CPU held by waiting jobs (Running pods of jobs not Running), mean / max", func(s Summary) string {
-			return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting)
-		}, "—", "—")
 	case Shared, Pools:
 		row("web pod pending time p50 / p95 (max)", func(s Summary) string {
 			return fmt.Sprintf("%.1f s / %.1f s (%.1f s; %d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebMax.Seconds(), s.WebPods)
@@ -289,6 +317,11 @@ func Table(scenario Scenario, runs []Summary) string {
 		row(fmt.Sprintf("regrowth after each web down-step (until %.0f%% of the trainers it let grow ran; to the sample)", 100*RegrowShare),
 			func(s Summary) string { return lags(s.RegrowLags) }, "—", "—")
 	}
+	row(HeldRow, func(s Summary) string { return pct(s.MeanHeldWaiting) + " / " + pct(s.MostHeldWaiting) }, "—", "—")
+	row(HeldByRoleRow, func(s Summary) string {
+		split := pct(s.MeanHeldByRole.Master) + " / " + pct(s.MeanHeldByRole.Pserver) + " / " + pct(s.MeanHeldByRole.Trainer)
+		return derived(split, s.HeldDerived)
+	}, "—", "—")
 	if scenario == Pools {
 		growth := func(f func(GrowthSummary) string) func(Summary) string {
 			return func(s Summary) string {
@@ -307,6 +340,24 @@ func Table(scenario Scenario, runs []Summary) string {
 	}
 	row("trainer scalings applied by edl", func(s Summary) string { return strconv.Itoa(s.Scalings) }, "—", "—")
 	return b.String()
+}
+
+// The rows of the useful utilization and of the CPU held by waiting jobs.
+const (
+	UsefulRow     = "mean useful CPU utilization (Running pods of the jobs that run, and every other Running pod)"
+	HeldRow       = "CPU held by waiting jobs (Running pods of jobs not Running), mean / max"
+	HeldByRoleRow = "of it by role, mean: master / pserver / trainer"
+)
+
+// FixedRow names the bound of what EDL cannot influence.
+const FixedRow = "bound of what EDL cannot influence, the web pods placed before any job where they run (mean)"
+
+// derived marks a figure ReadResult derived.
+func derived(figure string, isDerived bool) string {
+	if isDerived {
+		return figure + " (derived)"
+	}
+	return figure
 }
 
 // aroundRow names the bound with the web pods held where they run.
@@ -360,10 +411,15 @@ func poolRows(runs []Summary, row func(string, func(Summary) string, string, str
 				return "—"
 			}
 		}
+		row(fmt.Sprintf("%s pool: mean useful %s utilization", p.Name, strings.ToUpper(string(p.Resource))),
+			value(func(ps PoolSummary) float64 { return ps.MeanUseful }), "", "")
 		row(fmt.Sprintf("%s pool: mean %s allocation utilization", p.Name, strings.ToUpper(string(p.Resource))),
 			value(func(ps PoolSummary) float64 { return ps.MeanUtilization }), "", "")
 		row(fmt.Sprintf("%s pool: ideal bound (mean)", p.Name), value(func(ps PoolSummary) float64 { return ps.MeanIdeal }), "", "")
 		if p.Resource == CPU {
+			row(fmt.Sprintf("%s pool: %s", p.Name, FixedRow), func(s Summary) string {
+				return derived(value(func(ps PoolSummary) float64 { return ps.MeanIdealFixed })(s), s.FixedDerived)
+			}, "", "")
 			row(fmt.Sprintf("%s pool: %s", p.Name, aroundRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealAround }), "", "")
 			row(fmt.Sprintf("%s pool: %s", p.Name, trainersRow), value(func(ps PoolSummary) float64 { return ps.MeanIdealTrainers }), "", "")
 		}

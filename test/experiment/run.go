@@ -64,6 +64,10 @@ type Result struct {
 	// and Pools), TrainersStoppedForWeb the Running trainers deleted from
 	// each up-step to the next step.
 	WebAdded, TrainersStoppedForWeb int
+	// HeldDerived and FixedDerived are set on a Result read back from a
+	// samples CSV without the held CPU by role, or without the bound of
+	// what EDL cannot influence: ReadResult derived them.
+	HeldDerived, FixedDerived bool
 }
 
 // Run starts a control plane with the size's kwok nodes, runs edl against it
@@ -140,10 +144,12 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		if stopErr := edl.Stop(EDLStopGrace); stopErr != nil && err == nil {
 			err = stopErr
 		}
-		res.Scalings = countLines(logPath, `msg="scaled trainers"`)
+		if res != nil { // nil when the run failed
+			res.Scalings = countLines(logPath, `msg="scaled trainers"`)
+		}
 	}()
 
-	d := &driver{env: env, rec: rec, opts: opts, progress: progress, edl: edl}
+	d := &driver{env: env, rec: rec, opts: opts, progress: progress, edl: edl, stop: stopRun}
 	rec.ResetOrigin(time.Now())
 	samplerDone := make(chan struct{})
 	go func() {
@@ -160,6 +166,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	stopRun()
 	<-samplerDone
+	if d.boundErr != nil {
+		err = d.boundErr // the scenario ended because of it
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s with %s: %w (edl log: %s)", opts.Scenario, label, err, logPath)
 	}

@@ -43,6 +43,7 @@ func run() error {
 		out     = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
 		workDir = flag.String("workdir", "", "directory for the runs' logs (default $EDL_CACHE_DIR/experiment/<size>)")
 		replot  = flag.Bool("replot", false, "run nothing: draw the figures again from the samples CSVs in -out")
+		capped  = flag.Bool("cap_bounds", false, "run nothing: cap, sample by sample, the bounds that hold pods where they run at the ideal bound in every samples CSV in -out")
 	)
 	flag.Parse()
 	size, err := experiment.LookupSize(*sizeName)
@@ -54,6 +55,9 @@ func run() error {
 	}
 	if *workDir == "" {
 		*workDir = filepath.Join(framework.CacheDir(), "experiment", size.Name)
+	}
+	if *capped {
+		return capBounds(*out)
 	}
 	bin, err := filepath.Abs(*edlBin)
 	if err != nil {
@@ -115,6 +119,11 @@ func run() error {
 			return err
 		}
 		table := experiment.Table(scenario, summaries)
+		if scenario != experiment.Training {
+			for _, res := range results {
+				table += "\n" + experiment.LevelTable(res)
+			}
+		}
 		fmt.Printf("\n%s\nplot: %s\n\n", table, png)
 		fmt.Fprintf(&report, "\n%s\n![%s](%s)\n\n", table, scenario, filepath.Base(png))
 	}
@@ -165,6 +174,22 @@ func redraw(dir, scenarios string, variants map[experiment.Scenario]*string) err
 			return err
 		}
 		fmt.Printf("plot: %s\n", png)
+	}
+	return nil
+}
+
+// capBounds caps the bounds of every samples CSV in dir at their ideal.
+func capBounds(dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*-samples.csv"))
+	if err != nil {
+		return err
+	}
+	for _, path := range paths {
+		n, err := experiment.CapBounds(path)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d bounds capped at the ideal\n", path, n)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/paddlepaddle/edl/pkg/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -79,8 +81,9 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	r.flags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "paddlecloud",
-		"namespace of the EDL controller's Lease, where it publishes the options it runs with")
+	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "",
+		"namespace of the EDL controller's Lease, where it publishes the options it runs with (default: the namespace of the one Lease "+
+			config.LeaseName+" in the cluster when you may list Leases everywhere, else "+defaultControllerNamespace+")")
 	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false))
 	return cmd
 }

@@ -177,11 +177,16 @@ func TestManifestShape(t *testing.T) {
 		assert.Contains(t, c.Resources.Limits, r)
 	}
 	// Go's collector works toward the memory limit before the kernel
-	// would kill edl for it.
-	require.Len(t, c.Env, 1)
-	assert.Equal(t, "GOMEMLIMIT", c.Env[0].Name)
-	require.NotNil(t, c.Env[0].ValueFrom)
-	assert.Equal(t, &corev1.ResourceFieldSelector{Resource: "limits.memory"}, c.Env[0].ValueFrom.ResourceFieldRef)
+	// would kill edl for it; the Lease follows the pod's namespace.
+	env := map[string]*corev1.EnvVarSource{}
+	for _, e := range c.Env {
+		env[e.Name] = e.ValueFrom
+	}
+	require.Len(t, env, 2, "%+v", c.Env)
+	require.NotNil(t, env["GOMEMLIMIT"])
+	assert.Equal(t, &corev1.ResourceFieldSelector{Resource: "limits.memory"}, env["GOMEMLIMIT"].ResourceFieldRef)
+	require.NotNil(t, env["POD_NAMESPACE"])
+	assert.Equal(t, &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}, env["POD_NAMESPACE"].FieldRef)
 	require.Len(t, c.Ports, 1)
 	assert.Equal(t, int32(8080), c.Ports[0].ContainerPort)
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
@@ -207,6 +212,7 @@ func TestManifestShape(t *testing.T) {
 	file, err := config.Decode([]byte(cm.Data["config.yaml"]))
 	require.NoError(t, err, "the ConfigMap's config.yaml")
 	assert.Equal(t, "info", *file.LogLevel)
+	assert.Nil(t, file.LeaderElection.ResourceNamespace, "the Lease follows POD_NAMESPACE, so that an overlay may move the install")
 
 	// The binary accepts the command line and the file: edl validates
 	// every flag and the file before it acts on -version.

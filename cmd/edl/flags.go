@@ -41,7 +41,8 @@ type options struct {
 	preemption        bool
 	gpuResources      string
 
-	httpAddr string
+	httpAddr      string
+	secureMetrics bool
 
 	kubeAPIQPS   float64
 	kubeAPIBurst int
@@ -148,6 +149,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", *d.KubeAPIBurst, "requests edl may send at once above -kube_api_qps")
 	fs.StringVar(&o.httpAddr, "http_addr", *d.HTTPAddr, "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.BoolVar(&o.secureMetrics, "secure_metrics", *d.SecureMetrics, "serve -http_addr over TLS with a self-signed certificate, and /metrics only to a bearer token the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview)")
 	fs.BoolVar(&o.leaderElect, "leader_elect", *le.LeaderElect, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
 	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", leaseNamespace(*le.ResourceNamespace, os.Getenv(podNamespaceEnv)),
 		"namespace of the leader Lease (default: $"+podNamespaceEnv+", the pod's own namespace in the cluster, else "+*le.ResourceNamespace+")")

@@ -62,13 +62,20 @@ func manifestObjects(t *testing.T) []*unstructured.Unstructured {
 // manifestObject converts the one object of kind into out.
 func manifestObject(t *testing.T, kind string, out any) {
 	t.Helper()
+	manifestObjectNamed(t, kind, "", out)
+}
+
+// manifestObjectNamed converts the one object of kind named name (any
+// name when "") into out.
+func manifestObjectNamed(t *testing.T, kind, name string, out any) {
+	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range manifestObjects(t) {
-		if o.GetKind() == kind {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
 			found = append(found, o)
 		}
 	}
-	require.Len(t, found, 1, "%s holds one %s", manifestFile, kind)
+	require.Len(t, found, 1, "%s holds one %s %s", manifestFile, kind, name)
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(found[0].Object, out, true))
 }
 
@@ -119,7 +126,7 @@ func TestManifestAppliesOnTheAPIServer(t *testing.T) {
 	for i, o := range objs {
 		assert.Contains(t, lines[i], "/"+o.GetName()+" serverside-applied (server dry run)", "object %d, %s %s", i, o.GetKind(), o.GetName())
 	}
-	assert.Len(t, objs, 9, "Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, ConfigMap, Deployment, PodDisruptionBudget")
+	assert.Len(t, objs, 11, "Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, Role, RoleBinding, ConfigMap, Deployment, PodDisruptionBudget, Service")
 }
 
 // TestManifestPodTemplateIsRestricted evaluates the Deployment's pod
@@ -212,6 +219,13 @@ func TestManifestShape(t *testing.T) {
 	file, err := config.Decode([]byte(cm.Data["config.yaml"]))
 	require.NoError(t, err, "the ConfigMap's config.yaml")
 	assert.Equal(t, "info", *file.LogLevel)
+	assert.True(t, *file.SecureMetrics, "/metrics over TLS, for authorized tokens only")
+	for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		assert.Equal(t, corev1.URISchemeHTTPS, probe.HTTPGet.Scheme, "the server speaks TLS only")
+	}
+	var reader rbacv1.ClusterRole
+	manifestObjectNamed(t, "ClusterRole", "edl-metrics-reader", &reader)
+	assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader.Rules)
 	assert.Nil(t, file.LeaderElection.ResourceNamespace, "the Lease follows POD_NAMESPACE, so that an overlay may move the install")
 
 	// The binary accepts the command line and the file: edl validates
@@ -227,7 +241,7 @@ func TestManifestShape(t *testing.T) {
 	assert.Contains(t, string(dockerfile), " "+c.Command[0]+"\n", "the Dockerfile copies edl to %s", c.Command[0])
 
 	var role rbacv1.ClusterRole
-	manifestObject(t, "ClusterRole", &role)
+	manifestObjectNamed(t, "ClusterRole", "edl-controller", &role)
 	for _, rule := range role.Rules {
 		for _, field := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames} {
 			assert.NotContains(t, field, "*", "no wildcards: %+v", rule)

@@ -27,7 +27,7 @@ build: ## build bin/edl and the kubectl plugin bin/kubectl-edl (hack/build.sh: t
 	hack/build.sh bin/edl $(VERSION)
 
 .PHONY: generate
-generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml)
+generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml), and copy it and edl_controller.yaml into config/
 	hack/update-codegen.sh
 
 .PHONY: verify

@@ -126,7 +126,7 @@ func TestManifestAppliesOnTheAPIServer(t *testing.T) {
 	for i, o := range objs {
 		assert.Contains(t, lines[i], "/"+o.GetName()+" serverside-applied (server dry run)", "object %d, %s %s", i, o.GetKind(), o.GetName())
 	}
-	assert.Len(t, objs, 11, "Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, Role, RoleBinding, ConfigMap, Deployment, PodDisruptionBudget, Service")
+	assert.Len(t, objs, 14, "Namespace, ServiceAccount, 4 ClusterRoles, ClusterRoleBinding, Role, RoleBinding, ConfigMap, PriorityClass, Deployment, PodDisruptionBudget, Service")
 }
 
 // TestManifestPodTemplateIsRestricted evaluates the Deployment's pod
@@ -174,7 +174,10 @@ func TestManifestShape(t *testing.T) {
 	assert.Equal(t, "edl-controller", spec.ServiceAccountName)
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	assert.Equal(t, "paddlepaddle/edl-controller", c.Image)
+	release, err := os.ReadFile(filepath.Join(filepath.Dir(manifestPath(t)), "VERSION"))
+	require.NoError(t, err)
+	assert.Equal(t, "paddlepaddle/edl-controller:"+strings.TrimSpace(string(release)), c.Image, "the release's image")
+	assert.Equal(t, "edl-controller", spec.PriorityClassName)
 	require.NotNil(t, c.SecurityContext)
 	assert.Equal(t, int64(65532), *c.SecurityContext.RunAsUser)
 	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)

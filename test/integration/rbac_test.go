@@ -28,7 +28,14 @@ const controllerUser = "system:serviceaccount:paddlecloud:edl-controller"
 // user, with that user's permissions only.
 func impersonatingKubeconfig(t *testing.T, user string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(cp.Kubeconfig)
+	return impersonatingKubeconfigOf(t, cp.Kubeconfig, user)
+}
+
+// impersonatingKubeconfigOf is impersonatingKubeconfig for the admin
+// kubeconfig of another control plane.
+func impersonatingKubeconfigOf(t *testing.T, kubeconfig, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	require.NoError(t, err)
 	for _, auth := range cfg.AuthInfos {
 		auth.Impersonate = user

@@ -14,8 +14,9 @@ func newExplainCommand(r *root) *cobra.Command {
 	var all bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "explain [JOB]",
-		Short: "Why each TrainingJob has the trainers it has",
+		Use:               "explain [JOB]",
+		ValidArgsFunction: completeJobs(r, 1),
+		Short:             "Why each TrainingJob has the trainers it has",
 		Long: `Plans once on the live cluster, as the controller's next cycle would, changes nothing, and
 prints for each TrainingJob what the next cycle would do and what limits it. It plans with the
 options the running controller published on its Lease (--controller-namespace, else found by

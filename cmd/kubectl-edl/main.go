@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -28,7 +29,22 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+	os.Exit(run(commandLine(os.Args[0], os.Args[1:]), genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+}
+
+// completerName is the name under which kubectl (v1.26 and newer) runs a
+// plugin's completion: `kubectl edl <TAB>` runs kubectl_complete-edl with
+// the words after "edl". The same binary, installed under that name too,
+// answers as cobra's __complete.
+const completerName = "kubectl_complete-edl"
+
+// commandLine is the arguments to run: args, or cobra's __complete of
+// them when the binary runs as completerName.
+func commandLine(argv0 string, args []string) []string {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == completerName {
+		return append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
+	return args
 }
 
 // run is main without os.Exit: 0, 1 for a failure, 2 for a mistake in the
@@ -64,8 +80,12 @@ type root struct {
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	r := &root{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
-		Use:   "kubectl edl",
-		Short: "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
+		// The binary's name, so that the completion scripts cobra writes
+		// complete kubectl-edl and never replace kubectl's own; help shows
+		// the display name.
+		Use:         "kubectl-edl",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl edl"},
+		Short:       "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
 		Long: `kubectl edl works with EDL's TrainingJobs on the cluster of the kubeconfig's current context.
 
   kubectl edl explain [JOB]     why each job has its trainers: one plan, as the controller's next

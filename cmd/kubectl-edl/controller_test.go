@@ -57,3 +57,27 @@ func TestFindControllerFollowsTheLease(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionWarnsOnSkew: version gives the controller's published version
+// and warns when it is not the plugin's, or when none can be read.
+func TestVersionWarnsOnSkew(t *testing.T) {
+	published := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ml-system", Name: "edl-controller",
+		Annotations: map[string]string{
+			"edl.paddlepaddle.org/configuration": `{"apiVersion":"edl.paddlepaddle.org/v1alpha1","kind":"EDLConfiguration"}`,
+			"edl.paddlepaddle.org/leader":        "a", "edl.paddlepaddle.org/version": "v0.1.0",
+		}}}
+	client := fake.NewClientset(published)
+	line, warning, err := controllerVersion(t.Context(), client.CoordinationV1(), "", "v0.1.0")
+	require.NoError(t, err)
+	assert.Equal(t, "controller   v0.1.0 (the Lease ml-system/edl-controller)", line)
+	assert.Empty(t, warning)
+
+	_, warning, err = controllerVersion(t.Context(), client.CoordinationV1(), "", "v0.2.0")
+	require.NoError(t, err)
+	assert.Equal(t, "the plugin is v0.2.0 and the controller v0.1.0: explain and queue may read what the controller writes differently; use the plugin of the controller's release", warning)
+
+	line, warning, err = controllerVersion(t.Context(), fake.NewClientset().CoordinationV1(), "", "v0.1.0")
+	require.NoError(t, err)
+	assert.Equal(t, "controller   unknown", line)
+	assert.Contains(t, warning, "no Lease paddlecloud/edl-controller")
+}

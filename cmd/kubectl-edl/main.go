@@ -91,8 +91,9 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
   kubectl edl explain [JOB]     why each job has its trainers: one plan, as the controller's next
                                 cycle would make it, with the options the controller runs with
   kubectl edl queue             the jobs waiting for admission, in queue order, and what each waits for
-  kubectl edl suspend JOB       stop a job's pods, keeping the job (spec.suspend: true)
-  kubectl edl resume JOB        queue it again (spec.suspend: false)`,
+  kubectl edl suspend JOB...    stop jobs' pods, keeping the jobs (spec.suspend: true)
+  kubectl edl resume JOB...     queue them again (spec.suspend: false)
+  kubectl edl version           the plugin's version and the running controller's`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -104,7 +105,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "",
 		"namespace of the EDL controller's Lease, where it publishes the options it runs with (default: the namespace of the one Lease "+
 			config.LeaseName+" in the cluster when you may list Leases everywhere, else "+defaultControllerNamespace+")")
-	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false))
+	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false), newVersionCommand(r))
 	return cmd
 }
 

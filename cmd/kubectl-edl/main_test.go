@@ -106,3 +106,9 @@ func TestHelpListsTheCommandsAndKubectlsFlags(t *testing.T) {
 		assert.Contains(t, stdout, want)
 	}
 }
+
+func TestVersionClientOnly(t *testing.T) {
+	code, stdout, stderr := runPlugin("version", "--client")
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, "kubectl-edl  "+version+"\n", stdout)
+}

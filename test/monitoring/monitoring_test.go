@@ -219,6 +219,28 @@ func TestDashboardIsImportableAndUsesEDLsMetrics(t *testing.T) {
 	}
 }
 
+// TestDashboardShowsWhatTheAlertsQuery: every metric an alert queries is
+// on a panel, so that the one who is paged sees its history.
+func TestDashboardShowsWhatTheAlertsQuery(t *testing.T) {
+	shown := map[string]bool{}
+	for _, p := range readDashboard(t).Panels {
+		for _, target := range p.Targets {
+			for _, name := range metricsOf(t, substituteVariables(target.Expr)) {
+				shown[name] = true
+			}
+		}
+	}
+	groups, errs := rulefmt.Parse(monitoringFile(t, "edl-alerts.rules.yaml"), false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			for _, name := range metricsOf(t, r.Expr) {
+				assert.True(t, shown[name], "%s queries %s, which no panel shows", r.Alert, name)
+			}
+		}
+	}
+}
+
 // TestRegisteredCatchesARename: the check the two tests above rely on
 // fails for a name edl does not expose.
 func TestRegisteredCatchesARename(t *testing.T) {

@@ -37,8 +37,9 @@ func overlayOf(t *testing.T, base, ns string) string {
 // ConfigMap, its ServiceAccount, POD_NAMESPACE): it leads with the Lease in
 // ml-system, kubectl edl explain finds it there without being told, a user
 // bound only to edit in a namespace submits a TrainingJob that the
-// controller runs; and deleting the controller's component leaves the CRD,
-// the job and its ReplicaSets in place.
+// controller runs; applying the next release over it (an upgrade) changes
+// the image and keeps the job's objects; and deleting the controller's
+// component leaves the CRD, the job and its ReplicaSets in place.
 func TestInstallInAnotherNamespace(t *testing.T) {
 	plane := framework.StartForTest(t, framework.Options{Nodes: []framework.NodeSpec{{Name: "a", CPU: "8", Memory: "32Gi"}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -112,6 +113,22 @@ func TestInstallInAnotherNamespace(t *testing.T) {
 	})
 	require.NoError(t, err, "the controller runs her job")
 
+	// An upgrade applies the next release over it: the Deployment takes the
+	// new image; the job and its ReplicaSets are the same objects.
+	rs, err := plane.Client.AppsV1().ReplicaSets("team").Get(ctx, "mnist-trainer", metav1.GetOptions{})
+	require.NoError(t, err)
+	next := overlayOf(t, root, ns)
+	require.NoError(t, os.WriteFile(filepath.Join(next, "kustomization.yaml"), append(mustRead(t, filepath.Join(next, "kustomization.yaml")),
+		[]byte("images:\n  - name: paddlepaddle/edl-controller\n    newTag: v99.0.0\n")...), 0o600))
+	_, err = plane.Kubectl(ctx, "apply", "-k", next)
+	require.NoError(t, err)
+	d, err := plane.Client.AppsV1().Deployments(ns).Get(ctx, "training-job-controller", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "paddlepaddle/edl-controller:v99.0.0", d.Spec.Template.Spec.Containers[0].Image)
+	after, err := plane.Client.AppsV1().ReplicaSets("team").Get(ctx, "mnist-trainer", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, rs.UID, after.UID, "the job's objects stay through an upgrade")
+
 	// Removing the controller keeps the API, the job and its objects.
 	require.NoError(t, edl.stop())
 	_, err = plane.Kubectl(ctx, "delete", "--wait=false", "-k", overlayOf(t, filepath.Join(root, "config", "controller"), ns))
@@ -125,4 +142,11 @@ func TestInstallInAnotherNamespace(t *testing.T) {
 	assert.NoError(t, err, "the job stays")
 	_, err = plane.Client.AppsV1().ReplicaSets("team").Get(ctx, "mnist-trainer", metav1.GetOptions{})
 	assert.NoError(t, err, "its ReplicaSets stay")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	// The auth providers kubectl itself links (OIDC), so that every
+	// kubeconfig kubectl reads works here too; exec credential plugins
+	// are client-go's own.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/klog/v2"
 
 	"github.com/paddlepaddle/edl/pkg/config"

@@ -70,6 +70,9 @@ name), and says so when it cannot find them. The jobs of the current namespace, 
 			if err != nil {
 				return err
 			}
+			if done, err := printTemplated(r.streams.Out, output, res); done {
+				return err
+			}
 			return explain.Print(r.streams.Out, res, output, ns)
 		},
 	}

@@ -122,17 +122,3 @@ func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == errUsage }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
-
-// outputFlag is -o for a command that prints a table, a wide table, JSON
-// or YAML.
-func outputFlag(cmd *cobra.Command, into *string) {
-	cmd.Flags().StringVarP(into, "output", "o", "", "output format: wide, json or yaml (default: a table)")
-}
-
-func checkOutput(o string) error {
-	switch o {
-	case "", "wide", "json", "yaml":
-		return nil
-	}
-	return usagef("unknown output format %q: use wide, json or yaml", o)
-}

@@ -4,9 +4,7 @@
 #   - the typed clientset (with its fake), listers, informers and
 #     applyconfigurations under pkg/generated/, with code-generator's kube_codegen.sh,
 #   - the TrainingJob CustomResourceDefinition in thirdpartyresource.yaml, with
-#     controller-gen, so that the schema cannot drift from the Go types,
-#   - the kustomize bases' copies of it and of edl_controller.yaml, in
-#     config/crd and config/controller.
+#     controller-gen, so that the schema cannot drift from the Go types.
 # Both generators are pinned in go.mod (tool directives) and downloaded from the
 # Go module proxy by this script; nothing else is needed.
 #
@@ -84,6 +82,8 @@ HEADER
     cat "${tmp}/paddlepaddle.org_trainingjobs.yaml"
 } > "${ROOT}/thirdpartyresource.yaml"
 
+# The kustomize bases hold copies of the CRDs and of edl_controller.yaml
+# (kustomize reads no file above a kustomization's directory).
 echo "Copying thirdpartyresource.yaml and edl_controller.yaml into config/"
-cp "${ROOT}/thirdpartyresource.yaml" "${ROOT}/config/crd/trainingjobs.yaml"
+cp "${ROOT}/thirdpartyresource.yaml" "${ROOT}/config/crd/thirdpartyresource.yaml"
 cp "${ROOT}/edl_controller.yaml" "${ROOT}/config/controller/edl_controller.yaml"

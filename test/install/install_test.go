@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -61,7 +62,7 @@ func object(t *testing.T, objs []*resource.Resource, kind, name string, out any)
 // top-level files as they are (make generate copies them).
 func TestConfigCopiesAreCurrent(t *testing.T) {
 	for copyPath, source := range map[string]string{
-		"config/crd/trainingjobs.yaml":          "thirdpartyresource.yaml",
+		"config/crd/thirdpartyresource.yaml":    "thirdpartyresource.yaml",
 		"config/controller/edl_controller.yaml": "edl_controller.yaml",
 	} {
 		want, err := os.ReadFile(filepath.Join(root(t), source))
@@ -74,15 +75,20 @@ func TestConfigCopiesAreCurrent(t *testing.T) {
 
 // TestTheControllerIsApartFromTheAPI: kubectl apply -k . installs both;
 // config/controller holds no CRD, so that deleting it keeps every
-// TrainingJob; config/crd holds only the CRD.
+// TrainingJob; config/crd holds only the CRDs, TrainingJob's among them.
 func TestTheControllerIsApartFromTheAPI(t *testing.T) {
+	api := render(t, filepath.Join(root(t), "config", "crd"))
+	crds := kinds(api)["CustomResourceDefinition"]
+	assert.Equal(t, map[string]int{"CustomResourceDefinition": crds}, kinds(api), "only CRDs")
+	var crd apiextensionsv1.CustomResourceDefinition
+	object(t, api, "CustomResourceDefinition", "trainingjobs.paddlepaddle.org", &crd)
+	assert.Equal(t, "TrainingJob", crd.Spec.Names.Kind)
 	all := kinds(render(t, root(t)))
-	assert.Equal(t, 1, all["CustomResourceDefinition"])
+	assert.Equal(t, crds, all["CustomResourceDefinition"])
 	assert.Equal(t, 1, all["Deployment"])
 	controller := kinds(render(t, filepath.Join(root(t), "config", "controller")))
 	assert.Zero(t, controller["CustomResourceDefinition"], "deleting the controller must not delete the jobs")
 	assert.Equal(t, 1, controller["Deployment"])
-	assert.Equal(t, map[string]int{"CustomResourceDefinition": 1}, kinds(render(t, filepath.Join(root(t), "config", "crd"))))
 }
 
 // TestOverlayMovesTheWholeInstall: an overlay that sets another namespace

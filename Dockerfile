@@ -1,6 +1,6 @@
 # The EDL controller image: a static edl on distroless, as uid 65532.
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always) -t paddlepaddle/edl-controller .
+#   docker build --build-arg VERSION=$(cat VERSION) -t paddlepaddle/edl-controller:$(cat VERSION) .
 #
 # The build stage runs hack/build.sh, the same command as `make build`
 # (cmd/edl/build_test.go checks that they stay the same).

@@ -12,6 +12,10 @@ export EDL_CACHE_DIR
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
+# The release the manifests run (the file VERSION), and its image.
+RELEASE := $(shell cat VERSION)
+IMAGE ?= paddlepaddle/edl-controller
+
 # Standing local cluster size (make cluster-up).
 NODES ?= 4
 NODE_CPU ?= 18
@@ -23,11 +27,15 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build bin/edl and the kubectl plugin bin/kubectl-edl (hack/build.sh: the Dockerfile runs the same command)
+build: ## build bin/edl, the kubectl plugin bin/kubectl-edl and its completion link bin/kubectl_complete-edl (hack/build.sh: the Dockerfile runs the same command)
 	hack/build.sh bin/edl $(VERSION)
 
+.PHONY: image
+image: ## docker build the controller image paddlepaddle/edl-controller:<the release in VERSION> (IMAGE= for another name), the tag the manifests run; edl -version prints it
+	docker build --build-arg VERSION=$(RELEASE) -t $(IMAGE):$(RELEASE) .
+
 .PHONY: generate
-generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml)
+generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml), and copy it and edl_controller.yaml into config/
 	hack/update-codegen.sh
 
 .PHONY: verify

@@ -14,3 +14,6 @@ version="${2:-${VERSION:-dev}}"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "$out" ./cmd/edl
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "$(dirname "$out")/kubectl-edl" ./cmd/kubectl-edl
+# kubectl (v1.26 and newer) completes `kubectl edl <TAB>` by running
+# kubectl_complete-edl from the PATH: the plugin under that name.
+ln -sf kubectl-edl "$(dirname "$out")/kubectl_complete-edl"

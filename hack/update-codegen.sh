@@ -84,3 +84,9 @@ HEADER
     cat "${tmp}/paddlepaddle.org_trainingjobs.yaml"
     cat "${tmp}/paddlepaddle.org_trainingqueues.yaml"
 } > "${ROOT}/thirdpartyresource.yaml"
+
+# The kustomize bases hold copies of the CRDs and of edl_controller.yaml
+# (kustomize reads no file above a kustomization's directory).
+echo "Copying thirdpartyresource.yaml and edl_controller.yaml into config/"
+cp "${ROOT}/thirdpartyresource.yaml" "${ROOT}/config/crd/thirdpartyresource.yaml"
+cp "${ROOT}/edl_controller.yaml" "${ROOT}/config/controller/edl_controller.yaml"

@@ -12,7 +12,7 @@ tar -C "${REPO_ROOT}" --exclude=.git --exclude=bin --exclude=_output -cf - . | t
 "${REPO_ROOT}/hack/update-codegen.sh" "${tmp}" >/dev/null
 
 status=0
-for path in pkg/apis pkg/generated thirdpartyresource.yaml; do
+for path in pkg/apis pkg/generated thirdpartyresource.yaml config; do
     if ! diff -ruN "${REPO_ROOT}/${path}" "${tmp}/${path}"; then
         status=1
     fi

@@ -78,6 +78,7 @@ func TestPreemptionFromTheFileOrTheFlag(t *testing.T) {
 // TestEveryConfigFieldIsAFlag: each field of the file has the flag of the
 // same option, with the configuration's default.
 func TestEveryConfigFieldIsAFlag(t *testing.T) {
+	t.Setenv(podNamespaceEnv, "")
 	o, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, config.Default(), o.effective, "the flags' defaults are the configuration's")
@@ -114,4 +115,31 @@ func TestBadConfigFileIsOneLine(t *testing.T) {
 	code, _, stderr = runEDL("-config", writeConfig(t, "workers: 3\n"), "-max_load_desired", "1.5")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "invalid value 1.5 for flag -max_load_desired")
+}
+
+// TestLeaseNamespaceFollowsThePod: in a pod (POD_NAMESPACE, which
+// edl_controller.yaml sets through the downward API) the Lease is in the
+// pod's namespace unless the file or a flag names another; outside a pod
+// it is the configuration's default.
+func TestLeaseNamespaceFollowsThePod(t *testing.T) {
+	path := writeConfig(t, "leaderElection:\n  resourceNamespace: from-file\n")
+	cases := []struct {
+		name, podNamespace string
+		args               []string
+		want               string
+	}{
+		{"outside a pod", "", nil, "paddlecloud"},
+		{"in a pod", "ml-system", nil, "ml-system"},
+		{"the file over the pod", "ml-system", []string{"-config", path}, "from-file"},
+		{"the flag over the pod", "ml-system", []string{"-leader_elect_namespace", "from-flag"}, "from-flag"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(podNamespaceEnv, c.podNamespace)
+			o, err := parseFlags(c.args, io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, o.leaderElectNS)
+			assert.Equal(t, c.want, *o.effective.LeaderElection.ResourceNamespace, "the configuration logged and published")
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -40,7 +41,8 @@ type options struct {
 	preemption        bool
 	gpuResources      string
 
-	httpAddr string
+	httpAddr      string
+	secureMetrics bool
 
 	kubeAPIQPS   float64
 	kubeAPIBurst int
@@ -147,13 +149,30 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", *d.KubeAPIBurst, "requests edl may send at once above -kube_api_qps")
 	fs.StringVar(&o.httpAddr, "http_addr", *d.HTTPAddr, "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.BoolVar(&o.secureMetrics, "secure_metrics", *d.SecureMetrics, "serve -http_addr over TLS with a self-signed certificate, and /metrics only to a bearer token the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview)")
 	fs.BoolVar(&o.leaderElect, "leader_elect", *le.LeaderElect, "run the controller and the autoscaler only while holding the Lease "+leaseName+", so that replicas never write at once")
-	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", *le.ResourceNamespace, "namespace of the leader Lease")
+	fs.StringVar(&o.leaderElectNS, "leader_elect_namespace", leaseNamespace(*le.ResourceNamespace, os.Getenv(podNamespaceEnv)),
+		"namespace of the leader Lease (default: $"+podNamespaceEnv+", the pod's own namespace in the cluster, else "+*le.ResourceNamespace+")")
 	fs.DurationVar(&o.leaseDuration, "leader_elect_lease_duration", le.LeaseDuration.Duration, "how long standby replicas wait after the leader's last renewal before taking over")
 	fs.DurationVar(&o.renewDeadline, "leader_elect_renew_deadline", le.RenewDeadline.Duration, "how long the leader keeps retrying to renew before it gives up and exits (less than the lease duration)")
 	fs.DurationVar(&o.retryPeriod, "leader_elect_retry_period", le.RetryPeriod.Duration, "time between two attempts to acquire or renew the lease")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.Bool("logtostderr", true, "accepted for compatibility with the original deployment; logs always go to stderr")
+}
+
+// podNamespaceEnv is the variable edl_controller.yaml sets to the pod's own
+// namespace through the downward API, so that the Lease moves with the
+// install: an overlay that puts the controller into another namespace
+// needs no change of its configuration.
+const podNamespaceEnv = "POD_NAMESPACE"
+
+// leaseNamespace is the default of -leader_elect_namespace: the pod's
+// namespace when edl runs in one, else the configuration's default.
+func leaseNamespace(configDefault, podNamespace string) string {
+	if podNamespace != "" {
+		return podNamespace
+	}
+	return configDefault
 }
 
 // validate checks the flags' values; every problem is one line naming the

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -167,7 +168,15 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		h.watchdog = leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout)
 	}
 	if opts.httpAddr != "" {
-		stopServer, err := serve(opts.httpAddr, h.handler(m.Handler()), logger)
+		metrics, tlsConfig := m.Handler(), (*tls.Config)(nil)
+		if opts.secureMetrics {
+			host, _ := os.Hostname()
+			if tlsConfig, err = selfSignedTLS(host, time.Now()); err != nil {
+				return err
+			}
+			metrics = newMetricsAuth(kubeClient, logger).wrap(metrics)
+		}
+		stopServer, err := serve(opts.httpAddr, h.handler(metrics), tlsConfig, logger)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -47,13 +48,16 @@ func (h *health) handler(metrics http.Handler) http.Handler {
 	return mux
 }
 
-// serve listens on addr and serves handler until the returned stop is
-// called. Listening happens before it returns, so that a taken port is one
-// clear error.
-func serve(addr string, handler http.Handler, logger log.Logger) (stop func(), err error) {
+// serve listens on addr and serves handler, over TLS when tlsConfig is
+// not nil, until the returned stop is called. Listening happens before it
+// returns, so that a taken port is one clear error.
+func serve(addr string, handler http.Handler, tlsConfig *tls.Config, logger log.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on -http_addr %s: %w", addr, err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -63,7 +67,7 @@ func serve(addr string, handler http.Handler, logger log.Logger) (stop func(), e
 			logger.Error("the HTTP server stopped", "err", err)
 		}
 	}()
-	logger.Info("serving metrics and health checks", "addr", ln.Addr().String())
+	logger.Info("serving metrics and health checks", "addr", ln.Addr().String(), "tls", tlsConfig != nil)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

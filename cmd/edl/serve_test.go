@@ -114,6 +114,7 @@ func TestStartupProblemsAreOneLine(t *testing.T) {
 }
 
 func TestElectionFlags(t *testing.T) {
+	t.Setenv(podNamespaceEnv, "")
 	o, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	assert.True(t, o.leaderElect, "on by default")

@@ -14,12 +14,13 @@ func newExplainCommand(r *root) *cobra.Command {
 	var all bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "explain [JOB]",
-		Short: "Why each TrainingJob has the trainers it has",
+		Use:               "explain [JOB]",
+		ValidArgsFunction: completeJobs(r, 1),
+		Short:             "Why each TrainingJob has the trainers it has",
 		Long: `Plans once on the live cluster, as the controller's next cycle would, changes nothing, and
 prints for each TrainingJob what the next cycle would do and what limits it. It plans with the
-options the running controller published on its Lease (--controller-namespace), and says so
-when it cannot find them. The jobs of the current namespace, or -n, or -A; or one JOB.`,
+options the running controller published on its Lease (--controller-namespace, else found by
+name), and says so when it cannot find them. The jobs of the current namespace, or -n, or -A; or one JOB.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("unexpected argument %q: name at most one job", args[1])
@@ -40,7 +41,11 @@ when it cannot find them. The jobs of the current namespace, or -n, or -A; or on
 			}
 			res := explain.Result{}
 			var warning string
-			res.Configuration, res.Source, warning, err = explain.Configuration(ctx, c.kube.CoordinationV1(), r.controllerNamespace, nil)
+			controllerNS, err := findController(ctx, c.kube.CoordinationV1(), r.controllerNamespace)
+			if err != nil {
+				return err
+			}
+			res.Configuration, res.Source, warning, err = explain.Configuration(ctx, c.kube.CoordinationV1(), controllerNS, nil)
 			if err != nil {
 				return err
 			}
@@ -63,6 +68,9 @@ when it cannot find them. The jobs of the current namespace, or -n, or -A; or on
 				return usagef("%v", err)
 			}
 			if err != nil {
+				return err
+			}
+			if done, err := printTemplated(r.streams.Out, output, res); done {
 				return err
 			}
 			return explain.Print(r.streams.Out, res, output, ns)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -19,14 +20,35 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	// The auth providers kubectl itself links (OIDC), so that every
+	// kubeconfig kubectl reads works here too; exec credential plugins
+	// are client-go's own.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/klog/v2"
+
+	"github.com/paddlepaddle/edl/pkg/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+	os.Exit(run(commandLine(os.Args[0], os.Args[1:]), genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+}
+
+// completerName is the name under which kubectl (v1.26 and newer) runs a
+// plugin's completion: `kubectl edl <TAB>` runs kubectl_complete-edl with
+// the words after "edl". The same binary, installed under that name too,
+// answers as cobra's __complete.
+const completerName = "kubectl_complete-edl"
+
+// commandLine is the arguments to run: args, or cobra's __complete of
+// them when the binary runs as completerName.
+func commandLine(argv0 string, args []string) []string {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == completerName {
+		return append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
+	return args
 }
 
 // run is main without os.Exit: 0, 1 for a failure, 2 for a mistake in the
@@ -62,15 +84,20 @@ type root struct {
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	r := &root{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
-		Use:   "kubectl edl",
-		Short: "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
+		// The binary's name, so that the completion scripts cobra writes
+		// complete kubectl-edl and never replace kubectl's own; help shows
+		// the display name.
+		Use:         "kubectl-edl",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl edl"},
+		Short:       "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
 		Long: `kubectl edl works with EDL's TrainingJobs on the cluster of the kubeconfig's current context.
 
   kubectl edl explain [JOB]     why each job has its trainers: one plan, as the controller's next
                                 cycle would make it, with the options the controller runs with
   kubectl edl queue             the jobs waiting for admission, in queue order, and what each waits for
-  kubectl edl suspend JOB       stop a job's pods, keeping the job (spec.suspend: true)
-  kubectl edl resume JOB        queue it again (spec.suspend: false)`,
+  kubectl edl suspend JOB...    stop jobs' pods, keeping the jobs (spec.suspend: true)
+  kubectl edl resume JOB...     queue them again (spec.suspend: false)
+  kubectl edl version           the plugin's version and the running controller's`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -79,9 +106,10 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	r.flags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "paddlecloud",
-		"namespace of the EDL controller's Lease, where it publishes the options it runs with")
-	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false))
+	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "",
+		"namespace of the EDL controller's Lease, where it publishes the options it runs with (default: the namespace of the one Lease "+
+			config.LeaseName+" in the cluster when you may list Leases everywhere, else "+defaultControllerNamespace+")")
+	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false), newVersionCommand(r))
 	return cmd
 }
 
@@ -94,17 +122,3 @@ func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == errUsage }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
-
-// outputFlag is -o for a command that prints a table, a wide table, JSON
-// or YAML.
-func outputFlag(cmd *cobra.Command, into *string) {
-	cmd.Flags().StringVarP(into, "output", "o", "", "output format: wide, json or yaml (default: a table)")
-}
-
-func checkOutput(o string) error {
-	switch o {
-	case "", "wide", "json", "yaml":
-		return nil
-	}
-	return usagef("unknown output format %q: use wide, json or yaml", o)
-}

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +76,8 @@ func TestBadInvocationsGiveOneLine(t *testing.T) {
 		{"unknown command", []string{"grow"}, 2, `unknown command "grow"`},
 		{"two jobs", []string{"explain", "a", "b", "--kubeconfig", stub}, 2, `unexpected argument "b": name at most one job`},
 		{"a job and -A", []string{"explain", "a", "-A", "--kubeconfig", stub}, 2, "a JOB and -A"},
-		{"bad output", []string{"queue", "-o", "xml", "--kubeconfig", stub}, 2, `unknown output format "xml": use wide, json or yaml`},
+		{"bad output", []string{"queue", "-o", "xml", "--kubeconfig", stub}, 2, `unknown output format "xml": use wide, json, yaml, name, jsonpath=... or go-template=...`},
+		{"bad jsonpath", []string{"queue", "-o", "jsonpath={.jobs[", "--kubeconfig", stub}, 2, "invalid -o jsonpath"},
 		{"queue takes no job", []string{"queue", "a", "--kubeconfig", stub}, 2, `unknown command "a"`},
 		{"suspend without a job", []string{"suspend", "--kubeconfig", stub}, 2, "name one job"},
 		{"unknown namespace", []string{"explain", "-n", "nowhere", "--kubeconfig", stub}, 2, `namespace "nowhere" not found`},
@@ -105,4 +110,34 @@ func TestHelpListsTheCommandsAndKubectlsFlags(t *testing.T) {
 	for _, want := range []string{"-A, --all-namespaces", "-o, --output", "published on its Lease"} {
 		assert.Contains(t, stdout, want)
 	}
+}
+
+func TestVersionClientOnly(t *testing.T) {
+	code, stdout, stderr := runPlugin("version", "--client")
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, "kubectl-edl  "+version+"\n", stdout)
+}
+
+// TestOIDCKubeconfigsWork: a kubeconfig whose user authenticates with
+// kubectl's OIDC auth provider works: the plugin sends its ID token.
+func TestOIDCKubeconfigsWork(t *testing.T) {
+	b64 := base64.RawURLEncoding.EncodeToString
+	token := b64([]byte(`{"alg":"none"}`)) + "." + b64(fmt.Appendf(nil, `{"exp":%d}`, time.Now().Add(time.Hour).Unix())) + ".sig"
+	var sent atomic.Value
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Store(r.Header.Get("Authorization"))
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(server.Close)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+server.URL+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {auth-provider: {name: oidc, config: {idp-issuer-url: "https://issuer.example.com", client-id: edl, id-token: "`+token+`"}}}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: team}}]
+current-context: x
+`), 0o600))
+	_, _, stderr := runPlugin("queue", "--kubeconfig", path)
+	assert.NotContains(t, stderr, "no Auth Provider found")
+	assert.Equal(t, "Bearer "+token, sent.Load(), stderr)
 }

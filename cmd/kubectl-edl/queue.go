@@ -173,7 +173,11 @@ namespace, or -n, or -A.`,
 			if err != nil {
 				return fmt.Errorf("list TrainingJobs: %w", err)
 			}
-			return printQueue(r.streams.Out, r.streams.ErrOut, queueOf(list.Items, time.Now()), output, ns)
+			q := queueOf(list.Items, time.Now())
+			if done, err := printTemplated(r.streams.Out, output, q); done {
+				return err
+			}
+			return printQueue(r.streams.Out, r.streams.ErrOut, q, output, ns)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the jobs of every namespace")

@@ -20,6 +20,7 @@ workers: 4
 resync: 1m
 gpuResources: [nvidia.com/gpu, example.com/gpu]
 httpAddr: ":9090"
+secureMetrics: true
 kubeAPIQPS: 50
 kubeAPIBurst: 60
 autoscaler:
@@ -41,6 +42,7 @@ leaderElection:
 	require.NoError(t, err)
 	assert.Empty(t, Missing(c), "every field set")
 	assert.Equal(t, "debug", *c.LogLevel)
+	assert.True(t, *c.SecureMetrics)
 	assert.Equal(t, []string{"nvidia.com/gpu", "example.com/gpu"}, c.GPUResources)
 	assert.Equal(t, 2*time.Second, c.Autoscaler.Interval.Duration)
 	assert.Equal(t, 0.8, *c.Autoscaler.MaxLoadDesired)

@@ -58,6 +58,7 @@ var Fields = []Field{
 		},
 	},
 	field("httpAddr", "http_addr", func(c *EDLConfiguration) **string { return &c.HTTPAddr }, str, parseStr),
+	field("secureMetrics", "secure_metrics", func(c *EDLConfiguration) **bool { return &c.SecureMetrics }, strconv.FormatBool, strconv.ParseBool),
 	field("kubeAPIQPS", "kube_api_qps", func(c *EDLConfiguration) **float64 { return &c.KubeAPIQPS }, formatFloat, parseFloat),
 	field("kubeAPIBurst", "kube_api_burst", func(c *EDLConfiguration) **int { return &c.KubeAPIBurst }, strconv.Itoa, strconv.Atoi),
 

@@ -31,6 +31,10 @@ type EDLConfiguration struct {
 	// HTTPAddr is the address of /metrics, /healthz and /readyz; "" turns
 	// the server off.
 	HTTPAddr *string `json:"httpAddr,omitempty"`
+	// SecureMetrics serves the HTTP server over TLS and /metrics only to
+	// clients the API server authenticates and authorizes (get on the
+	// non-resource URL /metrics).
+	SecureMetrics *bool `json:"secureMetrics,omitempty"`
 	// KubeAPIQPS and KubeAPIBurst are the client-side rate limit of the
 	// requests to the API server.
 	KubeAPIQPS   *float64 `json:"kubeAPIQPS,omitempty"`
@@ -86,14 +90,15 @@ const DefaultGPUResource = "nvidia.com/gpu"
 // flags: every field set. edl's flags take their defaults from it.
 func Default() *EDLConfiguration {
 	return &EDLConfiguration{
-		TypeMeta:     metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
-		LogLevel:     ptr("info"),
-		Workers:      ptr(2),
-		Resync:       duration(5 * time.Minute),
-		GPUResources: []string{DefaultGPUResource},
-		HTTPAddr:     ptr(":8080"),
-		KubeAPIQPS:   ptr(20.0),
-		KubeAPIBurst: ptr(30),
+		TypeMeta:      metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		LogLevel:      ptr("info"),
+		Workers:       ptr(2),
+		Resync:        duration(5 * time.Minute),
+		GPUResources:  []string{DefaultGPUResource},
+		HTTPAddr:      ptr(":8080"),
+		SecureMetrics: ptr(false),
+		KubeAPIQPS:    ptr(20.0),
+		KubeAPIBurst:  ptr(30),
 		Autoscaler: AutoscalerConfiguration{
 			Interval:        duration(5 * time.Second),
 			MaxLoadDesired:  ptr(0.97),

@@ -28,6 +28,17 @@ const (
 
 const mebi = 1 << 20
 
+// The labels that name a TrainingJob on the per-job series. They are not
+// "namespace" and "job": Prometheus sets those on every series it scrapes
+// (the target's), and with honor_labels: false — its default, and the
+// ServiceMonitor's — it would rename EDL's to exported_namespace and
+// exported_job, merging every job into one series named after the
+// controller.
+const (
+	LabelTrainingJobNamespace = "trainingjob_namespace"
+	LabelTrainingJob          = "trainingjob"
+)
+
 // Metrics is EDL's metrics registry. Its methods are safe for concurrent use.
 type Metrics struct {
 	registry *prometheus.Registry
@@ -265,9 +276,9 @@ func newStateCollector() *stateCollector {
 		idle: prometheus.NewDesc("edl_cluster_idle",
 			"Allocatable minus requested at the last autoscaling cycle; negative when pending work asks for more than there is.", []string{"resource"}, nil),
 		fulfillment: prometheus.NewDesc("edl_job_fulfillment",
-			"(running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.", []string{"namespace", "job"}, nil),
+			"(running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 		trainers: prometheus.NewDesc("edl_job_trainers",
-			"Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.", []string{"namespace", "job", "state"}, nil),
+			"Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.", []string{LabelTrainingJobNamespace, LabelTrainingJob, "state"}, nil),
 	}
 }
 

@@ -64,17 +64,17 @@ edl_cluster_requested{resource="gpu"} 1
 edl_cluster_requested{resource="memory"} 1.073741824e+09
 # HELP edl_job_fulfillment (running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.
 # TYPE edl_job_fulfillment gauge
-edl_job_fulfillment{job="fixed",namespace="team-b"} 1
-edl_job_fulfillment{job="mnist",namespace="team-a"} 0.25
-edl_job_fulfillment{job="starved",namespace="team-b"} -1
+edl_job_fulfillment{trainingjob="fixed",trainingjob_namespace="team-b"} 1
+edl_job_fulfillment{trainingjob="mnist",trainingjob_namespace="team-a"} 0.25
+edl_job_fulfillment{trainingjob="starved",trainingjob_namespace="team-b"} -1
 # HELP edl_job_trainers Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.
 # TYPE edl_job_trainers gauge
-edl_job_trainers{job="fixed",namespace="team-b",state="desired"} 3
-edl_job_trainers{job="fixed",namespace="team-b",state="running"} 0
-edl_job_trainers{job="mnist",namespace="team-a",state="desired"} 5
-edl_job_trainers{job="mnist",namespace="team-a",state="running"} 3
-edl_job_trainers{job="starved",namespace="team-b",state="desired"} 2
-edl_job_trainers{job="starved",namespace="team-b",state="running"} 0
+edl_job_trainers{state="desired",trainingjob="fixed",trainingjob_namespace="team-b"} 3
+edl_job_trainers{state="desired",trainingjob="mnist",trainingjob_namespace="team-a"} 5
+edl_job_trainers{state="desired",trainingjob="starved",trainingjob_namespace="team-b"} 2
+edl_job_trainers{state="running",trainingjob="fixed",trainingjob_namespace="team-b"} 0
+edl_job_trainers{state="running",trainingjob="mnist",trainingjob_namespace="team-a"} 3
+edl_job_trainers{state="running",trainingjob="starved",trainingjob_namespace="team-b"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want),
 		"edl_cluster_allocatable", "edl_cluster_requested", "edl_cluster_idle", "edl_job_fulfillment", "edl_job_trainers"))
@@ -98,8 +98,8 @@ func TestJobSeriesGoWithTheJob(t *testing.T) {
 
 	m.Planned(time.Millisecond, snap, []planner.Job{{Key: "ns/b", Min: 1, Max: 3, Current: 2}})
 	out := scrape(t, m)
-	assert.NotContains(t, out, `job="a"`)
-	assert.Contains(t, out, `edl_job_trainers{job="b",namespace="ns",state="desired"} 2`)
+	assert.NotContains(t, out, `trainingjob="a"`)
+	assert.Contains(t, out, `edl_job_trainers{state="desired",trainingjob="b",trainingjob_namespace="ns"} 2`)
 }
 
 // TestNoClusterBeforeTheFirstCycle: a standby replica, which never plans,
@@ -254,4 +254,16 @@ func TestNamesListsMetricsWithoutSeries(t *testing.T) {
 	}
 	assert.NotContains(t, names, "edl_no_such_metric")
 	assert.IsNonDecreasing(t, names)
+}
+
+// TestLabelsNameEveryMetricsLabels: Labels gives each metric its constant
+// and variable labels, which test/monitoring checks the queries against.
+func TestLabelsNameEveryMetricsLabels(t *testing.T) {
+	labels := New("dev").Labels()
+	assert.Equal(t, []string{"version"}, labels["edl_build_info"])
+	assert.Equal(t, []string{LabelTrainingJobNamespace, LabelTrainingJob, "state"}, labels["edl_job_trainers"])
+	assert.Equal(t, []string{"name"}, labels["workqueue_depth"])
+	assert.Empty(t, labels["edl_leader"])
+	assert.Contains(t, labels, "edl_leader")
+	assert.Len(t, labels, len(New("dev").Names()))
 }

@@ -105,6 +105,9 @@ type EDLOptions struct {
 	// returns: an edl that exits within it (a bad flag, no API server, no
 	// CRD) is an error that carries the end of its log.
 	StartupGrace time.Duration
+	// Env are variables set for edl besides this process's own, as
+	// "NAME=value" (the Deployment's POD_NAMESPACE, say).
+	Env []string
 }
 
 // EDL is a running edl process. Its methods are safe for concurrent use.
@@ -135,6 +138,9 @@ func StartEDL(opts EDLOptions) (*EDL, error) {
 	}
 	e := &EDL{logPath: opts.LogPath, done: make(chan struct{})}
 	e.cmd = exec.Command(bin, opts.Args...)
+	if len(opts.Env) > 0 {
+		e.cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	var out io.Writer
 	var logFile *os.File
 	if e.logPath != "" {

@@ -62,13 +62,20 @@ func manifestObjects(t *testing.T) []*unstructured.Unstructured {
 // manifestObject converts the one object of kind into out.
 func manifestObject(t *testing.T, kind string, out any) {
 	t.Helper()
+	manifestObjectNamed(t, kind, "", out)
+}
+
+// manifestObjectNamed converts the one object of kind named name (any
+// name when "") into out.
+func manifestObjectNamed(t *testing.T, kind, name string, out any) {
+	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range manifestObjects(t) {
-		if o.GetKind() == kind {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
 			found = append(found, o)
 		}
 	}
-	require.Len(t, found, 1, "%s holds one %s", manifestFile, kind)
+	require.Len(t, found, 1, "%s holds one %s %s", manifestFile, kind, name)
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(found[0].Object, out, true))
 }
 
@@ -119,7 +126,7 @@ func TestManifestAppliesOnTheAPIServer(t *testing.T) {
 	for i, o := range objs {
 		assert.Contains(t, lines[i], "/"+o.GetName()+" serverside-applied (server dry run)", "object %d, %s %s", i, o.GetKind(), o.GetName())
 	}
-	assert.Len(t, objs, 9, "Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, ConfigMap, Deployment, PodDisruptionBudget")
+	assert.Len(t, objs, 14, "Namespace, ServiceAccount, 4 ClusterRoles, ClusterRoleBinding, Role, RoleBinding, ConfigMap, PriorityClass, Deployment, PodDisruptionBudget, Service")
 }
 
 // TestManifestPodTemplateIsRestricted evaluates the Deployment's pod
@@ -167,7 +174,10 @@ func TestManifestShape(t *testing.T) {
 	assert.Equal(t, "edl-controller", spec.ServiceAccountName)
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	assert.Equal(t, "paddlepaddle/edl-controller", c.Image)
+	release, err := os.ReadFile(filepath.Join(filepath.Dir(manifestPath(t)), "VERSION"))
+	require.NoError(t, err)
+	assert.Equal(t, "paddlepaddle/edl-controller:"+strings.TrimSpace(string(release)), c.Image, "the release's image")
+	assert.Equal(t, "edl-controller", spec.PriorityClassName)
 	require.NotNil(t, c.SecurityContext)
 	assert.Equal(t, int64(65532), *c.SecurityContext.RunAsUser)
 	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
@@ -177,11 +187,16 @@ func TestManifestShape(t *testing.T) {
 		assert.Contains(t, c.Resources.Limits, r)
 	}
 	// Go's collector works toward the memory limit before the kernel
-	// would kill edl for it.
-	require.Len(t, c.Env, 1)
-	assert.Equal(t, "GOMEMLIMIT", c.Env[0].Name)
-	require.NotNil(t, c.Env[0].ValueFrom)
-	assert.Equal(t, &corev1.ResourceFieldSelector{Resource: "limits.memory"}, c.Env[0].ValueFrom.ResourceFieldRef)
+	// would kill edl for it; the Lease follows the pod's namespace.
+	env := map[string]*corev1.EnvVarSource{}
+	for _, e := range c.Env {
+		env[e.Name] = e.ValueFrom
+	}
+	require.Len(t, env, 2, "%+v", c.Env)
+	require.NotNil(t, env["GOMEMLIMIT"])
+	assert.Equal(t, &corev1.ResourceFieldSelector{Resource: "limits.memory"}, env["GOMEMLIMIT"].ResourceFieldRef)
+	require.NotNil(t, env["POD_NAMESPACE"])
+	assert.Equal(t, &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}, env["POD_NAMESPACE"].FieldRef)
 	require.Len(t, c.Ports, 1)
 	assert.Equal(t, int32(8080), c.Ports[0].ContainerPort)
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
@@ -207,6 +222,14 @@ func TestManifestShape(t *testing.T) {
 	file, err := config.Decode([]byte(cm.Data["config.yaml"]))
 	require.NoError(t, err, "the ConfigMap's config.yaml")
 	assert.Equal(t, "info", *file.LogLevel)
+	assert.True(t, *file.SecureMetrics, "/metrics over TLS, for authorized tokens only")
+	for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		assert.Equal(t, corev1.URISchemeHTTPS, probe.HTTPGet.Scheme, "the server speaks TLS only")
+	}
+	var reader rbacv1.ClusterRole
+	manifestObjectNamed(t, "ClusterRole", "edl-metrics-reader", &reader)
+	assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader.Rules)
+	assert.Nil(t, file.LeaderElection.ResourceNamespace, "the Lease follows POD_NAMESPACE, so that an overlay may move the install")
 
 	// The binary accepts the command line and the file: edl validates
 	// every flag and the file before it acts on -version.
@@ -221,7 +244,7 @@ func TestManifestShape(t *testing.T) {
 	assert.Contains(t, string(dockerfile), " "+c.Command[0]+"\n", "the Dockerfile copies edl to %s", c.Command[0])
 
 	var role rbacv1.ClusterRole
-	manifestObject(t, "ClusterRole", &role)
+	manifestObjectNamed(t, "ClusterRole", "edl-controller", &role)
 	for _, rule := range role.Rules {
 		for _, field := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames} {
 			assert.NotContains(t, field, "*", "no wildcards: %+v", rule)

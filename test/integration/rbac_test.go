@@ -28,7 +28,14 @@ const controllerUser = "system:serviceaccount:paddlecloud:edl-controller"
 // user, with that user's permissions only.
 func impersonatingKubeconfig(t *testing.T, user string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(cp.Kubeconfig)
+	return impersonatingKubeconfigOf(t, cp.Kubeconfig, user)
+}
+
+// impersonatingKubeconfigOf is impersonatingKubeconfig for the admin
+// kubeconfig of another control plane.
+func impersonatingKubeconfigOf(t *testing.T, kubeconfig, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	require.NoError(t, err)
 	for _, auth := range cfg.AuthInfos {
 		auth.Impersonate = user
@@ -85,7 +92,7 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 
 	// The leader's metrics show the job, the cluster, the decision and the
 	// work queue.
-	jobSeries := `edl_job_trainers{job="` + job.Name + `",namespace="` + ns + `",state="desired"}`
+	jobSeries := `edl_job_trainers{state="desired",trainingjob="` + job.Name + `",trainingjob_namespace="` + ns + `"}`
 	edl.waitFor("the job's trainers are in the metrics", func() bool { return edl.metric(jobSeries) > float64(job.Spec.Trainer.MinInstance) })
 	assert.GreaterOrEqual(t, edl.metric(`edl_autoscaler_scale_actions_total{direction="up",reason="idle"}`), 1.0)
 	assert.Greater(t, edl.metric(`edl_cluster_allocatable{resource="cpu"}`), 0.0)
@@ -145,7 +152,7 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	require.NoError(t, err, "the garbage collector removes the deleted job's ReplicaSets")
 	edl.waitFor("the deleted job's series are gone", func() bool {
 		_, body := edl.get("/metrics")
-		return !strings.Contains(body, `job="`+job.Name+`",namespace="`+ns+`"`)
+		return !strings.Contains(body, `trainingjob="`+job.Name+`",trainingjob_namespace="`+ns+`"`)
 	})
 
 	assert.Zero(t, forbiddenRequests(edl), "requests refused with 403")

@@ -106,12 +106,19 @@ func TestPrometheusRuleHoldsTheRulesFile(t *testing.T) {
 
 // dashboard is what the test reads of the Grafana dashboard.
 type dashboard struct {
-	UID        string `json:"uid"`
-	Title      string `json:"title"`
+	UID    string `json:"uid"`
+	Title  string `json:"title"`
+	Inputs []struct {
+		Name string `json:"name"`
+	} `json:"__inputs"`
 	Templating struct {
 		List []struct {
-			Name string `json:"name"`
-			Type string `json:"type"`
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Definition string `json:"definition"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
 		} `json:"list"`
 	} `json:"templating"`
 	Panels []struct {
@@ -120,6 +127,16 @@ type dashboard struct {
 		Datasource struct {
 			UID string `json:"uid"`
 		} `json:"datasource"`
+		FieldConfig struct {
+			Defaults struct {
+				Thresholds *struct {
+					Steps []struct {
+						Color string   `json:"color"`
+						Value *float64 `json:"value"`
+					} `json:"steps"`
+				} `json:"thresholds"`
+			} `json:"defaults"`
+		} `json:"fieldConfig"`
 		Targets []struct {
 			Expr  string `json:"expr"`
 			RefID string `json:"refId"`
@@ -128,15 +145,36 @@ type dashboard struct {
 }
 
 // grafanaVariable matches the dashboard's variables in a query.
-var grafanaVariable = regexp.MustCompile(`\$(__rate_interval|namespace)\b`)
+var grafanaVariable = regexp.MustCompile(`\$(__rate_interval|namespace|job)\b`)
+
+// substituteVariables puts values in place of the dashboard's variables,
+// so that Prometheus' parser reads the query.
+func substituteVariables(expr string) string {
+	return grafanaVariable.ReplaceAllStringFunc(expr, func(v string) string {
+		if v == "$__rate_interval" {
+			return "5m"
+		}
+		return ".*"
+	})
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	var d dashboard
+	require.NoError(t, json.Unmarshal(monitoringFile(t, "grafana-dashboard.json"), &d))
+	return d
+}
 
 // TestDashboardIsImportableAndUsesEDLsMetrics: the dashboard is a Grafana
 // dashboard JSON with a data source variable every panel uses, the panels
 // the guide describes, and queries that parse and use only metrics edl
 // exposes.
 func TestDashboardIsImportableAndUsesEDLsMetrics(t *testing.T) {
-	var d dashboard
-	require.NoError(t, json.Unmarshal(monitoringFile(t, "grafana-dashboard.json"), &d))
+	d := readDashboard(t)
+	raw := string(monitoringFile(t, "grafana-dashboard.json"))
+	for _, in := range d.Inputs {
+		assert.Contains(t, raw, "${"+in.Name+"}", "the input %s is used", in.Name)
+	}
 	assert.NotEmpty(t, d.UID)
 	assert.NotEmpty(t, d.Title)
 	variables := map[string]string{}
@@ -144,6 +182,13 @@ func TestDashboardIsImportableAndUsesEDLsMetrics(t *testing.T) {
 		variables[v.Name] = v.Type
 	}
 	assert.Equal(t, "datasource", variables["datasource"])
+	assert.Equal(t, "query", variables["namespace"])
+	assert.Equal(t, "query", variables["job"])
+	for _, v := range d.Templating.List {
+		if v.Type == "query" {
+			assert.Equal(t, "${datasource}", v.Datasource.UID, v.Name)
+		}
+	}
 	known := metrics.New("test").Names()
 	used := map[string]bool{}
 	var titles []string
@@ -156,12 +201,7 @@ func TestDashboardIsImportableAndUsesEDLsMetrics(t *testing.T) {
 		require.NotEmpty(t, p.Targets, p.Title)
 		for _, target := range p.Targets {
 			assert.NotEmpty(t, target.RefID)
-			expr := grafanaVariable.ReplaceAllStringFunc(target.Expr, func(v string) string {
-				if v == "$__rate_interval" {
-					return "5m"
-				}
-				return ".*"
-			})
+			expr := substituteVariables(target.Expr)
 			assert.NotContains(t, expr, "$", "an unknown variable in %q", target.Expr)
 			for _, name := range metricsOf(t, expr) {
 				used[name] = true
@@ -176,6 +216,28 @@ func TestDashboardIsImportableAndUsesEDLsMetrics(t *testing.T) {
 	for _, m := range []string{"edl_autoscaler_max_load_desired", "edl_admission_queued_jobs", "edl_admission_wait_seconds_bucket",
 		"edl_autoscaler_plan_duration_seconds_bucket", "edl_rest_client_requests_total", "edl_job_trainers"} {
 		assert.True(t, used[m], "the dashboard shows %s", m)
+	}
+}
+
+// TestDashboardShowsWhatTheAlertsQuery: every metric an alert queries is
+// on a panel, so that the one who is paged sees its history.
+func TestDashboardShowsWhatTheAlertsQuery(t *testing.T) {
+	shown := map[string]bool{}
+	for _, p := range readDashboard(t).Panels {
+		for _, target := range p.Targets {
+			for _, name := range metricsOf(t, substituteVariables(target.Expr)) {
+				shown[name] = true
+			}
+		}
+	}
+	groups, errs := rulefmt.Parse(monitoringFile(t, "edl-alerts.rules.yaml"), false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			for _, name := range metricsOf(t, r.Expr) {
+				assert.True(t, shown[name], "%s queries %s, which no panel shows", r.Alert, name)
+			}
+		}
 	}
 }
 
@@ -208,4 +270,71 @@ func TestOperationsGuideListsTheAlerts(t *testing.T) {
 		}
 	}
 	assert.Equal(t, alerts, documented)
+}
+
+// TestLeaderStatHasThresholds: the leader stat is green at 1 and red at 0
+// and at 2 or more.
+func TestLeaderStatHasThresholds(t *testing.T) {
+	for _, p := range readDashboard(t).Panels {
+		if p.Title != "Leader" {
+			continue
+		}
+		th := p.FieldConfig.Defaults.Thresholds
+		require.NotNil(t, th)
+		color := func(v float64) string {
+			c := ""
+			for _, s := range th.Steps {
+				if s.Value == nil || v >= *s.Value {
+					c = s.Color
+				}
+			}
+			return c
+		}
+		assert.Equal(t, []string{"red", "green", "red", "red"}, []string{color(0), color(1), color(2), color(3)})
+		return
+	}
+	t.Fatal("no Leader panel")
+}
+
+// TestEveryAlertHasARunbook: each alert has a summary, a description and a
+// runbook_url pointing to a section of docs/operations.md that exists; and
+// one sample never pages: every alert waits with a for.
+func TestEveryAlertHasARunbook(t *testing.T) {
+	root, err := framework.ModuleRoot()
+	require.NoError(t, err)
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	require.NoError(t, err)
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(string(guide), -1) {
+		anchors[githubAnchor(m[1])] = true
+	}
+	groups, errs := rulefmt.Parse(monitoringFile(t, "edl-alerts.rules.yaml"), false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["description"], r.Alert)
+			assert.Positive(t, r.For, "%s fires on one sample", r.Alert)
+			page, anchor, ok := strings.Cut(r.Annotations["runbook_url"], "#")
+			if assert.True(t, ok, "%s: runbook_url %q has no section", r.Alert, r.Annotations["runbook_url"]) {
+				assert.True(t, strings.HasSuffix(page, "/docs/operations.md"), r.Alert)
+				assert.True(t, anchors[anchor], "%s: docs/operations.md has no section #%s", r.Alert, anchor)
+				assert.Equal(t, strings.ToLower(r.Alert), anchor, "the section is named after the alert")
+			}
+		}
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a heading.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9'):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

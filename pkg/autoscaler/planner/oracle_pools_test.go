@@ -1,6 +1,10 @@
 package planner
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -8,7 +12,10 @@ import (
 
 // loadPools is the test's own grouping of the snapshot's nodes into the
 // pools MaxLoadDesired applies to, node by node and without the planner's
-// classes: two nodes are in one pool when some job's trainers may use both.
+// classes: two nodes are in one pool when some job's trainers may use both,
+// or when they agree on every label a placement of the snapshot (the jobs'
+// and the pending pods') reads and on their taints — nodes no placement can
+// tell apart are one kind of room, whatever runs there.
 type loadPools struct {
 	of    map[string]int // node name → pool
 	jobs  map[string]int // job key → pool; -1 for a job no node takes
@@ -42,6 +49,33 @@ func poolsOf(snap snapshot.Snapshot, jobs []Job) loadPools {
 			} else {
 				parent[find(i)] = find(first[j.Key])
 			}
+		}
+	}
+	// Nodes that agree on every label a placement of the snapshot reads
+	// and on their taints are one kind of room.
+	keys := map[string]bool{}
+	for _, j := range jobs {
+		j.Placement.LabelKeys(func(k string) { keys[k] = true })
+	}
+	for i := range snap.Pending {
+		snap.Pending[i].Placement.LabelKeys(func(k string) { keys[k] = true })
+	}
+	alike := map[string]int{}
+	for i, n := range snap.Nodes {
+		var sig []string
+		for k := range keys {
+			v, ok := n.Labels[k]
+			sig = append(sig, fmt.Sprintf("%s=%v:%s", k, ok, v))
+		}
+		sort.Strings(sig)
+		sig = append(sig, fmt.Sprintf("%v", n.Taints))
+		key := strings.Join(sig, ",")
+		if first, ok := alike[key]; ok {
+			if a, b := find(i), find(first); a != b {
+				parent[a] = b
+			}
+		} else {
+			alike[key] = i
 		}
 	}
 	lp := loadPools{of: map[string]int{}, jobs: map[string]int{}}

@@ -38,9 +38,6 @@ func RebalancePerCycle(interval time.Duration) int32 {
 // cluster is full keeps its minimum for as long as the earlier jobs run.
 func (p *plan) rebalance() {
 	gap := p.rebalanceGap()
-	if gap >= 1 {
-		return // fulfillments never differ by more than 1
-	}
 	for _, j := range p.jobs {
 		if j.shrunk > 0 {
 			return // this plan yields already: one kind of change at a time
@@ -52,41 +49,32 @@ func (p *plan) rebalance() {
 	}
 	// Jobs compete for room with the jobs of their priority in their pool:
 	// the jobs of another pool could not use what they give back.
+	// With teams, jobs compete with the jobs of their team only: room goes
+	// between teams by reclaim.
 	type level struct {
 		pool     *pool
 		priority int32
+		team     *teamState
 	}
 	byLevel := map[level][]*jobState{}
 	var levels []level
 	for _, j := range p.movable {
-		l := level{j.pool, j.priority}
+		l := level{j.pool, j.priority, nil}
+		if j.team != nil {
+			l.team = j.team.team
+		}
 		if _, seen := byLevel[l]; !seen {
 			levels = append(levels, l)
 		}
 		byLevel[l] = append(byLevel[l], j)
 	}
-	// Per node, the room rebalancing freed and the room it promised to
-	// takers; made at the first move. A taker is promised only room givers
-	// free: idle room next to it would be growth's to hand out in the next
-	// plan, before the giver's trainer has gone.
-	var freed, reserved []vec
-	// Growth's load of each pool, with the moves so far: a giver and its
-	// taker share the node, so the pool.
-	load := make([]vec, len(p.pools))
-	for i := range p.pools {
-		load[i] = p.pools[i].growLoad
+	m := p.newMoves()
+	if gap >= 1 {
+		levels = nil // fulfillments never differ by more than 1
 	}
-	var moved int32
 levels:
 	for _, level := range levels {
-		// Growth serves higher priorities first: room freed where one of
-		// them could grow would go to it, not to the taker.
-		var ahead []*jobState
-		for _, j := range p.movable {
-			if j.priority > level.priority && p.mayGrow(j) {
-				ahead = append(ahead, j)
-			}
-		}
+		ahead := p.aheadOf(level.priority)
 		givers := &jobHeap{less: giveFirst}
 		takers := &jobHeap{less: takeFirst, at: func(j *jobState) *int { return &j.takerAt }}
 		for _, j := range byLevel[level] {
@@ -99,12 +87,11 @@ levels:
 		for givers.Len() > 0 && takers.Len() > 0 {
 			giver, taker := givers.items[0], takers.items[0]
 			// Drop who cannot give or take any more; a job is never both.
-			if giver.slack() == 0 || !giver.victims[giver.next].bound || giver.promised > 0 {
+			if !giver.mayGive() {
 				heap.Pop(givers)
 				continue
 			}
-			if taker.growsFromIdle || taker.coolingDown || taker.unschedulable || taker.starved ||
-				taker.desired+taker.promised >= taker.max {
+			if !taker.mayTake() {
 				heap.Pop(takers)
 				continue
 			}
@@ -117,69 +104,29 @@ levels:
 			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+taker.promised+1) < 0 {
 				break
 			}
-			v := &giver.victims[giver.next]
-			n := p.nodeOf(giver, v)
-			// The room the giver's trainers free, and no more than the
-			// node will have free once they are gone (a node whose pods
-			// ask more than it holds has less).
-			room := v.req
-			var avail vec
-			if n >= 0 {
-				avail = p.free[n].plus(v.req)
-				if reserved != nil {
-					room = room.plus(freed[n]).minus(reserved[n])
-					avail = avail.minus(reserved[n])
-				}
-			}
-			if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || !taker.req.fitsIn(avail) ||
-				takesFirst(ahead, n, room, p) {
-				// The taker's trainer would not fit where this one leaves,
-				// or a job of a higher priority would take the room first:
-				// the giver's capacity is of no use to the taker.
+			switch p.move(m, giver, taker, ahead) {
+			case noRoomForTaker:
 				heap.Pop(givers)
 				continue
-			}
-			if !p.quotaAllows(taker, taker.promised+1) {
+			case takerOutOfQuota:
 				heap.Pop(takers)
 				continue
-			}
-			pi := p.poolOf[p.classes.classOf[n]]
-			after := load[pi].minus(v.req).plus(taker.req)
-			if !p.admits(&p.pools[pi], after, taker.req) {
+			case overLoad:
 				break
-			}
-			if limit := p.opts.MaxRebalancePerCycle; limit > 0 && moved >= limit {
-				taker.capped = giver
+			case capped:
 				break levels
+			case movedOne:
+				if giver.takerAt >= 0 {
+					heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
+				}
+				heap.Fix(givers, 0)
+				heap.Fix(takers, taker.takerAt)
+				continue
 			}
-			moved++
-			if giver.rebalanceTo == nil {
-				giver.rebalanceFrom, giver.rebalancePlaced = gf, giver.placed
-				giver.rebalanceTo, giver.rebalanceToF = taker, tf
-			}
-			if giver.takerAt >= 0 {
-				heap.Remove(takers, giver.takerAt) // a job that gives takes nothing
-			}
-			if reserved == nil {
-				freed, reserved = make([]vec, len(p.free)), make([]vec, len(p.free))
-			}
-			freed[n] = freed[n].plus(v.req)
-			reserved[n] = reserved[n].plus(taker.req)
-			load[pi] = after
-			// Growth's load keeps this plan's removals; the taker's
-			// trainer replaces the giver's in it.
-			p.expect(int(n), taker.req.minus(v.req))
-			p.removeNext(giver)
-			giver.rebalanced++
-			if taker.promisedBy == nil {
-				taker.promisedBy = giver
-			}
-			taker.promised++
-			taker.nodes = append(taker.nodes, p.nodes[n].Name)
-			heap.Fix(givers, 0)
-			heap.Fix(takers, taker.takerAt)
+			break
 		}
 	}
+	p.reclaim(m)
 	for _, j := range p.movable {
 		if j.promised > 0 {
 			j.desired += j.promised

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,4 +106,53 @@ func TestWithoutTeamsGrowthIsByJob(t *testing.T) {
 	assert.Greater(t, got["a"], 2*got["b"], "by job, the ten jobs take well over half the room: %v", got)
 	one := Decide(snap, jobs, Queue{}, Options{Teams: []Team{{Name: "all", Namespaces: []string{"a", "b"}, Weight: 1}}})
 	assert.Equal(t, plain.Actions, one.Actions)
+}
+
+// TestReclaimTakesABorrowedShareBackByShrinking: team a grew over the whole
+// cluster while team b was idle; b's job starts with its minimum. One plan
+// moves a's trainers above its minimum to b until their shares meet — no
+// job stopped, none below its minimum — and the next plans, with the moves
+// done, move nothing back.
+func TestReclaimTakesABorrowedShareBackByShrinking(t *testing.T) {
+	ns := nodes("n", 4, res(25, 100, 0))
+	a := newJob("a/big", withRange(10, 200), withRequest(res(1, 1, 0)), spread(96, ns))
+	b := newJob("b/new", withRange(1, 200), withRequest(res(1, 1, 0)), runningOn("n-0"))
+	jobs := []Job{a, b}
+	opts := Options{Now: t0, Teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 1}}}
+	snap := clusterOf(ns, jobs)
+	d := Decide(snap, jobs, Queue{}, opts)
+	assertWellFormed(t, snap, jobs, opts, d.Actions)
+	got := trainerCPU(jobs, d.Actions)
+	assert.InDelta(t, 48_500, got["a"], 1500, "a gives back down to its share: %v", got)
+	assert.InDelta(t, 48_500, got["b"], 1500, "b takes its share: %v", got)
+	act, ok := actionFor(d.Actions, "b/new")
+	require.True(t, ok)
+	assert.Equal(t, CauseRebalance, act.Cause)
+
+	// The moves done: nothing moves back, plan after plan.
+	for cycle := range 20 {
+		jobs = applyPlan(jobs, d.Actions)
+		for i := range jobs {
+			jobs[i].LastScaleDown = time.Time{}
+		}
+		snap = clusterOf(ns, jobs)
+		d = Decide(snap, jobs, Queue{}, opts)
+		for _, a := range d.Actions {
+			assert.False(t, a.Cause == CauseRebalance, "cycle %d: %s moved again: %s", cycle, a.Job, a.Reason)
+		}
+	}
+}
+
+// TestReclaimStopsAtTheMinimumAndWithoutTeams: a team above its share whose
+// jobs are at their minimum gives nothing; without teams, the same cluster
+// is rebalanced by job, as before.
+func TestReclaimStopsAtTheMinimum(t *testing.T) {
+	ns := nodes("n", 4, res(25, 100, 0))
+	a := newJob("a/big", withRange(96, 200), withRequest(res(1, 1, 0)), spread(96, ns))
+	b := newJob("b/new", withRange(1, 200), withRequest(res(1, 1, 0)), runningOn("n-0"))
+	jobs := []Job{a, b}
+	opts := Options{Now: t0, Teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 1}}}
+	snap := clusterOf(ns, jobs)
+	d := Decide(snap, jobs, Queue{}, opts)
+	assert.Empty(t, d.Actions, "a is at its minimum: nothing to take back")
 }

@@ -1,0 +1,213 @@
+package planner
+
+// moves is what the moves of one plan's rebalancing and reclaim have done
+// so far: per node, the room they freed and the room they promised to
+// takers (made at the first move: a taker is promised only room givers
+// free, since idle room next to it is growth's to hand out in the next
+// plan, before the giver's trainer has gone); each pool's growth load with
+// the moves (a giver and its taker share the node, so the pool); and how
+// many trainers moved, against Options.MaxRebalancePerCycle.
+type moves struct {
+	freed, reserved []vec
+	load            []vec
+	count           int32
+}
+
+func (p *plan) newMoves() *moves {
+	m := &moves{load: make([]vec, len(p.pools))}
+	for i := range p.pools {
+		m.load[i] = p.pools[i].growLoad
+	}
+	return m
+}
+
+// moveOutcome is what one try to move a trainer from a giver to a taker did.
+type moveOutcome uint8
+
+const (
+	movedOne        moveOutcome = iota
+	noRoomForTaker              // the taker's trainer would not fit where the giver's leaves
+	takerOutOfQuota             // the taker's namespace has no quota for one more
+	overLoad                    // the pool would pass MaxLoadDesired
+	capped                      // the plan moved MaxRebalancePerCycle trainers already
+)
+
+// mayGive reports whether j has a trainer above its minimum that runs on a
+// node and was promised nothing.
+func (j *jobState) mayGive() bool {
+	return j.slack() > 0 && j.victims[j.next].bound && j.promised == 0
+}
+
+// mayTake reports whether j could take one more trainer that growth would
+// not give it from idle room.
+func (j *jobState) mayTake() bool {
+	return !j.growsFromIdle && !j.coolingDown && !j.unschedulable && !j.starved && j.desired+j.promised < j.max
+}
+
+// aheadOf are the jobs of a priority above priority that growth could grow:
+// room freed where one of them could grow would go to it, not to a taker.
+func (p *plan) aheadOf(priority int32) []*jobState {
+	var ahead []*jobState
+	for _, j := range p.movable {
+		if j.priority > priority && p.mayGrow(j) {
+			ahead = append(ahead, j)
+		}
+	}
+	return ahead
+}
+
+// move moves the giver's next trainer to the taker when the taker's trainer
+// fits where it leaves, within the taker's quota and MaxLoadDesired: the
+// giver's trainer goes in this plan, and the taker is promised one more,
+// added to its desired count once rebalancing is done.
+func (p *plan) move(m *moves, giver, taker *jobState, ahead []*jobState) moveOutcome {
+	v := &giver.victims[giver.next]
+	n := p.nodeOf(giver, v)
+	// The room the giver's trainers free, and no more than the node will
+	// have free once they are gone (a node whose pods ask more than it
+	// holds has less).
+	room := v.req
+	var avail vec
+	if n >= 0 {
+		avail = p.free[n].plus(v.req)
+		if m.reserved != nil {
+			room = room.plus(m.freed[n]).minus(m.reserved[n])
+			avail = avail.minus(m.reserved[n])
+		}
+	}
+	if n < 0 || !taker.elig.has(n, p.classes.classOf[n]) || !taker.req.fitsIn(room) || !taker.req.fitsIn(avail) ||
+		takesFirst(ahead, n, room, p) {
+		return noRoomForTaker
+	}
+	if !p.quotaAllows(taker, taker.promised+1) {
+		return takerOutOfQuota
+	}
+	pi := p.poolOf[p.classes.classOf[n]]
+	after := m.load[pi].minus(v.req).plus(taker.req)
+	if !p.admits(&p.pools[pi], after, taker.req) {
+		return overLoad
+	}
+	if limit := p.opts.MaxRebalancePerCycle; limit > 0 && m.count >= limit {
+		taker.capped = giver
+		return capped
+	}
+	m.count++
+	if giver.rebalanceTo == nil {
+		giver.rebalanceFrom, giver.rebalancePlaced = giver.fulfillment(), giver.placed
+		giver.rebalanceTo, giver.rebalanceToF = taker, taker.fulfillmentAt(taker.placed+taker.promised)
+	}
+	if m.reserved == nil {
+		m.freed, m.reserved = make([]vec, len(p.free)), make([]vec, len(p.free))
+	}
+	m.freed[n] = m.freed[n].plus(v.req)
+	m.reserved[n] = m.reserved[n].plus(taker.req)
+	m.load[pi] = after
+	// Growth's load keeps this plan's removals; the taker's trainer
+	// replaces the giver's in it.
+	p.expect(int(n), taker.req.minus(v.req))
+	p.removeNext(giver)
+	giver.rebalanced++
+	if taker.promisedBy == nil {
+		taker.promisedBy = giver
+	}
+	taker.promised++
+	taker.nodes = append(taker.nodes, p.nodes[n].Name)
+	if giver.team != nil && taker.team != nil {
+		giver.team.used = giver.team.used.minus(v.req)
+		taker.team.used = taker.team.used.plus(taker.req)
+	}
+	return movedOne
+}
+
+// reclaim takes a team's share back from the teams that borrowed it: while,
+// in a pool and priority, a team below its deserved share has a job that
+// could take a trainer, the team furthest above its share gives back a
+// trainer above a job's minimum — its most fulfilled job's first — where
+// the taker's fits, provided that afterwards the taker's team is still no
+// further above its share than the giver's (else the next plan would move
+// it back). No job is stopped and none goes below its minimum: a borrowed
+// share comes back by shrinking trainers alone.
+func (p *plan) reclaim(m *moves) {
+	if p.teams == nil {
+		return
+	}
+	type level struct {
+		pool     *pool
+		priority int32
+	}
+	byLevel := map[level][]*jobState{}
+	var levels []level
+	for _, j := range p.movable {
+		l := level{j.pool, j.priority}
+		if _, seen := byLevel[l]; !seen {
+			levels = append(levels, l)
+		}
+		byLevel[l] = append(byLevel[l], j)
+	}
+	for _, l := range levels {
+		ahead := p.aheadOf(l.priority)
+		jobs := byLevel[l]
+		noRoom := map[*jobState]bool{} // givers whose room no taker can use
+		noTake := map[*jobState]bool{} // takers that cannot take
+		for {
+			giver, taker := p.reclaimPair(jobs, noRoom, noTake)
+			if giver == nil || taker == nil {
+				break
+			}
+			// No reversal: the taker's team after the move must not be
+			// further above its share than the giver's.
+			if below(taker.team, taker.req, 1) > below(giver.team, giver.victims[giver.next].req, -1) {
+				break
+			}
+			switch p.move(m, giver, taker, ahead) {
+			case noRoomForTaker:
+				noRoom[giver] = true
+				continue
+			case takerOutOfQuota:
+				noTake[taker] = true
+				continue
+			case movedOne:
+				continue
+			}
+			return // over the load threshold, or capped
+		}
+	}
+}
+
+// below is g's used share over its deserved share once n trainers of
+// request r are added (or taken, n < 0).
+func below(g *teamPool, r vec, n int64) float64 {
+	saved := g.used
+	if n > 0 {
+		g.used = g.used.plus(scaled(r, n))
+	} else {
+		g.used = g.used.minus(scaled(r, -n))
+	}
+	b := g.below()
+	g.used = saved
+	return b
+}
+
+// reclaimPair is the next move of reclaim among jobs: the most fulfilled
+// job that may give, of the team furthest above its deserved share, and the
+// least fulfilled job that may take, of the team furthest below it; nil
+// when no team above its share has a giver or none below has a taker.
+func (p *plan) reclaimPair(jobs []*jobState, noRoom, noTake map[*jobState]bool) (giver, taker *jobState) {
+	for _, j := range jobs {
+		b := j.team.below()
+		switch {
+		case b > 1 && j.mayGive() && !noRoom[j] && j.promised == 0:
+			if giver == nil || b > giver.team.below() || (b == giver.team.below() && giveFirst(j, giver)) {
+				giver = j
+			}
+		case b < 1 && j.mayTake() && !noTake[j] && j.rebalanced == 0:
+			if taker == nil || b < taker.team.below() || (b == taker.team.below() && takeFirst(j, taker)) {
+				taker = j
+			}
+		}
+	}
+	if giver != nil && taker != nil && giver.team == taker.team {
+		return nil, nil
+	}
+	return giver, taker
+}

@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// TestTeamsLendAnIdleShareAndTakeItBack: two teams of weight 1 share four
+// nodes of 8 CPUs. While team b is idle, team a's elastic job grows over the
+// whole cluster; b submits a job: a's job shrinks — never stopped, never
+// below its minimum — and b's starts and grows to its share; b's job
+// deleted, a's grows back. The queues' status shows the shares.
+func TestTeamsLendAnIdleShareAndTakeItBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	a := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second, GangAdmission: true})
+	b := a
+	b.ns = "team-b"
+	_, err := a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	one := int32(1)
+	for name, ns := range map[string]string{"team-a": a.ns, "team-b": b.ns} {
+		_, err := a.tj.PaddlepaddleV1().TrainingQueues().Create(ctx, &v1.TrainingQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1.TrainingQueueSpec{Namespaces: []string{ns}, Weight: &one}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	replicas := func(c elasticCluster, job string) int32 {
+		r, err := c.trainerReplicas(ctx, []string{job})
+		if err != nil {
+			return -1
+		}
+		return r[job]
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) { return cond(), nil })
+		require.NoError(t, err, "%s; a: %d, b: %d trainers\n%s", what, replicas(a, "a-job"), replicas(b, "b-job"), a.describe(ctx))
+	}
+
+	// Trainers of 2 CPUs, 1 to 20, and a pserver of 1 CPU: 15 trainers and
+	// the pserver fill the 31 CPUs under the threshold.
+	a.submit(t, ctx, "a-job", "2", "1")
+	waitFor("team a's job never grew over the idle cluster", func() bool { return replicas(a, "a-job") >= 14 })
+
+	b.submit(t, ctx, "b-job", "2", "1")
+	waitFor("team b never got its share back", func() bool {
+		rb, ra := replicas(b, "b-job"), replicas(a, "a-job")
+		return rb >= 6 && ra <= 8 && ra >= 1
+	})
+	job, err := a.tj.PaddlepaddleV1().TrainingJobs(a.ns).Get(ctx, "a-job", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.PhaseRunning, job.Status.Phase, "team a's job is never stopped")
+	assert.Nil(t, meta.FindStatusCondition(job.Status.Conditions, v1.ConditionPreempted), "nor preempted")
+	waitFor("the queues never showed their shares", func() bool {
+		q, err := a.tj.PaddlepaddleV1().TrainingQueues().Get(ctx, "team-b", metav1.GetOptions{})
+		return err == nil && !q.Status.Deserved.Cpu().IsZero() && q.Status.RunningJobs == 1
+	})
+
+	require.NoError(t, b.tj.PaddlepaddleV1().TrainingJobs(b.ns).Delete(ctx, "b-job", metav1.DeleteOptions{}))
+	waitFor("team a's job never grew back", func() bool { return replicas(a, "a-job") >= 14 })
+}

@@ -72,3 +72,52 @@ func TestTeamsLendAnIdleShareAndTakeItBack(t *testing.T) {
 	require.NoError(t, b.tj.PaddlepaddleV1().TrainingJobs(b.ns).Delete(ctx, "b-job", metav1.DeleteOptions{}))
 	waitFor("team a's job never grew back", func() bool { return replicas(a, "a-job") >= 14 })
 }
+
+// TestTeamsOfWeightsOneAndThreeSettleAtAQuarterAndThreeQuarters: two teams
+// weighted 1 and 3, each with a job that asks for more than the cluster,
+// share it a quarter and three quarters — trainers of 2 CPUs and a pserver
+// of 1 each, 31 CPUs under the threshold: 3 and 11 trainers, within one a
+// job — and stay there: no trainer moves for 20 intervals.
+func TestTeamsOfWeightsOneAndThreeSettleAtAQuarterAndThreeQuarters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	a := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second, GangAdmission: true})
+	b := a
+	b.ns = "team-b"
+	_, err := a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for name, q := range map[string]struct {
+		ns     string
+		weight int32
+	}{"team-a": {a.ns, 1}, "team-b": {b.ns, 3}} {
+		weight := q.weight
+		_, err := a.tj.PaddlepaddleV1().TrainingQueues().Create(ctx, &v1.TrainingQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1.TrainingQueueSpec{Namespaces: []string{q.ns}, Weight: &weight}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	replicas := func() (int32, int32) {
+		ra, err := a.trainerReplicas(ctx, []string{"a-job"})
+		if err != nil {
+			return -1, -1
+		}
+		rb, err := b.trainerReplicas(ctx, []string{"b-job"})
+		if err != nil {
+			return -1, -1
+		}
+		return ra["a-job"], rb["b-job"]
+	}
+	a.submit(t, ctx, "a-job", "2", "1")
+	b.submit(t, ctx, "b-job", "2", "1")
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		ra, rb := replicas()
+		return ra >= 2 && ra <= 4 && rb >= 10 && rb <= 12 && ra+rb >= 13, nil
+	})
+	ra, rb := replicas()
+	require.NoError(t, err, "the teams never settled at a quarter and three quarters: a %d, b %d trainers\n%s", ra, rb, a.describe(ctx))
+	for range 20 {
+		time.Sleep(time.Second)
+		na, nb := replicas()
+		require.Equal(t, [2]int32{ra, rb}, [2]int32{na, nb}, "a trainer moved after the teams settled")
+	}
+}

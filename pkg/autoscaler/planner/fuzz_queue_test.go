@@ -16,8 +16,8 @@ import (
 // queueFrom decodes, from the fuzz input read backwards, a queue beside the
 // scenario of scenarioFrom: queued jobs in three namespaces, quotas on CPU
 // requests and pods (some below a minimum's hard need), the running jobs
-// preemption may stop (the planned jobs and the other jobs' pods), and
-// whether preemption is on.
+// preemption may stop (the planned jobs and the other jobs' pods), whether
+// preemption is on, and whether the namespaces are teams.
 func queueFrom(data []byte, snap *snapshot.Snapshot, jobs []Job, others []otherPod, opts *Options) Queue {
 	rev := slices.Clone(data)
 	slices.Reverse(rev)
@@ -61,6 +61,12 @@ func queueFrom(data []byte, snap *snapshot.Snapshot, jobs []Job, others []otherP
 		}
 	}
 	opts.Preemption = f.intn(2) == 0
+	if f.intn(2) == 0 {
+		// The queued jobs' namespaces are teams too.
+		opts.Teams = append(opts.Teams, Team{Name: "team-a", Namespaces: []string{"team-a"}, Weight: int32(1 + f.intn(4))},
+			Team{Name: "team-b", Namespaces: []string{"team-b"}, Weight: int32(1 + f.intn(4)),
+				Guarantee: Resources{CPUMilli: int64(1000 * f.intn(4))}})
+	}
 	if len(q.Jobs) > 0 && f.intn(3) == 0 {
 		// The first was admitted by the last plan, its pods not created yet.
 		q.Starting, q.Jobs = q.Jobs[:1], q.Jobs[1:]

@@ -69,6 +69,10 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 		}
 		e.Message = fmt.Sprintf("grows by %d to %s into the room %s, more fulfilled (%s), gives back by rebalancing; fulfillment %s",
 			j.promised+j.grown, trainersOf(j), j.promisedBy.key, ratio(j.promisedBy.fulfillment()), ratio(e.Fulfillment))
+		if j.teamNote != "" {
+			e.Message = fmt.Sprintf("grows by %d to %s: %s; team %s, above its own, gives its room back", j.promised+j.grown, trainersOf(j),
+				j.teamNote, j.reclaimWith.team.team.name)
+		}
 		if j.capped != nil {
 			e.Message += fmt.Sprintf("; this plan moved the %d trainers rebalancing may move in one, more follow in the next", p.opts.MaxRebalancePerCycle)
 		}
@@ -160,6 +164,10 @@ func (p *plan) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
 		e.Message = fmt.Sprintf("%s for %s of jobs of its priority below their minimum (%s)", by, plural(len(e.Pods), "pod"), podList(e.Pods))
 	case CauseRebalance:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.rebalanceTo.key, j.rebalanceTo.fulfillment()
+		if j.teamNote != "" {
+			e.Message = fmt.Sprintf("%s: %s: its trainers above their minimum go back to team %s", by, j.teamNote, j.reclaimWith.team.team.name)
+			return
+		}
 		e.Message = fmt.Sprintf("%s: its fulfillment %s was more than %s above the %s of %s, the least fulfilled job of priority %d",
 			by, ratio(j.rebalanceFrom), ratio(p.rebalanceGap()), ratio(j.rebalanceToF), e.Other, j.priority)
 	case CauseUnschedulable:

@@ -160,6 +160,10 @@ func (p *plan) shareReason(j *jobState) string {
 }
 
 func (p *plan) rebalanceReason(j *jobState) string {
+	if j.teamNote != "" {
+		return fmt.Sprintf("scale down by %d: %s: its trainers above their minimum go back to team %s (%s)",
+			j.rebalanced, j.teamNote, j.reclaimWith.team.team.name, j.reclaimWith.key)
+	}
 	return fmt.Sprintf("scale down by %d: fulfillment %s (%d of %d..%d trainers placed) is more than %s above the %s of %s, the least fulfilled job of priority %d; the room goes to the least fulfilled jobs",
 		j.rebalanced, ratio(j.rebalanceFrom), j.rebalancePlaced, j.min, j.max, ratio(p.rebalanceGap()), ratio(j.rebalanceToF), j.rebalanceTo.key, j.priority)
 }
@@ -171,6 +175,14 @@ func (p *plan) rebalanceReason(j *jobState) string {
 func (p *plan) takeReason(j *jobState) string {
 	var b strings.Builder
 	before := j.placed - j.promised - j.grown
+	if j.teamNote != "" {
+		fmt.Fprintf(&b, "scale up by %d: %s: team %s, above its own, gives back %s for it (%s)",
+			j.promised+j.grown, j.teamNote, j.reclaimWith.team.team.name, plural(int(j.promised), "trainer"), j.reclaimWith.key)
+		if j.grown > 0 {
+			fmt.Fprintf(&b, "; %d more into idle capacity", j.grown)
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "scale up by %d: %s, more fulfilled (%s), gives back %s for it; fulfillment %s (%d of %d..%d trainers placed) was the lowest of priority %d",
 		j.promised+j.grown, j.promisedBy.key, ratio(j.promisedBy.fulfillment()), plural(int(j.promised), "trainer"),
 		ratio(j.fulfillmentAt(before)), before, j.min, j.max, j.priority)
@@ -217,4 +229,30 @@ type reasonNotes struct {
 	rebalancePlaced   int64          // its placed trainers before
 	rebalanceTo       *jobState      // the least fulfilled job when it first gave
 	rebalanceToF      float64        // that job's fulfillment then
+	// teamNote is, for a job that gave or took by reclaim, its team's use
+	// and share of the pool before the first move; reclaimWith is the job
+	// on the other side of that move.
+	teamNote    string
+	reclaimWith *jobState
+}
+
+// teamNote describes g's use of its pool against its deserved share, on
+// the resource it uses most of: "team nlp uses 52% of the pool's CPU, its
+// share is 33%".
+func teamNote(g *teamPool) string {
+	r, most := resCPU, -1.0
+	for k := range numRes {
+		if g.capacity[k] > 0 {
+			if f := float64(g.used[k]) / float64(g.capacity[k]); f > most {
+				r, most = k, f
+			}
+		}
+	}
+	if most < 0 {
+		return "team " + g.team.name
+	}
+	pct := func(v int64) string {
+		return strconv.Itoa(int(math.Round(100*float64(v)/float64(g.capacity[r])))) + "%"
+	}
+	return fmt.Sprintf("team %s uses %s of the pool's %s, its share is %s", g.team.name, pct(g.used[r]), resNames[r], pct(g.deserved[r]))
 }

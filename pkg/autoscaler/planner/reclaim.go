@@ -159,6 +159,7 @@ func (p *plan) reclaim(m *moves) {
 			if below(taker.team, taker.req, 1) > below(giver.team, giver.victims[giver.next].req, -1) {
 				break
 			}
+			gNote, tNote := teamNote(giver.team), teamNote(taker.team)
 			switch p.move(m, giver, taker, ahead) {
 			case noRoomForTaker:
 				noRoom[giver] = true
@@ -167,6 +168,12 @@ func (p *plan) reclaim(m *moves) {
 				noTake[taker] = true
 				continue
 			case movedOne:
+				if giver.teamNote == "" {
+					giver.teamNote, giver.reclaimWith = gNote, taker
+				}
+				if taker.teamNote == "" {
+					taker.teamNote, taker.reclaimWith = tNote, giver
+				}
 				continue
 			}
 			return // over the load threshold, or capped

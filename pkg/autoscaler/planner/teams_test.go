@@ -128,6 +128,16 @@ func TestReclaimTakesABorrowedShareBackByShrinking(t *testing.T) {
 	act, ok := actionFor(d.Actions, "b/new")
 	require.True(t, ok)
 	assert.Equal(t, CauseRebalance, act.Cause)
+	assert.Contains(t, act.Reason, "team b uses 1% of the pool's CPU, its share is 50%: team a, above its own, gives back")
+	give, ok := actionFor(d.Actions, "a/big")
+	require.True(t, ok)
+	assert.Contains(t, give.Reason, "team a uses 99% of the pool's CPU, its share is 50%: its trainers above their minimum go back to team b (b/new)")
+	for _, e := range d.Jobs {
+		if e.Job == "a/big" {
+			assert.Equal(t, LimitFairShare, e.Limit)
+			assert.Contains(t, e.Message, "go back to team b", "the explanation names the team's share")
+		}
+	}
 
 	// The moves done: nothing moves back, plan after plan.
 	for cycle := range 20 {

@@ -50,6 +50,7 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 	jobs := queue.Jobs
 	var head *reservation
 	quotaHeld := map[string]bool{}
+	var undo func() // puts back the trainers yieldQuota took for the job being admitted
 	for _, i := range queueOrder(jobs) {
 		q := &jobs[i]
 		ns := namespaceOf(q.Key)
@@ -63,7 +64,7 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 			w.Kind, w.Reason = v1.ReasonExceedsQuota, fmt.Sprintf("its minimum, %s, %s", what, p.aboveHard(ns, use))
 		case !p.placeableEmpty(pods):
 			w.Kind, w.Reason = v1.ReasonUnplaceable, fmt.Sprintf("its minimum, %s, needs %s; %s", what, need.resources(), p.unplaceable(pods))
-		case p.quotaShort(ns, use) != "":
+		case p.quotaShort(ns, use) != "" && !p.quotaYields(q, ns, use, &undo):
 			w.Kind, w.Reason = v1.ReasonWaitingForQuota, p.quotaShort(ns, use)
 		default:
 			restricted := head.restrict(p, pods)
@@ -78,7 +79,12 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 			if fits {
 				p.spendQuota(ns, use)
 				admitted = append(admitted, Admission{Job: q.Key, Reason: reason})
+				undo = nil
 				continue
+			}
+			if undo != nil {
+				undo() // the quota it took back is of no use while the nodes have no room
+				undo = nil
 			}
 			w.Reason = reason
 			switch {
@@ -405,6 +411,10 @@ func (p *plan) admitReason(j *jobState) string {
 	verb := "needs"
 	if len(keys) > 1 {
 		verb = "need"
+	}
+	if len(j.admitNodes) == 0 && j.quotaGave > 0 {
+		return fmt.Sprintf("the minimum of queued %s (%s) %s %s of namespace %s's quota; trainers above this job's minimum give it back",
+			plural(len(keys), "job"), strings.Join(keys, ", "), verb, need.resources(), j.ns)
 	}
 	return fmt.Sprintf("the minimum of queued %s (%s) %s %s; trainers above this job's minimum make room for it on %s",
 		plural(len(keys), "job"), strings.Join(keys, ", "), verb, need.resources(), plural(len(j.admitNodes), "node"))

@@ -52,7 +52,12 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 	assert.Len(t, seen, len(byKey), "every queued job is decided")
 
 	// Quota: what the admitted minimums take fits what each namespace's
-	// quotas leave, and no admitted minimum is above a hard limit.
+	// quotas leave, with what the plan's scale-downs of the namespace's jobs
+	// give back, and no admitted minimum is above a hard limit.
+	jobByKey := map[string]Job{}
+	for _, j := range jobs {
+		jobByKey[j.Key] = j
+	}
 	used := map[string]quotaUse{}
 	for key := range admitted {
 		ns := namespaceOf(key)
@@ -68,6 +73,21 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 	}
 	for ns, u := range used {
 		left, hard := snap.Quota(ns), snap.HardQuota(ns)
+		usedNow := hard
+		for _, dim := range quotaDims {
+			if h, l := *dim.of(&hard), *dim.of(&left); h != snapshot.Unlimited && l != snapshot.Unlimited {
+				*dim.of(&usedNow) = max(0, h-l)
+			}
+		}
+		for _, a := range d.Actions {
+			j, ok := jobByKey[a.Job]
+			if !ok || namespaceOf(a.Job) != ns || a.To >= a.From {
+				continue
+			}
+			for range a.From - a.To {
+				refund(&left, vecOf(j.Request), vecOf(j.Limits), &usedNow)
+			}
+		}
 		for _, dim := range quotaDims {
 			if l := *dim.of(&left); l != snapshot.Unlimited {
 				assert.LessOrEqual(t, dim.amount(u), l, "namespace %s: admissions exceed quota %s", ns, dim.name)

@@ -27,7 +27,7 @@ func (p *plan) actions() []ScaleAction {
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
 		case len(j.shareNodes) > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), CauseMinimum
-		case len(j.admitNodes) > 0:
+		case len(j.admitNodes) > 0 || j.quotaGave > 0:
 			a.Reason, a.Cause = p.shrinkReason(j), j.admitCause()
 		case j.rebalanced > 0:
 			a.Reason, a.Cause = p.rebalanceReason(j), CauseRebalance
@@ -75,7 +75,7 @@ func (p *plan) shrinkReason(j *jobState) string {
 	if len(j.shareNodes) > 0 {
 		parts = append(parts, p.shareReason(j))
 	}
-	if len(j.admitNodes) > 0 {
+	if len(j.admitNodes) > 0 || j.quotaGave > 0 {
 		parts = append(parts, p.admitReason(j))
 	}
 	if j.stuck > 0 {
@@ -216,6 +216,7 @@ type reasonNotes struct {
 	yieldNodes        map[int32]bool // nodes freed for pods of a higher priority
 	shareNodes        map[int32]bool // nodes freed for pods of jobs below their minimum, of its priority
 	admitNodes        map[int32]bool // nodes freed for the minimums of queued jobs ([plan.admit])
+	quotaGave         int64          // trainers given back for the quota of queued jobs of its namespace ([plan.yieldQuota])
 	admitted          []admitFor     // the queued jobs admitted with its trainers
 	stuck             int            // unschedulable trainers given up by trimStuck
 	stuckOutranked    bool           // pods of a higher priority hold the room they would need

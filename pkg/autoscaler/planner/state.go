@@ -32,8 +32,11 @@ type plan struct {
 	// could never start; built when first needed.
 	emptyFit *fitter
 	quotas   map[string]*snapshot.Quota // room left per namespace, as admission and growth use it (quotaFor)
-	stopped  map[string]bool            // the jobs preemption stops whole in this plan
-	snap     *snapshot.Snapshot
+	// quotaLeftToRefund is what each namespace's pods still use of its
+	// quota as far as yieldQuota's refunds go ([plan.quotaUsed]).
+	quotaLeftToRefund map[string]*snapshot.Quota
+	stopped           map[string]bool // the jobs preemption stops whole in this plan
+	snap              *snapshot.Snapshot
 
 	// pools are the groups of nodes the load is tested over ([plan.buildPools]);
 	// poolOf maps a class to its pool, and all is the whole cluster's

@@ -230,6 +230,11 @@ func TestHighPriorityJobPreemptsExactlyTheJobsItNeeds(t *testing.T) {
 	running("peer")
 	c.create(t, ctx, wholeJob(c.ns, "old", "low", "3"))
 	running("old")
+	// Creation times have whole seconds: young is the newer only if it is
+	// created in a later second than old.
+	old, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "old", metav1.GetOptions{})
+	require.NoError(t, err)
+	time.Sleep(time.Until(old.CreationTimestamp.Add(1100 * time.Millisecond)))
 	c.create(t, ctx, wholeJob(c.ns, "young", "low", "3"))
 	running("young")
 

@@ -169,7 +169,7 @@ func TestForbiddenRequestsAreSeen(t *testing.T) {
 	installControllerIdentity(t)
 	ctx := testContext(t)
 	var role rbacv1.ClusterRole
-	manifestObject(t, "ClusterRole", &role)
+	manifestObjectNamed(t, "ClusterRole", "edl-controller", &role)
 	const name = "edl-controller-without-services"
 	role.ObjectMeta = metav1.ObjectMeta{Name: name}
 	var kept []rbacv1.PolicyRule

@@ -111,8 +111,6 @@ levels:
 			case takerOutOfQuota:
 				heap.Pop(takers)
 				continue
-			case overLoad:
-				break
 			case capped:
 				break levels
 			case movedOne:
@@ -123,7 +121,7 @@ levels:
 				heap.Fix(takers, taker.takerAt)
 				continue
 			}
-			break
+			break // over the load threshold
 		}
 	}
 	p.reclaim(m)

@@ -286,7 +286,10 @@ type fakeMetrics struct {
 	lost      []bool
 	queued    [][]time.Duration
 	admitted  []time.Duration
+	teams     [][]planner.TeamShare
 }
+
+func (r *fakeMetrics) Teams(shares []planner.TeamShare) { r.teams = append(r.teams, shares) }
 
 func (r *fakeMetrics) ScaleFailed(act planner.ScaleAction, lost bool) {
 	r.failed = append(r.failed, act)

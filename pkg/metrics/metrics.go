@@ -39,6 +39,16 @@ const (
 	LabelTrainingJob          = "trainingjob"
 )
 
+// LabelTeam names a team (its TrainingQueue) on edl_team_share.
+const LabelTeam = "team"
+
+// The kind label values of edl_team_share.
+const (
+	KindDeserved = "deserved"
+	KindUsed     = "used"
+	KindBorrowed = "borrowed"
+)
+
 // Metrics is EDL's metrics registry. Its methods are safe for concurrent use.
 type Metrics struct {
 	registry *prometheus.Registry
@@ -52,6 +62,7 @@ type Metrics struct {
 	oldestWait   prometheus.Gauge
 	admitWait    prometheus.Histogram
 	jobsByCause  *prometheus.GaugeVec
+	teamShare    *prometheus.GaugeVec
 	leader       prometheus.Gauge
 	syncErrors   prometheus.Counter
 	requests     *prometheus.CounterVec
@@ -105,6 +116,10 @@ func New(version string) *Metrics {
 			Name: "edl_autoscaler_jobs",
 			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
 		}, []string{"cause"}),
+		teamShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edl_team_share",
+			Help: "Each team's share at the last autoscaling cycle, by resource (cpu cores, memory bytes, gpu devices) and kind: deserved (its weighted fair share), used (what its jobs request), borrowed (used above deserved, else 0). No series without TrainingQueues.",
+		}, []string{LabelTeam, "resource", "kind"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_leader",
 			Help: "1 while this replica holds the leader lease and runs the controller and the autoscaler, else 0.",
@@ -129,7 +144,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
-		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.leader, m.syncErrors, m.requests, m.state,
+		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.teamShare, m.leader, m.syncErrors, m.requests, m.state,
 	)
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and
@@ -217,6 +232,27 @@ func (m *Metrics) Explained(jobs []planner.Explanation) {
 	for _, l := range planner.Limits {
 		m.jobsByCause.WithLabelValues(string(l)).Set(float64(counts[l]))
 	}
+}
+
+// Teams records each team's deserved, used and borrowed share; it
+// implements autoscaler.Metrics. The series are replaced by this cycle's: a
+// team that is gone loses its series.
+func (m *Metrics) Teams(shares []planner.TeamShare) {
+	m.teamShare.Reset()
+	for _, t := range shares {
+		deserved, used := resourceValues(t.Deserved), resourceValues(t.Used)
+		for i, res := range []string{ResourceCPU, ResourceMemory, ResourceGPU} {
+			m.teamShare.WithLabelValues(t.Team, res, KindDeserved).Set(deserved[i])
+			m.teamShare.WithLabelValues(t.Team, res, KindUsed).Set(used[i])
+			m.teamShare.WithLabelValues(t.Team, res, KindBorrowed).Set(max(0, used[i]-deserved[i]))
+		}
+	}
+}
+
+// resourceValues is r in the metrics' base units: CPU cores, memory bytes,
+// GPU devices.
+func resourceValues(r planner.Resources) [3]float64 {
+	return [3]float64{float64(r.CPUMilli) / 1000, float64(r.MemoryMega) * mebi, float64(r.GPU)}
 }
 
 // Scaled counts an applied scaling; it implements autoscaler.Metrics.

@@ -346,6 +346,8 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			require.Len(t, actions, 1)
 
 			require.Len(t, rec.planned, 1, "one cycle, one report")
+			require.Len(t, rec.teams, 1, "the teams' shares are reported every cycle")
+			require.Empty(t, rec.teams[0], "no TrainingQueue, no team")
 			require.Len(t, rec.planned[0], 1)
 			job := rec.planned[0][0]
 			assert.Equal(t, "ns/a", job.Key)

@@ -62,7 +62,7 @@ type Metrics struct {
 	oldestWait   prometheus.Gauge
 	admitWait    prometheus.Histogram
 	jobsByCause  *prometheus.GaugeVec
-	teamShare    *prometheus.GaugeVec
+	teamShare    *teamCollector
 	leader       prometheus.Gauge
 	syncErrors   prometheus.Counter
 	requests     *prometheus.CounterVec
@@ -116,10 +116,7 @@ func New(version string) *Metrics {
 			Name: "edl_autoscaler_jobs",
 			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
 		}, []string{"cause"}),
-		teamShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "edl_team_share",
-			Help: "Each team's share at the last autoscaling cycle, by resource (cpu cores, memory bytes, gpu devices) and kind: deserved (its weighted fair share), used (what its jobs request), borrowed (used above deserved, else 0). No series without TrainingQueues.",
-		}, []string{LabelTeam, "resource", "kind"}),
+		teamShare: newTeamCollector(),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_leader",
 			Help: "1 while this replica holds the leader lease and runs the controller and the autoscaler, else 0.",
@@ -232,27 +229,6 @@ func (m *Metrics) Explained(jobs []planner.Explanation) {
 	for _, l := range planner.Limits {
 		m.jobsByCause.WithLabelValues(string(l)).Set(float64(counts[l]))
 	}
-}
-
-// Teams records each team's deserved, used and borrowed share; it
-// implements autoscaler.Metrics. The series are replaced by this cycle's: a
-// team that is gone loses its series.
-func (m *Metrics) Teams(shares []planner.TeamShare) {
-	m.teamShare.Reset()
-	for _, t := range shares {
-		deserved, used := resourceValues(t.Deserved), resourceValues(t.Used)
-		for i, res := range []string{ResourceCPU, ResourceMemory, ResourceGPU} {
-			m.teamShare.WithLabelValues(t.Team, res, KindDeserved).Set(deserved[i])
-			m.teamShare.WithLabelValues(t.Team, res, KindUsed).Set(used[i])
-			m.teamShare.WithLabelValues(t.Team, res, KindBorrowed).Set(max(0, used[i]-deserved[i]))
-		}
-	}
-}
-
-// resourceValues is r in the metrics' base units: CPU cores, memory bytes,
-// GPU devices.
-func resourceValues(r planner.Resources) [3]float64 {
-	return [3]float64{float64(r.CPUMilli) / 1000, float64(r.MemoryMega) * mebi, float64(r.GPU)}
 }
 
 // Scaled counts an applied scaling; it implements autoscaler.Metrics.

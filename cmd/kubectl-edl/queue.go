@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 )
 
 // Queue is the admission queue as kubectl edl queue prints it.
@@ -28,6 +31,10 @@ type Queue struct {
 type QueuedJob struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Team is the team (TrainingQueue) whose share the job's namespace
+	// draws on, "default" for a namespace no queue names; empty on a
+	// cluster without TrainingQueues.
+	Team string `json:"team,omitempty"`
 	// Position is the job's place in the cluster's queue (1 is next), of
 	// Of; 0 when the autoscaler has not placed it yet.
 	Position int `json:"position"`
@@ -92,8 +99,59 @@ func queueOf(jobs []v1.TrainingJob, now time.Time) Queue {
 	return q
 }
 
-// printQueue writes q as a table (NAMESPACE with -A; wide adds the priority
-// class and the trainer range), JSON or YAML.
+// teamsOf maps each namespace a TrainingQueue names to the queue's team;
+// a namespace two queues name is the default team's, as the autoscaler
+// plans it until one lets go. Nil without queues.
+func teamsOf(queues []v1.TrainingQueue) map[string]string {
+	if len(queues) == 0 {
+		return nil
+	}
+	teams := map[string]string{}
+	for _, q := range queues {
+		for _, ns := range q.Spec.Namespaces {
+			if other, ok := teams[ns]; ok && other != q.Name {
+				teams[ns] = v1.DefaultTeam
+				continue
+			}
+			teams[ns] = q.Name
+		}
+	}
+	return teams
+}
+
+// byTeam groups q by team, each team's jobs in queue order, the teams by
+// name; q unchanged when teams is nil (no TrainingQueue).
+func byTeam(q Queue, teams map[string]string) Queue {
+	if teams == nil {
+		return q
+	}
+	for i := range q.Jobs {
+		q.Jobs[i].Team = v1.DefaultTeam
+		if t, ok := teams[q.Jobs[i].Namespace]; ok {
+			q.Jobs[i].Team = t
+		}
+	}
+	sort.SliceStable(q.Jobs, func(i, j int) bool { return q.Jobs[i].Team < q.Jobs[j].Team })
+	return q
+}
+
+// listTeams reads the TrainingQueues' teams; nil, with no error, when the
+// user may not list them or the cluster has no TrainingQueue API: the queue
+// is then shown without teams.
+func listTeams(ctx context.Context, c tjclient.Interface) (map[string]string, error) {
+	list, err := c.PaddlepaddleV1().TrainingQueues().List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list TrainingQueues: %w", err)
+	}
+	return teamsOf(list.Items), nil
+}
+
+// printQueue writes q as a table (TEAM with TrainingQueues, grouped by
+// team; NAMESPACE with -A; wide adds the priority class and the trainer
+// range), JSON or YAML.
 func printQueue(w, errOut io.Writer, q Queue, output, ns string) error {
 	switch output {
 	case "json":
@@ -121,6 +179,10 @@ func printQueue(w, errOut io.Writer, q Queue, output, ns string) error {
 	if ns == "" {
 		header = "NAMESPACE\t" + header
 	}
+	teams := q.Jobs[0].Team != ""
+	if teams {
+		header = "TEAM\t" + header
+	}
 	if output == "wide" {
 		header += "PRIORITY CLASS\tTRAINERS\t"
 	}
@@ -133,6 +195,9 @@ func printQueue(w, errOut io.Writer, q Queue, output, ns string) error {
 		row := fmt.Sprintf("%s\t%s\t%s\t%s\t", j.Name, pos, duration.HumanDuration(time.Duration(j.WaitingSeconds)*time.Second), j.Reason)
 		if ns == "" {
 			row = j.Namespace + "\t" + row
+		}
+		if teams {
+			row = j.Team + "\t" + row
 		}
 		if output == "wide" {
 			class := j.PriorityClassName
@@ -157,8 +222,9 @@ queue (the highest priority first, then the oldest), how long they have waited, 
 waits for, as the autoscaler last wrote it in the job's Queued condition: REASON is
 WaitingForAdmission (room on nodes), WaitingForQuota, ExceedsQuota (above a quota's hard
 limit), Unplaceable (a pod bigger than every node it may use), ReservedForHead (it fits
-only on nodes kept for the head of the queue) or Preempted. The jobs of the current
-namespace, or -n, or -A.`,
+only on nodes kept for the head of the queue) or Preempted. With TrainingQueues, the
+jobs are grouped by TEAM, the team whose share their namespace draws on ("default" for
+a namespace no queue names). The jobs of the current namespace, or -n, or -A.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -173,7 +239,11 @@ namespace, or -n, or -A.`,
 			if err != nil {
 				return fmt.Errorf("list TrainingJobs: %w", err)
 			}
-			q := queueOf(list.Items, time.Now())
+			teams, err := listTeams(ctx, c.tj)
+			if err != nil {
+				return err
+			}
+			q := byTeam(queueOf(list.Items, time.Now()), teams)
 			if done, err := printTemplated(r.streams.Out, output, q); done {
 				return err
 			}

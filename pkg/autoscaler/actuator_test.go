@@ -286,7 +286,10 @@ type fakeMetrics struct {
 	lost      []bool
 	queued    [][]time.Duration
 	admitted  []time.Duration
+	teams     [][]planner.TeamShare
 }
+
+func (r *fakeMetrics) Teams(shares []planner.TeamShare) { r.teams = append(r.teams, shares) }
 
 func (r *fakeMetrics) ScaleFailed(act planner.ScaleAction, lost bool) {
 	r.failed = append(r.failed, act)
@@ -343,6 +346,8 @@ func TestRunOnceReportsToTheMetrics(t *testing.T) {
 			require.Len(t, actions, 1)
 
 			require.Len(t, rec.planned, 1, "one cycle, one report")
+			require.Len(t, rec.teams, 1, "the teams' shares are reported every cycle")
+			require.Empty(t, rec.teams[0], "no TrainingQueue, no team")
 			require.Len(t, rec.planned[0], 1)
 			job := rec.planned[0][0]
 			assert.Equal(t, "ns/a", job.Key)

@@ -92,6 +92,9 @@ type Metrics interface {
 	// Admitted reports an admission recorded, with how long the job waited
 	// since it was created.
 	Admitted(wait time.Duration)
+	// Teams reports each team's deserved and used share after the cycle's
+	// plan (none without TrainingQueues).
+	Teams(shares []planner.TeamShare)
 }
 
 // Autoscaler runs Plan every interval on a snapshot of the cluster and the
@@ -182,6 +185,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, in.jobs)
 		a.cfg.Metrics.Explained(decision.Jobs)
+		a.cfg.Metrics.Teams(decision.Teams)
 	}
 	a.log.Debug("planned", "jobs", len(in.jobs), "actions", len(decision.Actions), "pending", len(snap.Pending),
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)

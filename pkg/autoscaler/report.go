@@ -26,9 +26,43 @@ type Report struct {
 	// and Preempted the running jobs it would stop whole for them.
 	Queue []planner.Waiting `json:"queue,omitempty"`
 	// Teams are the teams' shares, with TrainingQueues.
-	Teams     []planner.TeamShare  `json:"teams,omitempty"`
+	Teams     []TeamReport         `json:"teams,omitempty"`
 	Admitted  []planner.Admission  `json:"admitted,omitempty"`
 	Preempted []planner.Preemption `json:"preempted,omitempty"`
+}
+
+// TeamReport is one team's share after the plan, summed over the pools:
+// what it deserves, what its jobs' pods use, and the difference either
+// way, what it borrows from idle teams or lends them.
+type TeamReport struct {
+	Team string `json:"team"`
+	// Namespaces are its TrainingQueue's namespaces that no other queue
+	// names; none for the default team, which holds every other namespace.
+	Namespaces []string          `json:"namespaces,omitempty"`
+	Deserved   planner.Resources `json:"deserved"`
+	Used       planner.Resources `json:"used"`
+	Borrowed   planner.Resources `json:"borrowed"`
+	Lent       planner.Resources `json:"lent"`
+}
+
+// teamReports are shares as the report shows them, with each team's
+// namespaces from teams.
+func teamReports(shares []planner.TeamShare, teams []planner.Team) []TeamReport {
+	namespaces := make(map[string][]string, len(teams))
+	for _, t := range teams {
+		namespaces[t.Name] = t.Namespaces
+	}
+	out := make([]TeamReport, 0, len(shares))
+	for _, s := range shares {
+		out = append(out, TeamReport{Team: s.Team, Namespaces: namespaces[s.Team], Deserved: s.Deserved, Used: s.Used,
+			Borrowed: above(s.Used, s.Deserved), Lent: above(s.Deserved, s.Used)})
+	}
+	return out
+}
+
+// above is what a holds above b in each resource, 0 where it holds less.
+func above(a, b planner.Resources) planner.Resources {
+	return planner.Resources{CPUMilli: max(0, a.CPUMilli-b.CPUMilli), MemoryMega: max(0, a.MemoryMega-b.MemoryMega), GPU: max(0, a.GPU-b.GPU)}
 }
 
 // ClusterLine sums up the snapshot the plan read.
@@ -77,7 +111,7 @@ func (a *Autoscaler) Explain() Report {
 	decision := planner.Decide(snap, jobs, queue, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),
-		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted, Teams: decision.Teams}
+		Queue: decision.Waiting, Admitted: decision.Admitted, Preempted: decision.Preempted, Teams: teamReports(decision.Teams, opts.Teams)}
 	explained := make(map[string]*planner.Explanation, len(decision.Jobs))
 	for i := range decision.Jobs {
 		explained[decision.Jobs[i].Job] = &decision.Jobs[i]

@@ -56,3 +56,18 @@ func TestExplainReportsEveryJobAndWritesNothing(t *testing.T) {
 	assert.Equal(t, planner.LimitNotElastic, r.Jobs[3].Limit)
 	assert.Contains(t, r.Jobs[3].Message, "its trainer ReplicaSet d-trainer is missing or not controlled by the job")
 }
+
+// TestTeamReportsBorrowAndLend: a team above its share borrows the
+// difference, one below it lends it, resource by resource; the default team
+// names no namespace.
+func TestTeamReportsBorrowAndLend(t *testing.T) {
+	got := teamReports([]planner.TeamShare{
+		{Team: "default", Deserved: planner.Resources{CPUMilli: 2000}, Used: planner.Resources{CPUMilli: 2000}},
+		{Team: "nlp", Deserved: planner.Resources{CPUMilli: 4000, GPU: 2}, Used: planner.Resources{CPUMilli: 6000, GPU: 1}},
+	}, []planner.Team{{Name: "nlp", Namespaces: []string{"nlp"}}})
+	require.Equal(t, []TeamReport{
+		{Team: "default", Deserved: planner.Resources{CPUMilli: 2000}, Used: planner.Resources{CPUMilli: 2000}},
+		{Team: "nlp", Namespaces: []string{"nlp"}, Deserved: planner.Resources{CPUMilli: 4000, GPU: 2}, Used: planner.Resources{CPUMilli: 6000, GPU: 1},
+			Borrowed: planner.Resources{CPUMilli: 2000}, Lent: planner.Resources{GPU: 1}},
+	}, got)
+}

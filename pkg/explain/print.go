@@ -57,6 +57,7 @@ func Print(w io.Writer, res Result, format, namespace string) error {
 		writeJob(&b, j, interval)
 	}
 	b.WriteString(queueText(r))
+	b.WriteString(teamsText(r.Teams))
 	b.WriteString(clusterText(r) + "\n")
 	if res.Configuration != nil {
 		fmt.Fprintf(&b, "options: %s (from %s)\n", optionsText(res.Configuration, format == "wide"), res.Source)
@@ -109,6 +110,31 @@ func queueText(r autoscaler.Report) string {
 			kind += ", head of the queue: its nodes are reserved"
 		}
 		fmt.Fprintf(&b, "  waiting      %s (%s): %s\n", w.Job, kind, w.Reason)
+	}
+	return b.String() + "\n"
+}
+
+// teamsText lists the teams' shares after the next cycle: what each
+// deserves, uses, and borrows from idle teams or lends them; "" without
+// TrainingQueues.
+func teamsText(teams []autoscaler.TeamReport) string {
+	if len(teams) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("teams:\n")
+	for _, t := range teams {
+		fmt.Fprintf(&b, "  %s", t.Team)
+		if len(t.Namespaces) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(t.Namespaces, ", "))
+		}
+		fmt.Fprintf(&b, "\n    deserved   %s\n    used       %s\n", t.Deserved, t.Used)
+		switch {
+		case !t.Borrowed.IsZero():
+			fmt.Fprintf(&b, "    borrowed   %s\n", t.Borrowed)
+		case !t.Lent.IsZero():
+			fmt.Fprintf(&b, "    lent       %s\n", t.Lent)
+		}
 	}
 	return b.String() + "\n"
 }

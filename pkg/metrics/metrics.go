@@ -39,6 +39,16 @@ const (
 	LabelTrainingJob          = "trainingjob"
 )
 
+// LabelTeam names a team (its TrainingQueue) on edl_team_share.
+const LabelTeam = "team"
+
+// The kind label values of edl_team_share.
+const (
+	KindDeserved = "deserved"
+	KindUsed     = "used"
+	KindBorrowed = "borrowed"
+)
+
 // Metrics is EDL's metrics registry. Its methods are safe for concurrent use.
 type Metrics struct {
 	registry *prometheus.Registry
@@ -52,6 +62,7 @@ type Metrics struct {
 	oldestWait   prometheus.Gauge
 	admitWait    prometheus.Histogram
 	jobsByCause  *prometheus.GaugeVec
+	teamShare    *teamCollector
 	leader       prometheus.Gauge
 	syncErrors   prometheus.Counter
 	requests     *prometheus.CounterVec
@@ -105,6 +116,7 @@ func New(version string) *Metrics {
 			Name: "edl_autoscaler_jobs",
 			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
 		}, []string{"cause"}),
+		teamShare: newTeamCollector(),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_leader",
 			Help: "1 while this replica holds the leader lease and runs the controller and the autoscaler, else 0.",
@@ -129,7 +141,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
-		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.leader, m.syncErrors, m.requests, m.state,
+		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.teamShare, m.leader, m.syncErrors, m.requests, m.state,
 	)
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and

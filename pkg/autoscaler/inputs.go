@@ -119,7 +119,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 			Priority:  a.priority(spec.PriorityClassName),
 			Placement: snapshot.PlacementOf(template),
 		}
-		job.Request, job.Limits = a.tracker.PodRequestAndLimits(template)
+		job.Request, job.Limits = a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
 		if last := tj.Status.LastScale; last != nil && last.To < last.From {
 			job.LastScaleDown = last.Time.Time
 		}
@@ -203,7 +203,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 			count = tj.Spec.Trainer.MinInstance
 		}
 		template := &rs.Spec.Template.Spec
-		req, lim := a.tracker.PodRequestAndLimits(template)
+		req, lim := a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
 		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template)})
 	}
 	return q, true

@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
@@ -19,4 +23,30 @@ func (t *Tracker) PodRequest(spec *corev1.PodSpec) snapshot.Resources {
 func (t *Tracker) PodRequestAndLimits(spec *corev1.PodSpec) (req, lim snapshot.Resources) {
 	r, l := t.reader.podRequestsAndLimits(podResources(spec))
 	return r.ceilResources(), l.ceilResources()
+}
+
+// AdmittedPodRequestAndLimits is PodRequestAndLimits of a pod made from spec
+// in namespace, priced as the API server admits it: with the namespace's
+// LimitRange defaults and the overhead of the RuntimeClass spec names
+// (AdmittedPodSpec). A LimitRange or RuntimeClass the listers cannot read
+// is left out, as without their informers.
+func (t *Tracker) AdmittedPodRequestAndLimits(namespace string, spec *corev1.PodSpec) (req, lim snapshot.Resources) {
+	return t.PodRequestAndLimits(t.admittedPodSpec(namespace, spec))
+}
+
+func (t *Tracker) admittedPodSpec(namespace string, spec *corev1.PodSpec) *corev1.PodSpec {
+	var ranges []*corev1.LimitRange
+	if t.limitRanges != nil {
+		ranges, _ = t.limitRanges.LimitRanges(namespace).List(labels.Everything())
+		// The LimitRanger plugin lists them unordered; a stable order keeps
+		// the price of a template the same from one plan to the next.
+		slices.SortFunc(ranges, func(a, b *corev1.LimitRange) int { return strings.Compare(a.Name, b.Name) })
+	}
+	var overhead corev1.ResourceList
+	if t.runtimeClasses != nil && spec.RuntimeClassName != nil {
+		if rc, err := t.runtimeClasses.Get(*spec.RuntimeClassName); err == nil && rc.Overhead != nil {
+			overhead = rc.Overhead.PodFixed
+		}
+	}
+	return AdmittedPodSpec(spec, ranges, overhead)
 }

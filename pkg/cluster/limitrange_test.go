@@ -1,10 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 	b "github.com/paddlepaddle/edl/pkg/testing/builders"
@@ -70,4 +77,39 @@ func TestAdmittedPodSpecPricing(t *testing.T) {
 func TestAdmittedPodSpecUnchangedWithoutRanges(t *testing.T) {
 	spec := &b.Pod("p", b.Requests("1", "")).Spec
 	assert.Same(t, spec, AdmittedPodSpec(spec, nil, nil))
+}
+
+func TestTrackerPricesTemplatesWithTheNamespacesLimitRangesAndRuntimeClass(t *testing.T) {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata",
+		Overhead: &nodev1.Overhead{PodFixed: b.CPUMemory("250m", "")}}
+	kube := fake.NewClientset(
+		b.LimitRange("b-defaults", "ns", b.ContainerDefaults([]string{"cpu", "2"}, []string{"cpu", "500m"})),
+		b.LimitRange("a-memory", "ns", b.ContainerDefaults(nil, []string{"memory", "1Gi", "cpu", "100m"})),
+		rc)
+	inf := informers.NewSharedInformerFactory(kube, 0)
+	tr, err := New(Config{PodInformer: inf.Core().V1().Pods(), NodeInformer: inf.Core().V1().Nodes(),
+		LimitRangeInformer: inf.Core().V1().LimitRanges(), RuntimeClassInformer: inf.Node().V1().RuntimeClasses()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); inf.Shutdown() })
+	inf.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), tr.HasSynced))
+
+	spec := &b.Pod("p").Spec
+	req, lim := tr.AdmittedPodRequestAndLimits("ns", spec)
+	assert.Equal(t, snapshot.Resources{CPUMilli: 100, MemoryMega: 1024}, req, "a-memory is read first: its cpu defaultRequest wins")
+	assert.Equal(t, snapshot.Resources{CPUMilli: 2000}, lim)
+
+	req, lim = tr.AdmittedPodRequestAndLimits("other", spec)
+	assert.Equal(t, snapshot.Resources{}, req, "another namespace's LimitRanges do not apply")
+	assert.Equal(t, snapshot.Resources{}, lim)
+
+	kata, missing := "kata", "missing"
+	withRC := spec.DeepCopy()
+	withRC.RuntimeClassName = &kata
+	req, _ = tr.AdmittedPodRequestAndLimits("other", withRC)
+	assert.Equal(t, snapshot.Resources{CPUMilli: 250}, req, "the RuntimeClass's overhead")
+	withRC.RuntimeClassName = &missing
+	req, _ = tr.AdmittedPodRequestAndLimits("other", withRC)
+	assert.Equal(t, snapshot.Resources{}, req, "an unknown RuntimeClass adds nothing (the API server refuses such a pod)")
 }

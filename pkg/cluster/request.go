@@ -50,3 +50,28 @@ func (t *Tracker) admittedPodSpec(namespace string, spec *corev1.PodSpec) *corev
 	}
 	return AdmittedPodSpec(spec, ranges, overhead)
 }
+
+// AdmissionRefusal says why the API server will refuse every pod made from
+// spec in namespace, of the PriorityClass priorityClass, as AdmissionRefusal
+// does with the namespace's LimitRanges and the ResourceQuotas whose scopes
+// match the pod (QuotaMatches); "" when it will not, and always without the
+// LimitRange informer and the ResourceQuota informer.
+func (t *Tracker) AdmissionRefusal(namespace string, spec *corev1.PodSpec, priorityClass string) string {
+	admitted := t.admittedPodSpec(namespace, spec)
+	var ranges []*corev1.LimitRange
+	if t.limitRanges != nil {
+		ranges, _ = t.limitRanges.LimitRanges(namespace).List(labels.Everything())
+		slices.SortFunc(ranges, func(a, b *corev1.LimitRange) int { return strings.Compare(a.Name, b.Name) })
+	}
+	var quotas []*corev1.ResourceQuota
+	if t.quotaLister != nil {
+		all, _ := t.quotaLister.ResourceQuotas(namespace).List(labels.Everything())
+		for _, q := range all {
+			if QuotaMatches(q, admitted, priorityClass) {
+				quotas = append(quotas, q)
+			}
+		}
+		slices.SortFunc(quotas, func(a, b *corev1.ResourceQuota) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return AdmissionRefusal(admitted, ranges, quotas)
+}

@@ -63,6 +63,7 @@ type Tracker struct {
 	synced []cache.InformerSynced
 	// limitRanges and runtimeClasses are nil without their informers.
 	limitRanges    corelisters.LimitRangeLister
+	quotaLister    corelisters.ResourceQuotaLister
 	runtimeClasses nodelisters.RuntimeClassLister
 
 	// snapMu serialises InquiryResource: it guards last and nodeIndex,
@@ -191,6 +192,7 @@ func New(cfg Config) (*Tracker, error) {
 			return nil, fmt.Errorf("register ResourceQuota event handler: %w", err)
 		}
 		t.synced = append(t.synced, qi.Informer().HasSynced, quotaReg.HasSynced)
+		t.quotaLister = qi.Lister()
 	}
 	if li := cfg.LimitRangeInformer; li != nil {
 		t.limitRanges = li.Lister()

@@ -204,7 +204,8 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 		}
 		template := &rs.Spec.Template.Spec
 		req, lim := a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
-		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template)})
+		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template),
+			Refused: a.tracker.AdmissionRefusal(tj.Namespace, template, tj.Spec.PriorityClassName)})
 	}
 	return q, true
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -80,6 +81,21 @@ type PodSet struct {
 	Count           int32
 	Request, Limits Resources
 	Placement       *snapshot.Placement
+	// Refused, when set, is why the API server will refuse these pods
+	// whatever the room (a quota tracking a request they do not state, a
+	// LimitRange bound): the job waits, holding nothing.
+	Refused string
+}
+
+// refused is why the API server will refuse a pod of q's minimum, naming
+// the role; "" when it will not.
+func refused(q *QueuedJob) string {
+	for _, ps := range q.Pods {
+		if ps.Refused != "" {
+			return fmt.Sprintf("the API server would refuse its %s pods: %s", ps.Role, ps.Refused)
+		}
+	}
+	return ""
 }
 
 // Admission is a queued job the plan admits: its whole minimum fits.
@@ -96,7 +112,8 @@ type Waiting struct {
 	Position, Of int
 	// Kind is what kind of wait, the reason of the job's Queued condition:
 	// v1.ReasonWaitingForAdmission (room on nodes), ReasonWaitingForQuota,
-	// ReasonExceedsQuota, ReasonUnplaceable or ReasonReservedForHead.
+	// ReasonExceedsQuota, ReasonUnplaceable, ReasonWillBeRefused or
+	// ReasonReservedForHead.
 	Kind   string
 	Reason string
 	// Head is set on the job the plan keeps room for: the first in the

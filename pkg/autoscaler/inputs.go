@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
@@ -185,6 +186,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 	}
 	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
+	var scoped []cluster.RolePods
 	for _, role := range roles {
 		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
 		if err != nil || rs.Spec.Replicas == nil {
@@ -206,7 +208,9 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 		req, lim := a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
 		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template),
 			Refused: a.tracker.AdmissionRefusal(tj.Namespace, template, tj.Spec.PriorityClassName)})
+		scoped = append(scoped, cluster.RolePods{Role: role.Name(), Count: count, Spec: template})
 	}
+	q.ScopedQuota, q.ScopedQuotaHard = a.tracker.ScopedQuotaShort(tj.Namespace, scoped, tj.Spec.PriorityClassName)
 	return q, true
 }
 

@@ -75,3 +75,19 @@ func (t *Tracker) AdmissionRefusal(namespace string, spec *corev1.PodSpec, prior
 	}
 	return AdmissionRefusal(admitted, ranges, quotas)
 }
+
+// ScopedQuotaShort is ScopedQuotaShort with namespace's ResourceQuotas and
+// each role's template as admitted (the RolePods' Spec is the template); ""
+// without the ResourceQuota informer.
+func (t *Tracker) ScopedQuotaShort(namespace string, pods []RolePods, priorityClass string) (string, bool) {
+	if t.quotaLister == nil {
+		return "", false
+	}
+	quotas, _ := t.quotaLister.ResourceQuotas(namespace).List(labels.Everything())
+	slices.SortFunc(quotas, func(a, b *corev1.ResourceQuota) int { return strings.Compare(a.Name, b.Name) })
+	admitted := make([]RolePods, len(pods))
+	for i, rp := range pods {
+		admitted[i] = RolePods{Role: rp.Role, Count: rp.Count, Spec: t.admittedPodSpec(namespace, rp.Spec)}
+	}
+	return ScopedQuotaShort(quotas, admitted, priorityClass)
+}

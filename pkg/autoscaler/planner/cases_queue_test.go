@@ -120,6 +120,27 @@ func TestDecideQueueRules(t *testing.T) {
 		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: the API server would refuse its " + big.Pods[0].Role +
 			" pods: ResourceQuota q tracks limits.cpu, which container pserver does not state: the API server refuses the pod"},
 	}, {
+		name: "a scoped quota below the minimum's hard limit holds nothing back",
+		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
+		queue: func() []QueuedJob {
+			scoped := big
+			scoped.ScopedQuota, scoped.ScopedQuotaHard = "its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10", true
+			return []QueuedJob{scoped, small}
+		}(),
+		admitted: []string{"team-a/small"},
+		kinds:    map[string]string{"team-a/big": v1.ReasonExceedsQuota},
+		reason:   map[string]string{"team-a/big": "position 1 of 1 in the queue: its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10"},
+	}, {
+		name: "a scoped quota with too little room now keeps the job waiting for quota",
+		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
+		queue: func() []QueuedJob {
+			scoped := big
+			scoped.ScopedQuota = "ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"
+			return []QueuedJob{scoped}
+		}(),
+		kinds:  map[string]string{"team-a/big": v1.ReasonWaitingForQuota},
+		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"},
+	}, {
 		name: "pods count against the quota too",
 		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)

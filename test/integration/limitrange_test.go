@@ -91,3 +91,39 @@ func TestQuotaOnLimitsKeepsAJobWithoutLimitsWhole(t *testing.T) {
 	assert.Equal(t, 4, bound)
 	assert.NotContains(t, eventReasons(t, c.ns, "unlimited"), v1.EventRefused, "the quota refused no pod")
 }
+
+// TestPriorityClassScopedQuotaKeepsTheJobWhole: a quota scoped to the
+// job's PriorityClass that cannot hold its minimum (7 CPU against 4) keeps
+// the job whole in the queue, naming the quota, with no pod; once it is
+// raised, the job runs whole.
+func TestPriorityClassScopedQuotaKeepsTheJobWhole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "16Gi", Count: 2},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, GangAdmission: true})
+	scoped := builders.Quota("training-cpu", c.ns, []string{"requests.cpu", "4"}, func(q *corev1.ResourceQuota) {
+		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"training"}}}}
+	})
+	_, err := c.kube.CoreV1().ResourceQuotas(c.ns).Create(ctx, scoped, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	c.create(t, ctx, gangJob(c.ns, "big")) // 1 pserver of 1 CPU, 3 trainers of 2 CPU: 7 CPU
+	job := c.waitJob(t, ctx, "big", "never Queued with the scoped quota named", func(j *v1.TrainingJob) bool {
+		return j.Status.Phase == v1.PhaseQueued && conditionOf(j, v1.ConditionQueued).Reason == v1.ReasonExceedsQuota
+	})
+	assert.Contains(t, job.Status.Message, "ResourceQuota training-cpu's requests.cpu, above its hard limit of 4")
+	time.Sleep(2 * time.Second)
+	c.noPods(t, ctx, "big")
+
+	q, err := c.kube.CoreV1().ResourceQuotas(c.ns).Get(ctx, "training-cpu", metav1.GetOptions{})
+	require.NoError(t, err)
+	q.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("10")
+	_, err = c.kube.CoreV1().ResourceQuotas(c.ns).Update(ctx, q, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	c.waitJob(t, ctx, "big", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
+	live, bound := c.livePods(t, ctx, "big")
+	assert.Equal(t, 4, live)
+	assert.Equal(t, 4, bound)
+	assert.NotContains(t, eventReasons(t, c.ns, "big"), v1.EventRefused, "the quota refused no pod")
+}

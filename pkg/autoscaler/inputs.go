@@ -184,7 +184,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 	if tj.Spec.FaultTolerant {
 		roles = append(roles, v1.RoleMaster)
 	}
-	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
+	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: queuedSince(tj),
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	var scoped []cluster.RolePods
 	for _, role := range roles {
@@ -279,4 +279,17 @@ func (a *Autoscaler) runningJobs() ([]planner.RunningJob, map[string]*v1.Trainin
 		objects[key(tj)] = tj
 	}
 	return running, objects
+}
+
+// queuedSince is when a job last entered the queue: its Queued condition's
+// last transition to True — the time it was submitted, resumed or preempted
+// (a change of waiting reason keeps it) — and its creation time when that
+// is earlier or absent. A job suspended for a week or preempted thus queues
+// behind the jobs of its priority that entered the queue before it did.
+func queuedSince(tj *v1.TrainingJob) time.Time {
+	since := tj.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since
 }

@@ -62,8 +62,9 @@ type QueuedJob struct {
 	Key string
 	// Priority is the job's pod priority, resolved from its priorityClassName.
 	Priority int32
-	// Created is the job's creationTimestamp: of equal priorities, the
-	// oldest job is admitted first.
+	// Created is when the job last entered the queue (created, resumed or
+	// preempted; the caller reads its Queued condition): of equal
+	// priorities, the job that has waited longest is admitted first.
 	Created time.Time
 	// Pods are the job's minimum: its master, its pservers and min-instance
 	// trainers. The job is admitted only when all of them fit at once.

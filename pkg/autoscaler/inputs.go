@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
@@ -119,7 +120,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 			Priority:  a.priority(spec.PriorityClassName),
 			Placement: snapshot.PlacementOf(template),
 		}
-		job.Request, job.Limits = a.tracker.PodRequestAndLimits(template)
+		job.Request, job.Limits = a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
 		if last := tj.Status.LastScale; last != nil && last.To < last.From {
 			job.LastScaleDown = last.Time.Time
 		}
@@ -183,8 +184,9 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 	if tj.Spec.FaultTolerant {
 		roles = append(roles, v1.RoleMaster)
 	}
-	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time,
+	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: queuedSince(tj),
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
+	var scoped []cluster.RolePods
 	for _, role := range roles {
 		rs, err := a.replicaSets.ReplicaSets(tj.Namespace).Get(v1.ReplicaSetName(tj.Name, role))
 		if err != nil || rs.Spec.Replicas == nil {
@@ -203,9 +205,12 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 			count = tj.Spec.Trainer.MinInstance
 		}
 		template := &rs.Spec.Template.Spec
-		req, lim := a.tracker.PodRequestAndLimits(template)
-		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template)})
+		req, lim := a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
+		q.Pods = append(q.Pods, planner.PodSet{Role: role.Name(), Count: count, Request: req, Limits: lim, Placement: snapshot.PlacementOf(template),
+			Refused: a.tracker.AdmissionRefusal(tj.Namespace, template, tj.Spec.PriorityClassName)})
+		scoped = append(scoped, cluster.RolePods{Role: role.Name(), Count: count, Spec: template})
 	}
+	q.ScopedQuota, q.ScopedQuotaHard = a.tracker.ScopedQuotaShort(tj.Namespace, scoped, tj.Spec.PriorityClassName)
 	return q, true
 }
 
@@ -274,4 +279,17 @@ func (a *Autoscaler) runningJobs() ([]planner.RunningJob, map[string]*v1.Trainin
 		objects[key(tj)] = tj
 	}
 	return running, objects
+}
+
+// queuedSince is when a job last entered the queue: its Queued condition's
+// last transition to True — the time it was submitted, resumed or preempted
+// (a change of waiting reason keeps it) — and its creation time when that
+// is earlier or absent. A job suspended for a week or preempted thus queues
+// behind the jobs of its priority that entered the queue before it did.
+func queuedSince(tj *v1.TrainingJob) time.Time {
+	since := tj.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	nodeinformers "k8s.io/client-go/informers/node/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -34,6 +37,12 @@ type Config struct {
 	NodeInformer coreinformers.NodeInformer
 	// QuotaInformer, when set, feeds the namespaces' ResourceQuotas.
 	QuotaInformer coreinformers.ResourceQuotaInformer
+	// LimitRangeInformer and RuntimeClassInformer, when set, price a pod
+	// template as the API server admits it (AdmittedPodRequestAndLimits):
+	// with its namespace's LimitRange defaults and its RuntimeClass's
+	// overhead. Unset, a template is priced as it is written.
+	LimitRangeInformer   coreinformers.LimitRangeInformer
+	RuntimeClassInformer nodeinformers.RuntimeClassInformer
 	// Logger receives the debug line of every InquiryResource; nil discards.
 	Logger log15.Logger
 	// GPUResourceNames are the extended resources counted as GPUs; empty
@@ -52,6 +61,10 @@ type Tracker struct {
 	log    log15.Logger
 	reader resourceReader
 	synced []cache.InformerSynced
+	// limitRanges and runtimeClasses are nil without their informers.
+	limitRanges    corelisters.LimitRangeLister
+	quotaLister    corelisters.ResourceQuotaLister
+	runtimeClasses nodelisters.RuntimeClassLister
 
 	// snapMu serialises InquiryResource: it guards last and nodeIndex,
 	// which only InquiryResource reads and writes.
@@ -179,6 +192,15 @@ func New(cfg Config) (*Tracker, error) {
 			return nil, fmt.Errorf("register ResourceQuota event handler: %w", err)
 		}
 		t.synced = append(t.synced, qi.Informer().HasSynced, quotaReg.HasSynced)
+		t.quotaLister = qi.Lister()
+	}
+	if li := cfg.LimitRangeInformer; li != nil {
+		t.limitRanges = li.Lister()
+		t.synced = append(t.synced, li.Informer().HasSynced)
+	}
+	if ri := cfg.RuntimeClassInformer; ri != nil {
+		t.runtimeClasses = ri.Lister()
+		t.synced = append(t.synced, ri.Informer().HasSynced)
 	}
 	return t, nil
 }

@@ -64,11 +64,13 @@ func New(kubeClient kubernetes.Interface, tjClient tjclient.Interface, resync ti
 	w.ReplicaSets = w.KubeInformers.Apps().V1().ReplicaSets()
 	var err error
 	w.Tracker, err = cluster.New(cluster.Config{
-		PodInformer:      w.Pods,
-		NodeInformer:     nodeInformer,
-		QuotaInformer:    w.KubeInformers.Core().V1().ResourceQuotas(),
-		Logger:           logger,
-		GPUResourceNames: w.GPUs,
+		PodInformer:          w.Pods,
+		NodeInformer:         nodeInformer,
+		QuotaInformer:        w.KubeInformers.Core().V1().ResourceQuotas(),
+		LimitRangeInformer:   w.KubeInformers.Core().V1().LimitRanges(),
+		RuntimeClassInformer: w.KubeInformers.Node().V1().RuntimeClasses(),
+		Logger:               logger,
+		GPUResourceNames:     w.GPUs,
 	})
 	if err != nil {
 		return nil, err

@@ -272,7 +272,9 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 		require.NoError(t, clusterPods.Informer().SetTransform(cluster.TransformPod))
 		require.NoError(t, clusterInformers.Core().V1().Nodes().Informer().SetTransform(cluster.TransformNode))
 		tracker, err := cluster.New(cluster.Config{PodInformer: clusterPods, NodeInformer: clusterInformers.Core().V1().Nodes(),
-			QuotaInformer: clusterInformers.Core().V1().ResourceQuotas(), Logger: logger})
+			QuotaInformer: clusterInformers.Core().V1().ResourceQuotas(), Logger: logger,
+			LimitRangeInformer:   clusterInformers.Core().V1().LimitRanges(),
+			RuntimeClassInformer: clusterInformers.Node().V1().RuntimeClasses()})
 		require.NoError(t, err)
 		cfg := *scaling
 		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker

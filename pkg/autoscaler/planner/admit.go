@@ -43,7 +43,8 @@ type admitFor struct {
 // keep it waiting ([plan.reserveFor]). The first job of each namespace that
 // waits holds its minimum's share of the namespace's quota the same way.
 // A job that can never start as things stand — its minimum above a quota's
-// hard limit, or a pod of it bigger than every node it may use — holds no
+// hard limit, a pod of it bigger than every node it may use, or one the API
+// server would refuse (PodSet.Refused) — holds no
 // reservation. The room and quota an admitted job takes are withheld from
 // growth.
 func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, preempted []Preemption) {
@@ -58,6 +59,12 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 		use := gangUse(pods)
 		w := Waiting{Job: q.Key, Kind: v1.ReasonWaitingForAdmission}
 		switch {
+		case refused(q) != "":
+			w.Kind, w.Reason = v1.ReasonWillBeRefused, refused(q)
+		case q.ScopedQuota != "" && q.ScopedQuotaHard:
+			w.Kind, w.Reason = v1.ReasonExceedsQuota, q.ScopedQuota
+		case q.ScopedQuota != "":
+			w.Kind, w.Reason = v1.ReasonWaitingForQuota, q.ScopedQuota
 		case !ok:
 			w.Reason = fmt.Sprintf("its minimum, %s, has a negative request", what)
 		case p.aboveHard(ns, use) != "":
@@ -96,7 +103,7 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 					what, need.resources(), head.job)
 			}
 		}
-		if w.Kind != v1.ReasonExceedsQuota && w.Kind != v1.ReasonUnplaceable && ok && !quotaHeld[ns] {
+		if w.Kind != v1.ReasonExceedsQuota && w.Kind != v1.ReasonUnplaceable && w.Kind != v1.ReasonWillBeRefused && ok && !quotaHeld[ns] {
 			quotaHeld[ns] = true
 			p.spendQuota(ns, use)
 		}

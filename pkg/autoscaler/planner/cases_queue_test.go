@@ -103,6 +103,44 @@ func TestDecideQueueRules(t *testing.T) {
 		kinds:    map[string]string{"team-a/big": v1.ReasonExceedsQuota},
 		reason:   map[string]string{"team-a/big": "needs 14 CPU of namespace team-a's quota requests.cpu, above its hard limit of 10 CPU: it cannot start until the quota is raised"},
 	}, {
+		name: "a minimum the API server would refuse waits, naming the role and why, and holds nothing back",
+		snap: func() snapshot.Snapshot {
+			s := clusterOf(ns, nil)
+			withQuota(&s, "team-a", 4, 20, -1, 0)
+			return s
+		},
+		queue: func() []QueuedJob {
+			refusedBig := big
+			refusedBig.Pods = append([]PodSet(nil), big.Pods...)
+			refusedBig.Pods[0].Refused = "ResourceQuota q tracks limits.cpu, which container pserver does not state: the API server refuses the pod"
+			return []QueuedJob{refusedBig, small}
+		}(),
+		admitted: []string{"team-a/small"},
+		kinds:    map[string]string{"team-a/big": v1.ReasonWillBeRefused},
+		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: the API server would refuse its " + big.Pods[0].Role +
+			" pods: ResourceQuota q tracks limits.cpu, which container pserver does not state: the API server refuses the pod"},
+	}, {
+		name: "a scoped quota below the minimum's hard limit holds nothing back",
+		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
+		queue: func() []QueuedJob {
+			scoped := big
+			scoped.ScopedQuota, scoped.ScopedQuotaHard = "its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10", true
+			return []QueuedJob{scoped, small}
+		}(),
+		admitted: []string{"team-a/small"},
+		kinds:    map[string]string{"team-a/big": v1.ReasonExceedsQuota},
+		reason:   map[string]string{"team-a/big": "position 1 of 1 in the queue: its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10"},
+	}, {
+		name: "a scoped quota with too little room now keeps the job waiting for quota",
+		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
+		queue: func() []QueuedJob {
+			scoped := big
+			scoped.ScopedQuota = "ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"
+			return []QueuedJob{scoped}
+		}(),
+		kinds:  map[string]string{"team-a/big": v1.ReasonWaitingForQuota},
+		reason: map[string]string{"team-a/big": "position 1 of 1 in the queue: ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"},
+	}, {
 		name: "pods count against the quota too",
 		snap: func() snapshot.Snapshot {
 			s := clusterOf(ns, nil)

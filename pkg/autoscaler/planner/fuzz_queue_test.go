@@ -100,6 +100,21 @@ func FuzzQueue(f *testing.F) {
 		ns, jobs, others, opts := scenarioFrom(data)
 		snap := clusterOf(ns, jobs, others...)
 		queue := queueFrom(data, &snap, jobs, others, &opts)
+		// Some jobs a scoped quota cannot hold, some the API server would
+		// refuse (a LimitRange bound, an unstated request a quota tracks):
+		// the invariants require that none of them is admitted.
+		for i := range queue.Jobs {
+			if i >= len(data) {
+				break
+			}
+			switch b := data[len(data)-1-i]; {
+			case b%7 == 0:
+				queue.Jobs[i].ScopedQuota, queue.Jobs[i].ScopedQuotaHard = "ResourceQuota scoped cannot hold it", b%2 == 0
+			case b%11 == 0 && len(queue.Jobs[i].Pods) > 0:
+				queue.Jobs[i].Pods = slices.Clone(queue.Jobs[i].Pods)
+				queue.Jobs[i].Pods[0].Refused = "LimitRange bounds refuses it"
+			}
+		}
 		wantSnap := snap.DeepCopy()
 		wantQueue := Queue{Jobs: slices.Clone(queue.Jobs), Starting: slices.Clone(queue.Starting), Running: slices.Clone(queue.Running),
 			Arriving: slices.Clone(queue.Arriving)}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -61,8 +62,9 @@ type QueuedJob struct {
 	Key string
 	// Priority is the job's pod priority, resolved from its priorityClassName.
 	Priority int32
-	// Created is the job's creationTimestamp: of equal priorities, the
-	// oldest job is admitted first.
+	// Created is when the job last entered the queue (created, resumed or
+	// preempted; the caller reads its Queued condition): of equal
+	// priorities, the job that has waited longest is admitted first.
 	Created time.Time
 	// Pods are the job's minimum: its master, its pservers and min-instance
 	// trainers. The job is admitted only when all of them fit at once.
@@ -70,6 +72,12 @@ type QueuedJob struct {
 	// MaxTrainers is the trainers' max-instance: growth keeps room for the
 	// share of a job it admits ([plan.arrive]).
 	MaxTrainers int32
+	// ScopedQuota, when set, names the scoped ResourceQuota (one with scopes
+	// or a scope selector matching its pods) that cannot hold the minimum
+	// now, or, with ScopedQuotaHard, even at its hard limit. The caller
+	// reads scoped quotas; the snapshot's Quotas are the unscoped ones.
+	ScopedQuota     string
+	ScopedQuotaHard bool
 }
 
 // PodSet is Count pods of one role of a queued job, each requesting Request
@@ -80,6 +88,21 @@ type PodSet struct {
 	Count           int32
 	Request, Limits Resources
 	Placement       *snapshot.Placement
+	// Refused, when set, is why the API server will refuse these pods
+	// whatever the room (a quota tracking a request they do not state, a
+	// LimitRange bound): the job waits, holding nothing.
+	Refused string
+}
+
+// refused is why the API server will refuse a pod of q's minimum, naming
+// the role; "" when it will not.
+func refused(q *QueuedJob) string {
+	for _, ps := range q.Pods {
+		if ps.Refused != "" {
+			return fmt.Sprintf("the API server would refuse its %s pods: %s", ps.Role, ps.Refused)
+		}
+	}
+	return ""
 }
 
 // Admission is a queued job the plan admits: its whole minimum fits.
@@ -96,7 +119,8 @@ type Waiting struct {
 	Position, Of int
 	// Kind is what kind of wait, the reason of the job's Queued condition:
 	// v1.ReasonWaitingForAdmission (room on nodes), ReasonWaitingForQuota,
-	// ReasonExceedsQuota, ReasonUnplaceable or ReasonReservedForHead.
+	// ReasonExceedsQuota, ReasonUnplaceable, ReasonWillBeRefused or
+	// ReasonReservedForHead.
 	Kind   string
 	Reason string
 	// Head is set on the job the plan keeps room for: the first in the

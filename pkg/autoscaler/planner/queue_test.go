@@ -33,6 +33,8 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		require.NotNil(t, byKey[a.Job], "admitted %s was not queued", a.Job)
 		require.False(t, seen[a.Job], "%s decided twice", a.Job)
 		seen[a.Job], admitted[a.Job] = true, true
+		assert.Empty(t, refused(byKey[a.Job]), "%s admitted though the API server would refuse its pods", a.Job)
+		assert.Empty(t, byKey[a.Job].ScopedQuota, "%s admitted though a scoped quota cannot hold its minimum", a.Job)
 	}
 	heads := 0
 	for k, w := range d.Waiting {
@@ -42,7 +44,7 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		assert.Equal(t, k+1, w.Position)
 		assert.Equal(t, len(d.Waiting), w.Of)
 		assert.Contains(t, []string{v1.ReasonWaitingForAdmission, v1.ReasonWaitingForQuota, v1.ReasonExceedsQuota,
-			v1.ReasonUnplaceable, v1.ReasonReservedForHead}, w.Kind, w.Job)
+			v1.ReasonUnplaceable, v1.ReasonReservedForHead, v1.ReasonWillBeRefused}, w.Kind, w.Job)
 		if w.Head {
 			heads++
 			assert.Equal(t, v1.ReasonWaitingForAdmission, w.Kind, "%s: the head waits for room on nodes", w.Job)

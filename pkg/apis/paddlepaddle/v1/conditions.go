@@ -101,6 +101,13 @@ const (
 	// node it may use even with the node empty (condition Queued True). Like
 	// ReasonExceedsQuota, it delays no job behind it.
 	ReasonUnplaceable = "Unplaceable"
+	// ReasonWillBeRefused: the job is queued and the API server would
+	// refuse a pod of its minimum whatever the room — a ResourceQuota
+	// tracks a request or limit a container does not state, or a
+	// LimitRange's min, max or maxLimitRequestRatio rules it out (condition
+	// Queued True; the message names the role, the field and the quota or
+	// LimitRange). Like ReasonExceedsQuota, it delays no job behind it.
+	ReasonWillBeRefused = "WillBeRefused"
 	// ReasonReservedForHead: the job is queued and its minimum would fit,
 	// but only in room reserved for the job at the head of the queue
 	// (condition Queued True).

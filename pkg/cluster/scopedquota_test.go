@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	b "github.com/paddlepaddle/edl/pkg/testing/builders"
+)
+
+func TestScopedQuotaShort(t *testing.T) {
+	high := func(q *corev1.ResourceQuota) {
+		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}}}
+	}
+	pods := []RolePods{
+		{Role: "pserver", Count: 1, Spec: &b.Pod("ps", b.Requests("1", "1Gi")).Spec},
+		{Role: "trainer", Count: 3, Spec: &b.Pod("tr", b.Requests("2", "1Gi"), b.Init("5", "")).Spec},
+	}
+	cases := []struct {
+		name   string
+		quotas []*corev1.ResourceQuota
+		class  string
+		want   string
+		hard   bool
+	}{
+		{name: "unscoped quotas are the snapshot's", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"requests.cpu", "1"})}, class: "high"},
+		{name: "a PriorityClass quota of another class", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"requests.cpu", "1"}, high)}, class: "low"},
+		{name: "a PriorityClass quota that holds the minimum", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"requests.cpu", "16"}, high)}, class: "high"},
+		{name: "a PriorityClass quota below the minimum: an init container counts when larger", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"requests.cpu", "10"}, high)}, class: "high",
+			want: "its minimum needs 16 of ResourceQuota q's requests.cpu, above its hard limit of 10: it cannot start until the quota is raised", hard: true},
+		{name: "a PriorityClass quota whose room is used", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"pods", "10"}, high, b.Used("pods", "7"))}, class: "high",
+			want: "ResourceQuota q's pods: 3 left, the minimum needs 4"},
+		{name: "cpu is requests.cpu", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"cpu", "20"}, b.Scopes(corev1.ResourceQuotaScopeNotBestEffort), b.Used("cpu", "5"))},
+			want: "ResourceQuota q's cpu: 15 left, the minimum needs 16"},
+		{name: "a BestEffort quota does not count pods with requests", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"pods", "1"}, b.Scopes(corev1.ResourceQuotaScopeBestEffort))}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, hard := ScopedQuotaShort(tc.quotas, pods, tc.class)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.hard, hard)
+		})
+	}
+}

@@ -25,18 +25,7 @@ import (
 func TestTeamsLendAnIdleShareAndTakeItBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	a := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
-		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second, GangAdmission: true})
-	b := a
-	b.ns = "team-b"
-	_, err := a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	one := int32(1)
-	for name, ns := range map[string]string{"team-a": a.ns, "team-b": b.ns} {
-		_, err := a.tj.PaddlepaddleV1().TrainingQueues().Create(ctx, &v1.TrainingQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1.TrainingQueueSpec{Namespaces: []string{ns}, Weight: &one}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	a, b := newTeamsCluster(t, ctx, 1, 1)
 	replicas := func(c elasticCluster, job string) int32 {
 		r, err := c.trainerReplicas(ctx, []string{job})
 		if err != nil {
@@ -81,21 +70,7 @@ func TestTeamsLendAnIdleShareAndTakeItBack(t *testing.T) {
 func TestTeamsOfWeightsOneAndThreeSettleAtAQuarterAndThreeQuarters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	a := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
-		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second, GangAdmission: true})
-	b := a
-	b.ns = "team-b"
-	_, err := a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	for name, q := range map[string]struct {
-		ns     string
-		weight int32
-	}{"team-a": {a.ns, 1}, "team-b": {b.ns, 3}} {
-		weight := q.weight
-		_, err := a.tj.PaddlepaddleV1().TrainingQueues().Create(ctx, &v1.TrainingQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1.TrainingQueueSpec{Namespaces: []string{q.ns}, Weight: &weight}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	a, b := newTeamsCluster(t, ctx, 1, 3)
 	replicas := func() (int32, int32) {
 		ra, err := a.trainerReplicas(ctx, []string{"a-job"})
 		if err != nil {
@@ -109,7 +84,7 @@ func TestTeamsOfWeightsOneAndThreeSettleAtAQuarterAndThreeQuarters(t *testing.T)
 	}
 	a.submit(t, ctx, "a-job", "2", "1")
 	b.submit(t, ctx, "b-job", "2", "1")
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
 		ra, rb := replicas()
 		return ra >= 2 && ra <= 4 && rb >= 10 && rb <= 12 && ra+rb >= 13, nil
 	})
@@ -120,4 +95,26 @@ func TestTeamsOfWeightsOneAndThreeSettleAtAQuarterAndThreeQuarters(t *testing.T)
 		na, nb := replicas()
 		require.Equal(t, [2]int32{ra, rb}, [2]int32{na, nb}, "a trainer moved after the teams settled")
 	}
+}
+
+// newTeamsCluster is a cluster of four nodes of 8 CPUs run by edl with gang
+// admission, where team-a owns the namespace "training" and team-b the
+// namespace "team-b", of the given weights: the two teams' elastic clusters.
+func newTeamsCluster(t *testing.T, ctx context.Context, weightA, weightB int32) (a, b elasticCluster) {
+	t.Helper()
+	a = newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: time.Second, CoolDown: 3 * time.Second, GangAdmission: true})
+	b = a
+	b.ns = "team-b"
+	_, err := a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, q := range []struct {
+		name, ns string
+		weight   int32
+	}{{"team-a", a.ns, weightA}, {"team-b", b.ns, weightB}} {
+		_, err := a.tj.PaddlepaddleV1().TrainingQueues().Create(ctx, &v1.TrainingQueue{ObjectMeta: metav1.ObjectMeta{Name: q.name},
+			Spec: v1.TrainingQueueSpec{Namespaces: []string{q.ns}, Weight: &q.weight}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return a, b
 }

@@ -51,23 +51,7 @@ func (p *plan) rebalance() {
 	// the jobs of another pool could not use what they give back.
 	// With teams, jobs compete with the jobs of their team only: room goes
 	// between teams by reclaim.
-	type level struct {
-		pool     *pool
-		priority int32
-		team     *teamState
-	}
-	byLevel := map[level][]*jobState{}
-	var levels []level
-	for _, j := range p.movable {
-		l := level{j.pool, j.priority, nil}
-		if j.team != nil {
-			l.team = j.team.team
-		}
-		if _, seen := byLevel[l]; !seen {
-			levels = append(levels, l)
-		}
-		byLevel[l] = append(byLevel[l], j)
-	}
+	levels, byLevel := p.levels(true)
 	m := p.newMoves()
 	if gap >= 1 {
 		levels = nil // fulfillments never differ by more than 1

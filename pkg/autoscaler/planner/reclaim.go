@@ -131,19 +131,7 @@ func (p *plan) reclaim(m *moves) {
 	if p.teams == nil {
 		return
 	}
-	type level struct {
-		pool     *pool
-		priority int32
-	}
-	byLevel := map[level][]*jobState{}
-	var levels []level
-	for _, j := range p.movable {
-		l := level{j.pool, j.priority}
-		if _, seen := byLevel[l]; !seen {
-			levels = append(levels, l)
-		}
-		byLevel[l] = append(byLevel[l], j)
-	}
+	levels, byLevel := p.levels(false)
 	for _, l := range levels {
 		ahead := p.aheadOf(l.priority)
 		jobs := byLevel[l]
@@ -156,7 +144,7 @@ func (p *plan) reclaim(m *moves) {
 			}
 			// No reversal: the taker's team after the move must not be
 			// further above its share than the giver's.
-			if below(taker.team, taker.req, 1) > below(giver.team, giver.victims[giver.next].req, -1) {
+			if taker.team.belowWith(taker.team.used.plus(taker.req)) > giver.team.belowWith(giver.team.used.minus(giver.victims[giver.next].req)) {
 				break
 			}
 			gNote, tNote := teamNote(giver.team), teamNote(taker.team)
@@ -181,20 +169,6 @@ func (p *plan) reclaim(m *moves) {
 	}
 }
 
-// below is g's used share over its deserved share once n trainers of
-// request r are added (or taken, n < 0).
-func below(g *teamPool, r vec, n int64) float64 {
-	saved := g.used
-	if n > 0 {
-		g.used = g.used.plus(scaled(r, n))
-	} else {
-		g.used = g.used.minus(scaled(r, -n))
-	}
-	b := g.below()
-	g.used = saved
-	return b
-}
-
 // reclaimPair is the next move of reclaim among jobs: the most fulfilled
 // job that may give, of the team furthest above its deserved share, and the
 // least fulfilled job that may take, of the team furthest below it; nil
@@ -203,7 +177,7 @@ func (p *plan) reclaimPair(jobs []*jobState, noRoom, noTake map[*jobState]bool) 
 	for _, j := range jobs {
 		b := j.team.below()
 		switch {
-		case b > 1 && j.mayGive() && !noRoom[j] && j.promised == 0:
+		case b > 1 && j.mayGive() && !noRoom[j]:
 			if giver == nil || b > giver.team.below() || (b == giver.team.below() && giveFirst(j, giver)) {
 				giver = j
 			}
@@ -217,4 +191,30 @@ func (p *plan) reclaimPair(jobs []*jobState, noRoom, noTake map[*jobState]bool) 
 		return nil, nil
 	}
 	return giver, taker
+}
+
+// level is the jobs that compete for one room: of a pool and a priority
+// and, when byTeam, of one team.
+type level struct {
+	pool     *pool
+	priority int32
+	team     *teamState
+}
+
+// levels groups the movable jobs by level, the levels in the order their
+// first jobs come.
+func (p *plan) levels(byTeam bool) ([]level, map[level][]*jobState) {
+	byLevel := map[level][]*jobState{}
+	var levels []level
+	for _, j := range p.movable {
+		l := level{pool: j.pool, priority: j.priority}
+		if byTeam && j.team != nil {
+			l.team = j.team.team
+		}
+		if _, seen := byLevel[l]; !seen {
+			levels = append(levels, l)
+		}
+		byLevel[l] = append(byLevel[l], j)
+	}
+	return levels, byLevel
 }

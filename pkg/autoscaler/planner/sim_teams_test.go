@@ -69,29 +69,20 @@ func TestTeamsOverManyCycles(t *testing.T) {
 					}
 				}
 			}
-			active := func(int) []Job { return jobs }
 			opts := Options{Now: t0, Teams: teams, MaxRebalancePerCycle: 8}
 			var last Decision
 			quiet := 0
 			for cycle := range 60 {
 				opts.Now = t0.Add(time.Duration(cycle) * time.Hour) // no cool-down between plans
-				in := active(cycle)
-				snap := clusterOf(ns, in)
-				d := Decide(snap, in, Queue{}, opts)
-				assertWellFormed(t, snap, in, opts, d.Actions)
+				snap := clusterOf(ns, jobs)
+				d := Decide(snap, jobs, Queue{}, opts)
+				assertWellFormed(t, snap, jobs, opts, d.Actions)
 				for _, a := range d.Actions {
 					if a.Cause == CauseRebalance && a.To > a.From && namespaceOf(a.Job) != greedy {
 						reclaimed++
 					}
 				}
-				applied := applyPlan(in, d.Actions)
-				for _, j := range applied {
-					for i := range jobs {
-						if jobs[i].Key == j.Key {
-							jobs[i] = j
-						}
-					}
-				}
+				jobs = applyPlan(jobs, d.Actions)
 				if len(d.Actions) == 0 {
 					quiet++
 				} else {

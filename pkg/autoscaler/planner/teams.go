@@ -50,12 +50,15 @@ type teamPool struct {
 // below orders how far a group is from its deserved share: used over
 // deserved on the dominant resource; a group that deserves nothing comes
 // last.
-func (g *teamPool) below() float64 {
+func (g *teamPool) below() float64 { return g.belowWith(g.used) }
+
+// belowWith is below had the group used used.
+func (g *teamPool) belowWith(used vec) float64 {
 	d := dominantShare(g.deserved, g.capacity)
 	if !(d > 0) {
 		return math.Inf(1)
 	}
-	return dominantShare(g.used, g.capacity) / d
+	return dominantShare(used, g.capacity) / d
 }
 
 // buildTeams places every job in its namespace's team; without

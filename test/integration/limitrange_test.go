@@ -46,19 +46,14 @@ func TestJobWithoutRequestsIsPricedWithTheLimitRangeDefaults(t *testing.T) {
 		return j.Status.Phase == v1.PhaseQueued && conditionOf(j, v1.ConditionQueued).Reason == v1.ReasonExceedsQuota
 	})
 	assert.Contains(t, job.Status.Message, "needs 4 CPU of namespace "+c.ns+"'s quota requests.cpu, above its hard limit of 2 CPU")
-	time.Sleep(2 * time.Second)
-	c.noPods(t, ctx, "bare")
+	c.staysWithoutPods(t, ctx, "bare")
 
 	quota, err := c.kube.CoreV1().ResourceQuotas(c.ns).Get(ctx, "compute", metav1.GetOptions{})
 	require.NoError(t, err)
 	quota.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("10")
 	_, err = c.kube.CoreV1().ResourceQuotas(c.ns).Update(ctx, quota, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	c.waitJob(t, ctx, "bare", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
-	live, bound := c.livePods(t, ctx, "bare")
-	assert.Equal(t, 4, live)
-	assert.Equal(t, 4, bound)
-	assert.NotContains(t, eventReasons(t, c.ns, "bare"), v1.EventRefused, "the quota refused no pod")
+	c.runsWhole(t, ctx, "bare", 4)
 }
 
 // TestQuotaOnLimitsKeepsAJobWithoutLimitsWhole: a quota tracking limits.cpu
@@ -79,17 +74,12 @@ func TestQuotaOnLimitsKeepsAJobWithoutLimitsWhole(t *testing.T) {
 		return j.Status.Phase == v1.PhaseQueued && conditionOf(j, v1.ConditionQueued).Reason == v1.ReasonWillBeRefused
 	})
 	assert.Contains(t, job.Status.Message, "ResourceQuota compute tracks limits.cpu")
-	time.Sleep(2 * time.Second)
-	c.noPods(t, ctx, "unlimited")
+	c.staysWithoutPods(t, ctx, "unlimited")
 
 	lr := builders.LimitRange("defaults", c.ns, builders.ContainerDefaults([]string{"cpu", "2"}, nil))
 	_, err = c.kube.CoreV1().LimitRanges(c.ns).Create(ctx, lr, metav1.CreateOptions{})
 	require.NoError(t, err)
-	c.waitJob(t, ctx, "unlimited", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
-	live, bound := c.livePods(t, ctx, "unlimited")
-	assert.Equal(t, 4, live)
-	assert.Equal(t, 4, bound)
-	assert.NotContains(t, eventReasons(t, c.ns, "unlimited"), v1.EventRefused, "the quota refused no pod")
+	c.runsWhole(t, ctx, "unlimited", 4)
 }
 
 // TestPriorityClassScopedQuotaKeepsTheJobWhole: a quota scoped to the
@@ -113,17 +103,31 @@ func TestPriorityClassScopedQuotaKeepsTheJobWhole(t *testing.T) {
 		return j.Status.Phase == v1.PhaseQueued && conditionOf(j, v1.ConditionQueued).Reason == v1.ReasonExceedsQuota
 	})
 	assert.Contains(t, job.Status.Message, "ResourceQuota training-cpu's requests.cpu, above its hard limit of 4")
-	time.Sleep(2 * time.Second)
-	c.noPods(t, ctx, "big")
+	c.staysWithoutPods(t, ctx, "big")
 
 	q, err := c.kube.CoreV1().ResourceQuotas(c.ns).Get(ctx, "training-cpu", metav1.GetOptions{})
 	require.NoError(t, err)
 	q.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("10")
 	_, err = c.kube.CoreV1().ResourceQuotas(c.ns).Update(ctx, q, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	c.waitJob(t, ctx, "big", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
-	live, bound := c.livePods(t, ctx, "big")
-	assert.Equal(t, 4, live)
-	assert.Equal(t, 4, bound)
-	assert.NotContains(t, eventReasons(t, c.ns, "big"), v1.EventRefused, "the quota refused no pod")
+	c.runsWhole(t, ctx, "big", 4)
+}
+
+// staysWithoutPods waits two intervals of the tests' autoscaler and checks
+// that the queued job still has no pod: it is kept whole in the queue.
+func (c elasticCluster) staysWithoutPods(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	time.Sleep(2 * time.Second)
+	c.noPods(t, ctx, name)
+}
+
+// runsWhole waits for the job to run and checks that its pods (pods of
+// them) are all bound and that a quota refused none.
+func (c elasticCluster) runsWhole(t *testing.T, ctx context.Context, name string, pods int) {
+	t.Helper()
+	c.waitJob(t, ctx, name, "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
+	live, bound := c.livePods(t, ctx, name)
+	assert.Equal(t, pods, live)
+	assert.Equal(t, pods, bound)
+	assert.NotContains(t, eventReasons(t, c.ns, name), v1.EventRefused, "the quota refused no pod")
 }

@@ -26,8 +26,9 @@ type admitFor struct {
 	priority int32
 }
 
-// admit admits queued jobs in order — the highest priority first, then the
-// oldest, then by key. A job is admitted when its whole minimum fits its
+// admit admits queued jobs in order — the highest priority first, then, with
+// teams, the team that uses the least of the cluster for its weight, then
+// the oldest, then by key ([admitLine]). A job is admitted when its whole minimum fits its
 // namespace's quota and, at once, on nodes its pods may use: first in the
 // room nobody holds or waits for (after reserve and yieldToMinimum served
 // what waits for a node, which comes first), else by taking trainers above
@@ -40,7 +41,11 @@ type admitFor struct {
 // The first job that waits for room on nodes is the head of the queue: the
 // nodes it could use are reserved for it, and the jobs behind it are
 // admitted only onto other nodes, so that a stream of small jobs cannot
-// keep it waiting ([plan.reserveFor]). The first job of each namespace that
+// keep it waiting ([plan.reserveFor]). With teams each team's queue has a
+// head, which holds its own team's jobs and those of teams that use more
+// of the cluster for their weight than its team ([plan.headsOver]); and a
+// running job of another team is stopped whole only as
+// [plan.mayStopAcrossTeams] allows. The first job of each namespace that
 // waits holds its minimum's share of the namespace's quota the same way.
 // A job that can never start as things stand — its minimum above a quota's
 // hard limit, a pod of it bigger than every node it may use, or one the API
@@ -49,12 +54,15 @@ type admitFor struct {
 // growth.
 func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, preempted []Preemption) {
 	jobs := queue.Jobs
-	var head *reservation
+	p.countTeamUse(queue)
+	var heads []teamHead
 	quotaHeld := map[string]bool{}
 	var undo func() // puts back the trainers yieldQuota took for the job being admitted
-	for _, i := range queueOrder(jobs) {
+	line := p.newAdmitLine(jobs)
+	for i, more := line.next(jobs); more; i, more = line.next(jobs) {
 		q := &jobs[i]
 		ns := namespaceOf(q.Key)
+		team := p.teamOfNS(ns)
 		pods, need, what, ok := p.gangOf(q)
 		use := gangUse(pods)
 		w := Waiting{Job: q.Key, Kind: v1.ReasonWaitingForAdmission}
@@ -74,7 +82,8 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 		case p.quotaShort(ns, use) != "" && !p.quotaYields(q, ns, use, &undo):
 			w.Kind, w.Reason = v1.ReasonWaitingForQuota, p.quotaShort(ns, use)
 		default:
-			restricted := head.restrict(p, pods)
+			over := p.headsOver(heads, team)
+			restricted := restrictAll(p, over, pods)
 			reason, fits := p.fitGang(q, restricted, need, what)
 			if !fits && p.opts.Preemption {
 				var stopped []Preemption
@@ -85,6 +94,9 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 			}
 			if fits {
 				p.spendQuota(ns, use)
+				if team != nil {
+					team.admitUsed = team.admitUsed.plus(need)
+				}
 				admitted = append(admitted, Admission{Job: q.Key, Reason: reason})
 				undo = nil
 				continue
@@ -95,12 +107,12 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 			}
 			w.Reason = reason
 			switch {
-			case head == nil:
-				head, w.Head = p.reserveFor(q.Key, pods), true
-			case p.fitsUnreserved(pods):
+			case len(over) > 0 && p.fitsUnreserved(pods):
 				w.Kind = v1.ReasonReservedForHead
 				w.Reason = fmt.Sprintf("its minimum, %s, needs %s and would fit, but only on nodes kept for %s, ahead in the queue",
-					what, need.resources(), head.job)
+					what, need.resources(), headNames(over))
+			case headOf(heads, team) == nil:
+				heads, w.Head = append(heads, teamHead{team: team, reservation: p.reserveFor(q.Key, pods)}), true
 			}
 		}
 		if w.Kind != v1.ReasonExceedsQuota && w.Kind != v1.ReasonUnplaceable && w.Kind != v1.ReasonWillBeRefused && ok && !quotaHeld[ns] {

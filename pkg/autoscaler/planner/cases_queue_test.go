@@ -46,7 +46,7 @@ func runningWhole(snap *snapshot.Snapshot, key string, pods ...otherPod) {
 func decideQueue(t *testing.T, snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decision {
 	t.Helper()
 	d := Decide(snap, jobs, queue, opts)
-	assertQueueInvariants(t, snap, jobs, queue, d)
+	assertQueueInvariants(t, snap, jobs, queue, opts, d)
 	assertExplained(t, jobs, opts, d)
 	return d
 }

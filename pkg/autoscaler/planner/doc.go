@@ -24,9 +24,11 @@
 //  2. make room for jobs below their minimum and for higher-priority pods,
 //     by yielding trainers above other jobs' minimums;
 //  3. admit the queued jobs whose whole minimum fits their namespace's quota
-//     and the nodes, in priority and age order, with the head of the queue's
-//     nodes reserved so smaller jobs cannot starve it, preempting whole
-//     lower-priority jobs where [Options.Preemption] allows;
+//     and the nodes, in priority order, then (with teams) the team using the
+//     least for its weight first, then age, with the head of each team's
+//     queue's nodes reserved so smaller jobs cannot starve it, preempting
+//     whole lower-priority jobs where [Options.Preemption] allows (across
+//     teams only for a team within its guarantee);
 //  4. keep the share of the jobs admitted but not all running yet;
 //  5. yield to load above max_load_desired and give up trainers no node can
 //     hold;

@@ -120,7 +120,7 @@ func FuzzQueue(f *testing.F) {
 			Arriving: slices.Clone(queue.Arriving)}
 
 		d := Decide(snap, jobs, queue, opts)
-		assertQueueInvariants(t, snap, jobs, queue, d)
+		assertQueueInvariants(t, snap, jobs, queue, opts, d)
 		assertExplained(t, jobs, opts, d)
 		require.Equal(t, wantSnap, snap, "Decide mutated the snapshot")
 		require.Equal(t, wantQueue, queue, "Decide mutated the queue")
@@ -144,6 +144,29 @@ func FuzzQueue(f *testing.F) {
 			return
 		}
 		order := queueOrder(queue.Jobs)
+		if len(opts.Teams) > 0 {
+			// With teams the line interleaves the teams by their use: the
+			// jobs behind each head in its own team's line change nothing
+			// for it.
+			for _, w := range d.Waiting {
+				if !w.Head {
+					continue
+				}
+				team := teamNameOf(opts, w.Job)
+				var without []QueuedJob
+				behind := false
+				for _, i := range order {
+					q := queue.Jobs[i]
+					if !behind || teamNameOf(opts, q.Key) != team {
+						without = append(without, q)
+					}
+					behind = behind || q.Key == w.Job
+				}
+				short := Decide(snap, jobs, Queue{Jobs: without, Starting: queue.Starting, Running: queue.Running, Arriving: queue.Arriving}, opts)
+				assert.Contains(t, waitingKeys(short), w.Job, "the jobs behind %s in its team's line changed its fate", w.Job)
+			}
+			return
+		}
 		var upTo []QueuedJob
 		for _, i := range order {
 			upTo = append(upTo, queue.Jobs[i])

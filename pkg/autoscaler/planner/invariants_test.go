@@ -110,6 +110,7 @@ func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 	for _, n := range snap.Nodes {
 		listed[n.Name] = true
 	}
+	staying := map[string][]TrainerPod{}
 	for _, j := range jobs {
 		left := append([]TrainerPod(nil), j.Trainers...)
 		for len(left) > int(j.Current) {
@@ -121,17 +122,26 @@ func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 			}
 			left = kept
 		}
+		staying[j.Key] = left
 	}
-	// And the trainers rebalancing gives back: their room is the takers'.
+	// And the trainers rebalancing gives back: their room is the takers'. A
+	// trainer frees what it asks for, which is its template's when it was
+	// created, not always the job's now.
 	for _, a := range actions {
 		if a.Cause != CauseRebalance || a.To >= a.From {
 			continue
 		}
-		req := byKey[a.Job].Request
 		for _, n := range a.Nodes {
-			if listed[n] {
-				going(n, vecOf(req))
+			if !listed[n] {
+				continue
 			}
+			req := byKey[a.Job].Request
+			left := staying[a.Job]
+			if i := slices.IndexFunc(left, func(p TrainerPod) bool { return p.Node == n }); i >= 0 {
+				req = left[i].Request
+				staying[a.Job] = slices.Delete(slices.Clone(left), i, i+1)
+			}
+			going(n, vecOf(req))
 		}
 	}
 	grownRes := make([][numRes]bool, len(load))

@@ -34,7 +34,7 @@ type preemptResult struct {
 // its own priority are never stopped. It reports false, changing nothing,
 // when even stopping every candidate would not make it fit.
 func (p *plan) preempt(q *QueuedJob, pods []gangPod, need vec, what string, running []RunningJob) (preemptResult, bool) {
-	cands := p.candidates(q, running)
+	cands := p.candidates(q, need, running)
 	if len(cands) == 0 {
 		return preemptResult{}, false
 	}
@@ -89,6 +89,11 @@ func (p *plan) preempt(q *QueuedJob, pods []gangPod, need vec, what string, runn
 			p.movable = slices.DeleteFunc(p.movable, func(m *jobState) bool { return m == j })
 		}
 		p.stopped[c.in.Key] = true
+		if u := p.teamOfNS(namespaceOf(c.in.Key)); u != nil {
+			for _, h := range c.pods {
+				u.admitUsed = u.admitUsed.minus(h.req)
+			}
+		}
 		res.victims = append(res.victims, Preemption{Job: c.in.Key, Priority: c.in.Priority, By: q.Key, ByPriority: q.Priority,
 			Reason: fmt.Sprintf("stopped whole for queued %s of priority %d, whose minimum, %s, needs %s and does not fit even with every job of a lower priority at its minimum; it waits in the queue to start again",
 				q.Key, q.Priority, what, need.resources())})
@@ -121,9 +126,10 @@ func (p *plan) stopAndPlace(q *QueuedJob, pods []gangPod, victims []*candidate, 
 }
 
 // candidates are the running jobs q may stop: of a lower priority, holding
-// room on a node, not shrunk or stopped already in this plan; lowest
-// priority first, then newest first.
-func (p *plan) candidates(q *QueuedJob, running []RunningJob) []*candidate {
+// room on a node, not shrunk or stopped already in this plan, and, of
+// another team, only as [plan.mayStopAcrossTeams] allows; lowest priority
+// first, then newest first.
+func (p *plan) candidates(q *QueuedJob, need vec, running []RunningJob) []*candidate {
 	if p.stopped == nil {
 		p.stopped = map[string]bool{}
 	}
@@ -131,7 +137,7 @@ func (p *plan) candidates(q *QueuedJob, running []RunningJob) []*candidate {
 	seen := map[string]bool{}
 	for i := range running {
 		r := &running[i]
-		if r.Priority >= q.Priority || r.Key == q.Key || seen[r.Key] || p.stopped[r.Key] {
+		if r.Priority >= q.Priority || r.Key == q.Key || seen[r.Key] || p.stopped[r.Key] || !p.mayStopAcrossTeams(q, need, r) {
 			continue
 		}
 		seen[r.Key] = true

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,10 +17,11 @@ import (
 // assertQueueInvariants checks what every decision on a queue must satisfy:
 // each queued job is admitted or waits, once; admissions stay within each
 // namespace's quota and within the room the nodes have; a job that could
-// never start holds no reservation and at most one job is the head; and
-// preemption stops only running jobs of a strictly lower priority than an
-// admitted job, only when it is on.
-func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, queue Queue, d Decision) {
+// never start holds no reservation and at most one job of each team is the
+// head; and preemption stops only running jobs of a strictly lower priority
+// than an admitted job, only when it is on, and a job of another team only
+// for a team with a guarantee.
+func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options, d Decision) {
 	t.Helper()
 	byKey := map[string]*QueuedJob{}
 	for i := range queue.Jobs {
@@ -36,7 +38,7 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		assert.Empty(t, refused(byKey[a.Job]), "%s admitted though the API server would refuse its pods", a.Job)
 		assert.Empty(t, byKey[a.Job].ScopedQuota, "%s admitted though a scoped quota cannot hold its minimum", a.Job)
 	}
-	heads := 0
+	heads := map[string]int{}
 	for k, w := range d.Waiting {
 		require.NotNil(t, byKey[w.Job], "waiting %s was not queued", w.Job)
 		require.False(t, seen[w.Job], "%s decided twice", w.Job)
@@ -46,11 +48,13 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		assert.Contains(t, []string{v1.ReasonWaitingForAdmission, v1.ReasonWaitingForQuota, v1.ReasonExceedsQuota,
 			v1.ReasonUnplaceable, v1.ReasonReservedForHead, v1.ReasonWillBeRefused}, w.Kind, w.Job)
 		if w.Head {
-			heads++
+			heads[teamNameOf(opts, w.Job)]++
 			assert.Equal(t, v1.ReasonWaitingForAdmission, w.Kind, "%s: the head waits for room on nodes", w.Job)
 		}
 	}
-	assert.LessOrEqual(t, heads, 1, "one head")
+	for team, n := range heads {
+		assert.LessOrEqual(t, n, 1, "one head for team %q", team)
+	}
 	assert.Len(t, seen, len(byKey), "every queued job is decided")
 
 	// Quota: what the admitted minimums take fits what each namespace's
@@ -133,6 +137,10 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		require.True(t, ok, "preempted %s is not a running job", p.Job)
 		assert.True(t, admitted[p.By], "%s preempted for %s, which was not admitted", p.Job, p.By)
 		assert.Less(t, r.Priority, byKey[p.By].Priority, "%s of priority %d preempted for %s of priority %d", p.Job, r.Priority, p.By, byKey[p.By].Priority)
+		if by := teamNameOf(opts, p.By); by != teamNameOf(opts, p.Job) {
+			i := slices.IndexFunc(opts.Teams, func(tm Team) bool { return tm.Name == by })
+			assert.True(t, i >= 0 && !opts.Teams[i].Guarantee.IsZero(), "%s of team %q stopped for %s of team %q, which has no guarantee", p.Job, teamNameOf(opts, p.Job), p.By, by)
+		}
 		assert.True(t, d.Preempted[0].ByPriority > p.Priority || p.By != d.Preempted[0].By)
 		for _, tp := range append(snap.Trainers[p.Job], snap.Servers[p.Job]...) {
 			if tp.Node != "" {
@@ -278,4 +286,14 @@ func fitsFirst(cpus []float64, free map[string]float64) bool {
 		}
 	}
 	return true
+}
+
+// teamNameOf is the team of a job's namespace; "" for the default team.
+func teamNameOf(opts Options, job string) string {
+	for _, tm := range opts.Teams {
+		if slices.Contains(tm.Namespaces, namespaceOf(job)) {
+			return tm.Name
+		}
+	}
+	return ""
 }

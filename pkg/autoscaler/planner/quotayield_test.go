@@ -63,7 +63,7 @@ func TestAQueuedMinimumTakesItsNamespacesQuotaBack(t *testing.T) {
 			withQuota(&snap, "team", 2, 10, -1, -1)
 			queue := Queue{Jobs: []QueuedJob{tc.queued}}
 			d := Decide(snap, jobs, queue, Options{Now: t0})
-			assertQueueInvariants(t, snap, jobs, queue, d)
+			assertQueueInvariants(t, snap, jobs, queue, Options{Now: t0}, d)
 			assertWellFormed(t, snap, jobs, Options{Now: t0}, d.Actions)
 			assert.Equal(t, tc.to, toOf(d.Actions, tc.running), "the running job's trainers")
 			if !tc.admitted {

@@ -50,6 +50,8 @@ type plan struct {
 	teams       []*teamState
 	teamOf      map[string]*teamState
 	defaultTeam *teamState
+	// clusterCap is every node's allocatable, summed, with teams.
+	clusterCap vec
 
 	jobs    []*jobState
 	byKey   map[string]*jobState

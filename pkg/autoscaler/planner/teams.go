@@ -36,6 +36,9 @@ type teamState struct {
 	guarantee, limit vec
 	// pools are its share of each pool its jobs run in.
 	pools map[*pool]*teamPool
+	// admitUsed is what its pods use of the whole cluster as admission
+	// goes, and admitDeserved its share of it ([plan.countTeamUse]).
+	admitUsed, admitDeserved vec
 }
 
 // teamPool is one team's share of one pool: what it deserves there, uses,

@@ -126,7 +126,8 @@ func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 	}
 	// And the trainers rebalancing gives back: their room is the takers'. A
 	// trainer frees what it asks for, which is its template's when it was
-	// created, not always the job's now.
+	// created, not always the job's now; of two on a node, the plan may
+	// give either, and the largest frees the most.
 	for _, a := range actions {
 		if a.Cause != CauseRebalance || a.To >= a.From {
 			continue
@@ -135,11 +136,15 @@ func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 			if !listed[n] {
 				continue
 			}
-			req := byKey[a.Job].Request
-			left := staying[a.Job]
-			if i := slices.IndexFunc(left, func(p TrainerPod) bool { return p.Node == n }); i >= 0 {
-				req = left[i].Request
-				staying[a.Job] = slices.Delete(slices.Clone(left), i, i+1)
+			req, left, k := byKey[a.Job].Request, staying[a.Job], -1
+			for i, p := range left {
+				if p.Node == n && (k < 0 || vecOf(left[k].Request).less(vecOf(p.Request))) {
+					k = i
+				}
+			}
+			if k >= 0 {
+				req = left[k].Request
+				staying[a.Job] = slices.Delete(slices.Clone(left), k, k+1)
 			}
 			going(n, vecOf(req))
 		}

@@ -739,7 +739,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Volumes are added to every pod of the job.",
+							Description: "Volumes are added to every pod of the job. At most 128, so that the API server can check every mount names one within its CEL budget.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -760,7 +760,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "VolumeMounts are added to every container of the job.",
+							Description: "VolumeMounts are added to every container of the job; each names a volume of Volumes. At most 128.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

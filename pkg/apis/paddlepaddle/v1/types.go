@@ -42,6 +42,7 @@ type TrainingJob struct {
 // TrainingJobSpec describes what to run and how elastic it may be.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports_num) || !has(self.ports_num_for_sparse) || self.port + self.ports_num + self.ports_num_for_sparse - 1 <= 65535",message="port + ports_num + ports_num_for_sparse - 1 must not exceed 65535",fieldPath=".port"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="volumeMounts: every mount's name must be the name of a volume in spec.volumes",fieldPath=".volumeMounts"
 type TrainingJobSpec struct {
 	// Image is the job image, normally based on paddlepaddle/paddlecloud-job,
 	// whose paddle_k8s launcher starts every role.
@@ -81,15 +82,19 @@ type TrainingJobSpec struct {
 	// +optional
 	Passes int32 `json:"passes,omitempty"`
 
-	// Volumes are added to every pod of the job.
+	// Volumes are added to every pod of the job. At most 128, so that the
+	// API server can check every mount names one within its CEL budget.
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
-	// VolumeMounts are added to every container of the job.
+	// VolumeMounts are added to every container of the job; each names a
+	// volume of Volumes. At most 128.
 	// +listType=map
 	// +listMapKey=mountPath
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 

@@ -16,6 +16,11 @@ import (
 // random suffix, which the API server cuts to 63 characters.
 const MaxNameLength = validation.DNS1035LabelMaxLength - len("-pserver")
 
+// MaxVolumes is the most volumes, and the most volume mounts, a job may
+// list: the CRD's maxItems, which keep within the API server's CEL cost
+// budget the rule that every mount names one of the job's volumes.
+const MaxVolumes = 128
+
 // Validate checks a defaulted job with the rules the API server applies to
 // the job and to the objects the controller derives from it (ReplicaSets,
 // Services, their pods). The CRD's schema checks the same rules where its CEL

@@ -125,6 +125,9 @@ func overcommitAllowed(name corev1.ResourceName) bool {
 // check.
 func volumes(p *field.Path, vols []corev1.Volume) field.ErrorList {
 	var errs field.ErrorList
+	if len(vols) > MaxVolumes {
+		errs = append(errs, field.TooMany(p, len(vols), MaxVolumes))
+	}
 	seen := map[string]bool{}
 	for i, v := range vols {
 		vp := p.Index(i)
@@ -166,6 +169,9 @@ func volumeSources(s *corev1.VolumeSource) int {
 // are).
 func volumeMounts(p *field.Path, mounts []corev1.VolumeMount, vols []corev1.Volume) field.ErrorList {
 	var errs field.ErrorList
+	if len(mounts) > MaxVolumes {
+		errs = append(errs, field.TooMany(p, len(mounts), MaxVolumes))
+	}
 	names := map[string]bool{}
 	for _, v := range vols {
 		names[v.Name] = true

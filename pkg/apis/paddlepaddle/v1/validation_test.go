@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -191,4 +192,24 @@ func mustRead(t *testing.T, path string) string {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(data)
+}
+
+// TestValidateCountsVolumes: more volumes or mounts than the CRD's maxItems
+// are refused naming the list, as the API server refuses them.
+func TestValidateCountsVolumes(t *testing.T) {
+	job := &v1.TrainingJob{Spec: v1.TrainingJobSpec{Image: "paddlepaddle/paddlecloud-job",
+		Trainer: v1.TrainerSpec{MinInstance: 1, MaxInstance: 1}, Pserver: v1.PserverSpec{MinInstance: 1, MaxInstance: 1}}}
+	job.Name = "many-volumes"
+	for i := range v1.MaxVolumes + 1 {
+		name := fmt.Sprintf("v%d", i)
+		job.Spec.Volumes = append(job.Spec.Volumes, corev1.Volume{Name: name})
+		job.Spec.VolumeMounts = append(job.Spec.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/" + name})
+	}
+	v1.SetObjectDefaults_TrainingJob(job)
+	msg := v1.Validate(job).ToAggregate().Error()
+	assert.Contains(t, msg, "spec.volumes: Too many: 129: must have at most 128 items")
+	assert.Contains(t, msg, "spec.volumeMounts: Too many: 129: must have at most 128 items")
+
+	job.Spec.Volumes, job.Spec.VolumeMounts = job.Spec.Volumes[:v1.MaxVolumes], job.Spec.VolumeMounts[:v1.MaxVolumes]
+	assert.Empty(t, v1.Validate(job))
 }

@@ -42,9 +42,11 @@ type TrainingJobSpecApplyConfiguration struct {
 	// Passes is the number of passes over the data. The original example
 	// wrote it under trainer; either place works, trainer.passes wins.
 	Passes *int32 `json:"passes,omitempty"`
-	// Volumes are added to every pod of the job.
+	// Volumes are added to every pod of the job. At most 128, so that the
+	// API server can check every mount names one within its CEL budget.
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
-	// VolumeMounts are added to every container of the job.
+	// VolumeMounts are added to every container of the job; each names a
+	// volume of Volumes. At most 128.
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 	// ImagePullSecrets are added to every pod of the job.
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`

@@ -39,6 +39,8 @@ type options struct {
 	dryRun            bool
 	gangAdmission     bool
 	preemption        bool
+	startDeadline     time.Duration
+	startRetries      int
 	gpuResources      string
 
 	httpAddr      string
@@ -145,6 +147,8 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.dryRun, "dry_run", *a.DryRun, "plan and log scaling decisions, patch nothing")
 	fs.BoolVar(&o.gangAdmission, "gang_admission", *a.GangAdmission, "hold a new job's ReplicaSets at 0 replicas, their templates gated with "+v1.SchedulingGateAdmission+", until the job's whole minimum fits its namespace's quota and the nodes (off with -dry_run)")
 	fs.BoolVar(&o.preemption, "preemption", *a.Preemption, "with -gang_admission, a queued job that does not fit even with every job of a lower priority at its minimum stops whole the fewest running jobs of a lower priority, which wait in the queue to start again")
+	fs.DurationVar(&o.startDeadline, "start_deadline", a.StartDeadline.Duration, "with -gang_admission, an admitted job whose minimum is not all running this long after its admission goes back to the queue, its room and quota released (0 waits for ever)")
+	fs.IntVar(&o.startRetries, "start_retries", *a.StartRetries, "times a job that did not start within -start_deadline is admitted again, after a backoff that doubles from a minute; after the last it stays queued until suspended and resumed")
 	fs.StringVar(&o.gpuResources, "gpu_resources", strings.Join(d.GPUResources, ","), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
 	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", *d.KubeAPIBurst, "requests edl may send at once above -kube_api_qps")
@@ -195,6 +199,12 @@ func validate(o options) error {
 	}
 	if o.maxGrowPerCycle < 0 || o.maxGrowPerCycle > math.MaxInt32 {
 		return fmt.Errorf("invalid value %d for flag -max_grow_per_cycle: must be 0 or positive", o.maxGrowPerCycle)
+	}
+	if o.startDeadline < 0 {
+		return fmt.Errorf("invalid value %v for flag -start_deadline: must not be negative", o.startDeadline)
+	}
+	if o.startRetries < 0 {
+		return fmt.Errorf("invalid value %d for flag -start_retries: must not be negative", o.startRetries)
 	}
 	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
 		return fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)

@@ -78,6 +78,7 @@ func (r *planRecorder) Explained([]planner.Explanation)       {}
 func (r *planRecorder) ScaleFailed(planner.ScaleAction, bool) {}
 func (r *planRecorder) Queued([]time.Duration)                {}
 func (r *planRecorder) Admitted(time.Duration)                {}
+func (r *planRecorder) Requeued(bool)                         {}
 func (r *planRecorder) Teams([]planner.TeamShare)             {}
 
 // sentinel is the pod whose update ends a batch of events: once the tracker

@@ -286,6 +286,7 @@ type fakeMetrics struct {
 	lost      []bool
 	queued    [][]time.Duration
 	admitted  []time.Duration
+	requeued  []bool
 	teams     [][]planner.TeamShare
 }
 
@@ -299,6 +300,7 @@ func (r *fakeMetrics) ScaleFailed(act planner.ScaleAction, lost bool) {
 func (r *fakeMetrics) Queued(waits []time.Duration) { r.queued = append(r.queued, waits) }
 
 func (r *fakeMetrics) Admitted(wait time.Duration) { r.admitted = append(r.admitted, wait) }
+func (r *fakeMetrics) Requeued(final bool)         { r.requeued = append(r.requeued, final) }
 
 func (r *fakeMetrics) Explained(jobs []planner.Explanation) { r.explained = append(r.explained, jobs) }
 

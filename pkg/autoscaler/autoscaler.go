@@ -68,6 +68,12 @@ type Config struct {
 	// running jobs of a lower priority whole ([planner.Decide] with Options.Preemption); only with
 	// GangAdmission, which requeues them.
 	Preemption bool
+	// StartDeadline: an admitted job whose minimum is not all running this
+	// long after its admission goes back to the queue ([Autoscaler.requeue]);
+	// 0 waits for ever. StartRetries is how many times it is admitted again
+	// after a backoff; after the last it stays queued.
+	StartDeadline time.Duration
+	StartRetries  int32
 	// Metrics receives the measurements of every cycle; nil reports nothing.
 	Metrics Metrics
 }
@@ -92,6 +98,10 @@ type Metrics interface {
 	// Admitted reports an admission recorded, with how long the job waited
 	// since it was created.
 	Admitted(wait time.Duration)
+	// Requeued reports an admitted job sent back to the queue because it
+	// did not start within the start deadline; final when it will not be
+	// tried again.
+	Requeued(final bool)
 	// Teams reports each team's deserved and used share after the cycle's
 	// plan (none without TrainingQueues).
 	Teams(shares []planner.TeamShare)
@@ -177,7 +187,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// 2. Read the plan's inputs from the informers: the Running elastic jobs
 	// (their trainers from the snapshot), with gang admission the queue, and
 	// the teams.
-	in := a.readInputs(snap)
+	in := a.readInputs(snap, now)
 	// 3. Plan: a pure decision that reads no clock and calls no API.
 	opts := a.options(now)
 	opts.Teams = in.teams.planned
@@ -192,10 +202,11 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// 4. Apply: patch the trainer ReplicaSets, the scale-downs first.
 	applied := a.applyActions(ctx, decision.Actions, in.elastic, now)
 	// 5. Record: each job's Scaling condition and last scaling, then the
-	// preemptions, admissions and places in the queue, and the teams'
-	// shares.
+	// preemptions, admissions and places in the queue, the jobs that did
+	// not start in time sent back to it, and the teams' shares.
 	a.recordScalings(ctx, decision, in.elastic, applied, now)
 	a.recordQueue(ctx, decision, in.queued, now)
+	a.requeue(ctx, in.notStarted, now)
 	a.recordTeams(ctx, in.teams, decision.Teams)
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Queued(waits(decision.Waiting, in.queue.Jobs, now))

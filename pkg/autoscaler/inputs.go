@@ -29,35 +29,41 @@ type inputs struct {
 	queued map[string]*v1.TrainingJob
 	// teams are the TrainingQueues and the teams they make.
 	teams teams
+	// notStarted are the admitted jobs past their start deadline, which go
+	// back to the queue ([Autoscaler.requeue]); the plan holds no room for
+	// them.
+	notStarted []notStarted
 }
 
-// readInputs reads the cycle's inputs from the informers and snap.
-func (a *Autoscaler) readInputs(snap snapshot.Snapshot) inputs {
+// readInputs reads the cycle's inputs at now from the informers and snap.
+func (a *Autoscaler) readInputs(snap snapshot.Snapshot, now time.Time) inputs {
 	var in inputs
 	in.jobs, in.elastic = a.elasticJobs()
 	in.jobs = planner.JobsFromSnapshot(snap, in.jobs)
-	in.queue, in.queued = a.queue(snap)
+	in.queue, in.queued, in.notStarted = a.queue(snap, now)
 	in.teams = a.readTeams()
 	return in
 }
 
-// queue is Decide's queue — with gang admission, the queued jobs, the
-// admitted ones whose pods are not all created yet and, with preemption
-// too, the running jobs it may stop — and those jobs by key.
-func (a *Autoscaler) queue(snap snapshot.Snapshot) (planner.Queue, map[string]*v1.TrainingJob) {
+// queue is Decide's queue at now — with gang admission, the queued jobs
+// not waiting out a requeue's backoff, the admitted ones whose pods are not
+// all created yet and, with preemption too, the running jobs it may stop —
+// those jobs by key, and the admitted jobs past their start deadline.
+func (a *Autoscaler) queue(snap snapshot.Snapshot, now time.Time) (planner.Queue, map[string]*v1.TrainingJob, []notStarted) {
 	var queue planner.Queue
 	if !a.cfg.GangAdmission {
-		return queue, nil
+		return queue, nil, nil
 	}
 	var objects map[string]*v1.TrainingJob
-	queue.Jobs, objects = a.queuedJobs()
-	queue.Starting, queue.Arriving = a.admittedJobs(snap)
+	var late []notStarted
+	queue.Jobs, objects = a.queuedJobs(now)
+	queue.Starting, queue.Arriving, late = a.admittedJobs(snap, now)
 	if a.cfg.Preemption && len(queue.Jobs) > 0 {
 		var running map[string]*v1.TrainingJob
 		queue.Running, running = a.runningJobs()
 		maps.Copy(objects, running)
 	}
-	return queue, objects
+	return queue, objects, late
 }
 
 // waits are how long each waiting job has waited since it was created.
@@ -151,8 +157,9 @@ func (a *Autoscaler) priority(name string) int32 {
 }
 
 // queuedJobs are the jobs that wait for admission (condition Queued True)
-// and whose ReplicaSets all exist, as Decide's input, and the jobs by key.
-func (a *Autoscaler) queuedJobs() ([]planner.QueuedJob, map[string]*v1.TrainingJob) {
+// and whose ReplicaSets all exist, but for those a requeue holds back at
+// now ([Autoscaler.mayAdmitAgain]), as Decide's input, and the jobs by key.
+func (a *Autoscaler) queuedJobs(now time.Time) ([]planner.QueuedJob, map[string]*v1.TrainingJob) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		a.log.Error("list TrainingJobs", "err", err)
@@ -162,7 +169,7 @@ func (a *Autoscaler) queuedJobs() ([]planner.QueuedJob, map[string]*v1.TrainingJ
 	objects := map[string]*v1.TrainingJob{}
 	for _, tj := range all {
 		if !meta.IsStatusConditionTrue(tj.Status.Conditions, v1.ConditionQueued) || tj.Spec.Suspend ||
-			tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed || !a.mayAdmitAgain(tj, now) {
 			continue
 		}
 		q, ok := a.minimumOf(tj)
@@ -219,15 +226,21 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 // missing: the room an earlier plan admitted them into, which no other job
 // may take before the ReplicaSet controller creates them. Arriving are the
 // elastic ones, for growth to keep their share ([planner.ArrivingJob]).
-func (a *Autoscaler) admittedJobs(snap snapshot.Snapshot) (starting []planner.QueuedJob, arriving []planner.ArrivingJob) {
+// Late are those past their start deadline at now: they hold nothing, and
+// go back to the queue.
+func (a *Autoscaler) admittedJobs(snap snapshot.Snapshot, now time.Time) (starting []planner.QueuedJob, arriving []planner.ArrivingJob, late []notStarted) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
-		return nil, nil
+		return nil, nil, nil
 	}
 	for _, tj := range all {
 		c := meta.FindStatusCondition(tj.Status.Conditions, v1.ConditionQueued)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAdmitted || tj.Spec.Suspend ||
 			tj.Status.Phase == v1.PhaseRunning || tj.Status.Phase == v1.PhaseSucceeded || tj.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		if a.pastStartDeadline(tj, c, now) {
+			late = append(late, notStarted{job: tj, admitted: c.LastTransitionTime.Time})
 			continue
 		}
 		q, ok := a.minimumOf(tj)
@@ -256,7 +269,7 @@ func (a *Autoscaler) admittedJobs(snap snapshot.Snapshot) (starting []planner.Qu
 			starting = append(starting, q)
 		}
 	}
-	return starting, arriving
+	return starting, arriving, late
 }
 
 // runningJobs are the admitted jobs that may hold pods — not queued,

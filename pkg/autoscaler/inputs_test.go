@@ -37,7 +37,7 @@ func TestArrivingJobsAreTheAdmittedOnesNotRunningYet(t *testing.T) {
 		queuedJob("queued", 2, created),
 		[]runtime.Object{node("n1", "64", "64Gi")})
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true}, objs...)
-	queue, _ := f.scaler.queue(f.scaler.tracker.InquiryResource())
+	queue, _, _ := f.scaler.queue(f.scaler.tracker.InquiryResource(), admittedAt)
 	require.Len(t, queue.Arriving, 1)
 	a := queue.Arriving[0]
 	assert.Equal(t, "ns/creating", a.Key)

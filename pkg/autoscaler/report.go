@@ -107,7 +107,7 @@ func (a *Autoscaler) Explain() Report {
 	jobs = planner.JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
 	opts.Teams = a.readTeams().planned
-	queue, _ := a.queue(snap)
+	queue, _, _ := a.queue(snap, now)
 	decision := planner.Decide(snap, jobs, queue, opts)
 
 	r := Report{Time: now, Options: opts, Cluster: clusterLine(snap),

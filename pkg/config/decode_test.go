@@ -32,6 +32,8 @@ autoscaler:
   dryRun: true
   gangAdmission: false
   preemption: false
+  startDeadline: 5m
+  startRetries: 1
 leaderElection:
   leaderElect: false
   resourceNamespace: edl

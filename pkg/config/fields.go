@@ -70,6 +70,8 @@ var Fields = []Field{
 	field("autoscaler.dryRun", "dry_run", func(c *EDLConfiguration) **bool { return &c.Autoscaler.DryRun }, strconv.FormatBool, strconv.ParseBool),
 	field("autoscaler.gangAdmission", "gang_admission", func(c *EDLConfiguration) **bool { return &c.Autoscaler.GangAdmission }, strconv.FormatBool, strconv.ParseBool),
 	field("autoscaler.preemption", "preemption", func(c *EDLConfiguration) **bool { return &c.Autoscaler.Preemption }, strconv.FormatBool, strconv.ParseBool),
+	durationField("autoscaler.startDeadline", "start_deadline", func(c *EDLConfiguration) **metav1.Duration { return &c.Autoscaler.StartDeadline }),
+	field("autoscaler.startRetries", "start_retries", func(c *EDLConfiguration) **int { return &c.Autoscaler.StartRetries }, strconv.Itoa, strconv.Atoi),
 
 	field("leaderElection.leaderElect", "leader_elect", func(c *EDLConfiguration) **bool { return &c.LeaderElection.LeaderElect }, strconv.FormatBool, strconv.ParseBool),
 	field("leaderElection.resourceNamespace", "leader_elect_namespace", func(c *EDLConfiguration) **string { return &c.LeaderElection.ResourceNamespace }, str, parseStr),

@@ -68,6 +68,14 @@ type AutoscalerConfiguration struct {
 	// of a lower priority at its minimum stop whole the fewest running jobs
 	// of a lower priority; it needs GangAdmission, which requeues them.
 	Preemption *bool `json:"preemption,omitempty"`
+	// StartDeadline is how long an admitted job's minimum may take to be
+	// all running before the job goes back to the queue, its room and quota
+	// released; 0 waits for ever.
+	StartDeadline *metav1.Duration `json:"startDeadline,omitempty"`
+	// StartRetries is how many times a job that did not start is tried
+	// again, after a backoff that doubles from a minute; after the last it
+	// stays queued until it is suspended and resumed.
+	StartRetries *int `json:"startRetries,omitempty"`
 }
 
 // LeaderElectionConfiguration is the Lease the replicas compete for.
@@ -82,6 +90,13 @@ type LeaderElectionConfiguration struct {
 // DefaultRebalanceGap is the default of autoscaler.rebalanceGap; it equals
 // autoscaler.DefaultRebalanceGap, which a test checks.
 const DefaultRebalanceGap = 0.1
+
+// DefaultStartDeadline is the default of autoscaler.startDeadline: a cold
+// pull of a training image of several GB takes minutes, and twice
+// Kueue's default waitForPodsReady timeout leaves room for it, while a job
+// that cannot start (a volume that does not exist, a quota or an admission
+// policy EDL does not see) gives its room back within minutes, not never.
+const DefaultStartDeadline = 10 * time.Minute
 
 // DefaultGPUResource is the default of gpuResources.
 const DefaultGPUResource = "nvidia.com/gpu"
@@ -108,6 +123,8 @@ func Default() *EDLConfiguration {
 			DryRun:          ptr(false),
 			GangAdmission:   ptr(true),
 			Preemption:      ptr(true),
+			StartDeadline:   duration(DefaultStartDeadline),
+			StartRetries:    ptr(3),
 		},
 		LeaderElection: LeaderElectionConfiguration{
 			LeaderElect:       ptr(true),
@@ -130,6 +147,8 @@ type Planner struct {
 	DryRun          bool
 	GangAdmission   bool
 	Preemption      bool
+	StartDeadline   time.Duration
+	StartRetries    int32
 	GPUResources    []string
 }
 
@@ -149,6 +168,8 @@ func (c *EDLConfiguration) Planner() Planner {
 		DryRun:          *a.DryRun,
 		GangAdmission:   *a.GangAdmission && !*a.DryRun,
 		Preemption:      *a.Preemption && *a.GangAdmission && !*a.DryRun,
+		StartDeadline:   a.StartDeadline.Duration,
+		StartRetries:    int32(min(max(*a.StartRetries, 0), 1<<31-1)), // #nosec G115 -- clamped to [0, MaxInt32]
 		GPUResources:    full.GPUResources,
 	}
 }

@@ -60,6 +60,11 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	setConditions(&status, job.Generation, v, obs)
 	setQueued(&status, job, obs.queued)
 	setSuspended(&status, job, v.phase == v1.PhaseSucceeded || v.phase == v1.PhaseFailed)
+	if job.Spec.Suspend {
+		// Suspending a job that did not start in time lets it try afresh
+		// once resumed.
+		status.Requeues, status.RetryAfter = 0, nil
+	}
 	if job.Spec.FaultTolerant {
 		setRoleFailing(&status, job, obs)
 	}

@@ -421,3 +421,20 @@ func TestComputeStatusKeepsTheAutoscalersCondition(t *testing.T) {
 		assert.Equal(t, scaling, *c, "phase %s", phase)
 	}
 }
+
+// TestComputeStatusKeepsTheRequeuesUntilSuspended: status.requeues and
+// retryAfter are the autoscaler's; the controller keeps them, and clears
+// them when the job is suspended, so that a resumed job tries afresh.
+func TestComputeStatusKeepsTheRequeuesUntilSuspended(t *testing.T) {
+	retry := metav1.NewTime(time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC))
+	job := builders.Job("mnist", testNamespace, builders.JobPhase(v1.PhaseQueued, v1.ReasonNotStarted, "requeued"))
+	job.Status.Requeues, job.Status.RetryAfter = 2, &retry
+	status := computeStatus(job, observation(job, roles(job)), roles(job))
+	assert.Equal(t, int32(2), status.Requeues)
+	assert.Equal(t, &retry, status.RetryAfter)
+
+	job.Spec.Suspend = true
+	status = computeStatus(job, observation(job, roles(job)), roles(job))
+	assert.Zero(t, status.Requeues)
+	assert.Nil(t, status.RetryAfter)
+}

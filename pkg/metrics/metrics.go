@@ -61,6 +61,7 @@ type Metrics struct {
 	queued       prometheus.Gauge
 	oldestWait   prometheus.Gauge
 	admitWait    prometheus.Histogram
+	requeues     *prometheus.CounterVec
 	jobsByCause  *prometheus.GaugeVec
 	teamShare    *teamCollector
 	leader       prometheus.Gauge
@@ -112,6 +113,10 @@ func New(version string) *Metrics {
 			// 1 s to about 4.5 hours.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 15),
 		}),
+		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edl_admission_requeues_total",
+			Help: "Admitted TrainingJobs sent back to the queue because their minimum was not all running within the start deadline, by outcome: retry (admitted again after a backoff) or final (the last try: it stays queued).",
+		}, []string{"outcome"}),
 		jobsByCause: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edl_autoscaler_jobs",
 			Help: "Elastic jobs at the last autoscaling cycle, by what limits their trainers (the reason of their Scaling condition: AtMax, Load, NoRoom, FairShare, CoolDown, Quota, …).",
@@ -141,7 +146,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
-		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.jobsByCause, m.teamShare, m.leader, m.syncErrors, m.requests, m.state,
+		buildInfo, m.planDuration, m.scaleActions, m.scaleFails, m.interval, m.loadTarget, m.queued, m.oldestWait, m.admitWait, m.requeues, m.jobsByCause, m.teamShare, m.leader, m.syncErrors, m.requests, m.state,
 	)
 	m.workqueue.register(m.registry)
 	// Every direction and reason exists from the start, so that rate() and
@@ -201,6 +206,15 @@ func (m *Metrics) Queued(waits []time.Duration) {
 // Admitted observes an admitted job's wait; it implements
 // autoscaler.Metrics.
 func (m *Metrics) Admitted(wait time.Duration) { m.admitWait.Observe(wait.Seconds()) }
+
+// Requeued counts a job requeued because it did not start in time.
+func (m *Metrics) Requeued(final bool) {
+	outcome := "retry"
+	if final {
+		outcome = "final"
+	}
+	m.requeues.WithLabelValues(outcome).Inc()
+}
 
 // Gatherer is the registry, for tests and for serving it elsewhere.
 func (m *Metrics) Gatherer() prometheus.Gatherer { return m.registry }

@@ -103,6 +103,8 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		DryRun:                p.DryRun,
 		GangAdmission:         p.GangAdmission,
 		Preemption:            p.Preemption,
+		StartDeadline:         p.StartDeadline,
+		StartRetries:          p.StartRetries,
 		Metrics:               m,
 	})
 }

@@ -969,11 +969,24 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobStatus(ref common.ReferenceCallb
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord"),
 						},
 					},
+					"requeues": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requeues counts the times the autoscaler sent the job back to the queue because its minimum was not all running within the start deadline of its admission. Suspending the job resets it.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"retryAfter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RetryAfter is when a requeued job may be admitted again: the backoff after a start that failed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -88,6 +88,12 @@ const (
 	// ReasonAdmitted: the autoscaler admitted the job (condition Queued
 	// False).
 	ReasonAdmitted = "Admitted"
+	// ReasonNotStarted: the job was admitted, but its minimum was not all
+	// running within the start deadline, so the autoscaler sent it back to
+	// the queue (condition Queued True; the message says what never started
+	// and why, and when it may be admitted again, or that it no longer will
+	// be after the last try).
+	ReasonNotStarted = "NotStarted"
 	// ReasonWaitingForQuota: the job is queued and its namespace's
 	// ResourceQuota leaves too little for its minimum now (condition Queued
 	// True; the message names the quota and the shortfall).
@@ -159,6 +165,9 @@ const (
 	EventBlocked   = "Blocked"
 	// EventAdmitted: the autoscaler admitted a queued job.
 	EventAdmitted = "Admitted"
+	// EventRequeued: the autoscaler sent an admitted job that did not start
+	// within the start deadline back to the queue.
+	EventRequeued = "Requeued"
 	// EventPreempted: the autoscaler stopped the job whole for a queued job
 	// of a higher priority (names the preemptor and its priority); Warning.
 	EventPreempted = "Preempted"

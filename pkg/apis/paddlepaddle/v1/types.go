@@ -319,6 +319,17 @@ type TrainingJobStatus struct {
 	// LastScale is the autoscaler's last decision for this job.
 	// +optional
 	LastScale *ScaleRecord `json:"lastScale,omitempty"`
+
+	// Requeues counts the times the autoscaler sent the job back to the
+	// queue because its minimum was not all running within the start
+	// deadline of its admission. Suspending the job resets it.
+	// +optional
+	Requeues int32 `json:"requeues,omitempty"`
+
+	// RetryAfter is when a requeued job may be admitted again: the backoff
+	// after a start that failed.
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 }
 
 // ReplicaStatus counts the replicas of one role.

@@ -20,6 +20,7 @@ package v1
 
 import (
 	paddlepaddlev1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	apismetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -46,6 +47,13 @@ type TrainingJobStatusApplyConfiguration struct {
 	Trainers *ReplicaStatusApplyConfiguration `json:"trainers,omitempty"`
 	// LastScale is the autoscaler's last decision for this job.
 	LastScale *ScaleRecordApplyConfiguration `json:"lastScale,omitempty"`
+	// Requeues counts the times the autoscaler sent the job back to the
+	// queue because its minimum was not all running within the start
+	// deadline of its admission. Suspending the job resets it.
+	Requeues *int32 `json:"requeues,omitempty"`
+	// RetryAfter is when a requeued job may be admitted again: the backoff
+	// after a start that failed.
+	RetryAfter *apismetav1.Time `json:"retryAfter,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -128,5 +136,21 @@ func (b *TrainingJobStatusApplyConfiguration) WithTrainers(value *ReplicaStatusA
 // If called multiple times, the LastScale field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithLastScale(value *ScaleRecordApplyConfiguration) *TrainingJobStatusApplyConfiguration {
 	b.LastScale = value
+	return b
+}
+
+// WithRequeues sets the Requeues field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Requeues field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithRequeues(value int32) *TrainingJobStatusApplyConfiguration {
+	b.Requeues = &value
+	return b
+}
+
+// WithRetryAfter sets the RetryAfter field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RetryAfter field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithRetryAfter(value apismetav1.Time) *TrainingJobStatusApplyConfiguration {
+	b.RetryAfter = &value
 	return b
 }

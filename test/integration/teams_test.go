@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -117,4 +118,52 @@ func newTeamsCluster(t *testing.T, ctx context.Context, weightA, weightB int32) 
 		require.NoError(t, err)
 	}
 	return a, b
+}
+
+// TestAQueuedMinimumTakesItsNamespacesQuotaBackFromAGrownJob: a namespace's
+// quota of 16 CPUs is full of one elastic job's trainers (1 pserver of 1 CPU
+// and 7 trainers of 2, its minimum 1); a second job whose minimum (a pserver
+// and 2 trainers, 5 CPUs) fits once 3 of them go is admitted within 2
+// intervals of entering the queue, and the first keeps running.
+func TestAQueuedMinimumTakesItsNamespacesQuotaBackFromAGrownJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	const interval = time.Second
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "32Gi", Count: 4},
+		map[string]int32{"training": 100}, autoscaler.Config{Interval: interval, CoolDown: 3 * time.Second, GangAdmission: true})
+	_, err := c.kube.CoreV1().ResourceQuotas(c.ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("16")}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	replicas := func(job string) int32 {
+		r, err := c.trainerReplicas(ctx, []string{job})
+		if err != nil {
+			return -1
+		}
+		return r[job]
+	}
+	c.submit(t, ctx, "first", "2", "1")
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		return replicas("first") == 7, nil
+	})
+	require.NoError(t, err, "the first job never filled the quota: %d trainers\n%s", replicas("first"), c.describe(ctx))
+
+	second := gangJob(c.ns, "second")
+	second.Spec.Trainer.MinInstance, second.Spec.Trainer.MaxInstance = 2, 2
+	_, err = c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Create(ctx, second, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var job *v1.TrainingJob
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		job, err = c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "second", metav1.GetOptions{})
+		return err == nil && job.Status.Phase == v1.PhaseRunning, nil
+	})
+	require.NoError(t, err, "the second job never ran\n%s", c.describe(ctx))
+	queued, admitted := job.CreationTimestamp.Time, meta.FindStatusCondition(job.Status.Conditions, v1.ConditionQueued).LastTransitionTime.Time
+	// The conditions' times are whole seconds: 2 intervals, and 1 s for the
+	// rounding.
+	assert.LessOrEqual(t, admitted.Sub(queued), 2*interval+time.Second, "admitted within 2 intervals of entering the queue")
+	assert.Equal(t, int32(4), replicas("first"), "the first job gave back 3 trainers above its minimum, no more")
+	first, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "first", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.PhaseRunning, first.Status.Phase, "the first job keeps running")
+	t.Logf("admitted %v after it was created", admitted.Sub(queued))
 }

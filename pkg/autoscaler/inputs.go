@@ -217,7 +217,7 @@ func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
 			Refused: a.tracker.AdmissionRefusal(tj.Namespace, template, tj.Spec.PriorityClassName)})
 		scoped = append(scoped, cluster.RolePods{Role: role.Name(), Count: count, Spec: template})
 	}
-	q.ScopedQuota, q.ScopedQuotaHard = a.tracker.ScopedQuotaShort(tj.Namespace, scoped, tj.Spec.PriorityClassName)
+	q.UncountedQuota, q.UncountedQuotaHard = a.tracker.UncountedQuotaShort(tj.Namespace, scoped, tj.Spec.PriorityClassName)
 	return q, true
 }
 

@@ -61,10 +61,20 @@ func (rr resourceReader) quotaLeft(q *corev1.ResourceQuota, used bool) (snapshot
 	if v, ok := dim(false, corev1.ResourceLimitsMemory); ok {
 		left.Limits.MemoryMega = v / mebi
 	}
+	// The one GPU dimension counts a quota on one GPU resource; one on
+	// several (nvidia.com/gpu and amd.com/gpu) holds each of its own, which
+	// UncountedQuotaShort checks name by name.
+	var gpus []corev1.ResourceName
 	for _, g := range rr.gpuNames {
-		if v, ok := dim(false, corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(g))); ok {
-			left.Requests.GPU = min(left.Requests.GPU, v)
-			left.Limits.GPU = left.Requests.GPU
+		n := corev1.ResourceName(corev1.DefaultResourceRequestsPrefix + string(g))
+		if _, ok := q.Spec.Hard[n]; ok {
+			gpus = append(gpus, n)
+		}
+	}
+	if len(gpus) == 1 {
+		if v, ok := dim(false, gpus[0]); ok {
+			left.Requests.GPU = v
+			left.Limits.GPU = v
 		}
 	}
 	if v, ok := dim(false, corev1.ResourcePods, "count/pods"); ok {

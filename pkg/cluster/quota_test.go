@@ -88,3 +88,17 @@ func TestQuotasAreTrackedPerNamespace(t *testing.T) {
 func teamQuota(name, cpu, used string) *corev1.ResourceQuota {
 	return builders.Quota(name, "team", []string{"requests.cpu", cpu}, builders.Used("requests.cpu", used))
 }
+
+// TestQuotaLeftCountsOneGPUResource: a quota on one GPU resource is the
+// snapshot's GPU dimension; one on two GPU resources leaves it unlimited,
+// each name being UncountedQuotaShort's.
+func TestQuotaLeftCountsOneGPUResource(t *testing.T) {
+	rr := resourceReader{gpuNames: []corev1.ResourceName{DefaultGPUResourceName, "amd.com/gpu"}}
+	left, ok := rr.quotaLeft(builders.Quota("q", "ns", []string{"requests.nvidia.com/gpu", "4"}, builders.Used("requests.nvidia.com/gpu", "1")), true)
+	assert.True(t, ok)
+	assert.Equal(t, int64(3), left.Requests.GPU)
+
+	left, ok = rr.quotaLeft(builders.Quota("q", "ns", []string{"requests.nvidia.com/gpu", "4", "requests.amd.com/gpu", "2"}), true)
+	assert.True(t, ok)
+	assert.Equal(t, snapshot.NoQuota.Requests.GPU, left.Requests.GPU)
+}

@@ -76,10 +76,10 @@ func (t *Tracker) AdmissionRefusal(namespace string, spec *corev1.PodSpec, prior
 	return AdmissionRefusal(admitted, ranges, quotas)
 }
 
-// ScopedQuotaShort is ScopedQuotaShort with namespace's ResourceQuotas and
-// each role's template as admitted (the RolePods' Spec is the template); ""
-// without the ResourceQuota informer.
-func (t *Tracker) ScopedQuotaShort(namespace string, pods []RolePods, priorityClass string) (string, bool) {
+// UncountedQuotaShort is UncountedQuotaShort with namespace's ResourceQuotas,
+// each role's template as admitted (the RolePods' Spec is the template) and
+// the tracker's GPU resources; "" without the ResourceQuota informer.
+func (t *Tracker) UncountedQuotaShort(namespace string, pods []RolePods, priorityClass string) (string, bool) {
 	if t.quotaLister == nil {
 		return "", false
 	}
@@ -89,5 +89,5 @@ func (t *Tracker) ScopedQuotaShort(namespace string, pods []RolePods, priorityCl
 	for i, rp := range pods {
 		admitted[i] = RolePods{Role: rp.Role, Count: rp.Count, Spec: t.admittedPodSpec(namespace, rp.Spec)}
 	}
-	return ScopedQuotaShort(quotas, admitted, priorityClass)
+	return UncountedQuotaShort(quotas, admitted, priorityClass, t.reader.gpuNames)
 }

@@ -82,11 +82,11 @@ func TestQuotaOnLimitsKeepsAJobWithoutLimitsWhole(t *testing.T) {
 	c.runsWhole(t, ctx, "unlimited", 4)
 }
 
-// TestPriorityClassScopedQuotaKeepsTheJobWhole: a quota scoped to the
+// TestPriorityClassUncountedQuotaKeepsTheJobWhole: a quota scoped to the
 // job's PriorityClass that cannot hold its minimum (7 CPU against 4) keeps
 // the job whole in the queue, naming the quota, with no pod; once it is
 // raised, the job runs whole.
-func TestPriorityClassScopedQuotaKeepsTheJobWhole(t *testing.T) {
+func TestPriorityClassUncountedQuotaKeepsTheJobWhole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "8", Memory: "16Gi", Count: 2},

@@ -69,10 +69,10 @@ func (p *plan) admit(queue Queue) (admitted []Admission, waiting []Waiting, pree
 		switch {
 		case refused(q) != "":
 			w.Kind, w.Reason = v1.ReasonWillBeRefused, refused(q)
-		case q.ScopedQuota != "" && q.ScopedQuotaHard:
-			w.Kind, w.Reason = v1.ReasonExceedsQuota, q.ScopedQuota
-		case q.ScopedQuota != "":
-			w.Kind, w.Reason = v1.ReasonWaitingForQuota, q.ScopedQuota
+		case q.UncountedQuota != "" && q.UncountedQuotaHard:
+			w.Kind, w.Reason = v1.ReasonExceedsQuota, q.UncountedQuota
+		case q.UncountedQuota != "":
+			w.Kind, w.Reason = v1.ReasonWaitingForQuota, q.UncountedQuota
 		case !ok:
 			w.Reason = fmt.Sprintf("its minimum, %s, has a negative request", what)
 		case p.aboveHard(ns, use) != "":

@@ -124,7 +124,7 @@ func TestDecideQueueRules(t *testing.T) {
 		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
 		queue: func() []QueuedJob {
 			scoped := big
-			scoped.ScopedQuota, scoped.ScopedQuotaHard = "its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10", true
+			scoped.UncountedQuota, scoped.UncountedQuotaHard = "its minimum needs 14 of ResourceQuota high's requests.cpu, above its hard limit of 10", true
 			return []QueuedJob{scoped, small}
 		}(),
 		admitted: []string{"team-a/small"},
@@ -135,7 +135,7 @@ func TestDecideQueueRules(t *testing.T) {
 		snap: func() snapshot.Snapshot { return clusterOf(ns, nil) },
 		queue: func() []QueuedJob {
 			scoped := big
-			scoped.ScopedQuota = "ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"
+			scoped.UncountedQuota = "ResourceQuota high's requests.cpu: 6 left, the minimum needs 14"
 			return []QueuedJob{scoped}
 		}(),
 		kinds:  map[string]string{"team-a/big": v1.ReasonWaitingForQuota},

@@ -109,7 +109,7 @@ func FuzzQueue(f *testing.F) {
 			}
 			switch b := data[len(data)-1-i]; {
 			case b%7 == 0:
-				queue.Jobs[i].ScopedQuota, queue.Jobs[i].ScopedQuotaHard = "ResourceQuota scoped cannot hold it", b%2 == 0
+				queue.Jobs[i].UncountedQuota, queue.Jobs[i].UncountedQuotaHard = "ResourceQuota scoped cannot hold it", b%2 == 0
 			case b%11 == 0 && len(queue.Jobs[i].Pods) > 0:
 				queue.Jobs[i].Pods = slices.Clone(queue.Jobs[i].Pods)
 				queue.Jobs[i].Pods[0].Refused = "LimitRange bounds refuses it"

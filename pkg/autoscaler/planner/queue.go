@@ -72,12 +72,13 @@ type QueuedJob struct {
 	// MaxTrainers is the trainers' max-instance: growth keeps room for the
 	// share of a job it admits ([plan.arrive]).
 	MaxTrainers int32
-	// ScopedQuota, when set, names the scoped ResourceQuota (one with scopes
-	// or a scope selector matching its pods) that cannot hold the minimum
-	// now, or, with ScopedQuotaHard, even at its hard limit. The caller
-	// reads scoped quotas; the snapshot's Quotas are the unscoped ones.
-	ScopedQuota     string
-	ScopedQuotaHard bool
+	// UncountedQuota, when set, names a ResourceQuota the snapshot does not
+	// count — a scoped one (scopes or a scope selector matching its pods),
+	// or an unscoped one's extended resources — that cannot hold the
+	// minimum now, or, with UncountedQuotaHard, even at its hard limit. The
+	// caller reads them; the snapshot's Quotas are the rest.
+	UncountedQuota     string
+	UncountedQuotaHard bool
 }
 
 // PodSet is Count pods of one role of a queued job, each requesting Request

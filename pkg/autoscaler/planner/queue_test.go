@@ -36,7 +36,7 @@ func assertQueueInvariants(t *testing.T, snap snapshot.Snapshot, jobs []Job, que
 		require.False(t, seen[a.Job], "%s decided twice", a.Job)
 		seen[a.Job], admitted[a.Job] = true, true
 		assert.Empty(t, refused(byKey[a.Job]), "%s admitted though the API server would refuse its pods", a.Job)
-		assert.Empty(t, byKey[a.Job].ScopedQuota, "%s admitted though a scoped quota cannot hold its minimum", a.Job)
+		assert.Empty(t, byKey[a.Job].UncountedQuota, "%s admitted though a scoped quota cannot hold its minimum", a.Job)
 	}
 	heads := map[string]int{}
 	for k, w := range d.Waiting {

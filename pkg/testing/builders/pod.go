@@ -74,7 +74,11 @@ func Limits(cpu, mem string) PodOption {
 }
 
 // GPU requests and limits n GPUs (GPUResourceName) in the first container.
-func GPU(n int64) PodOption {
+func GPU(n int64) PodOption { return Extended(GPUResourceName, n) }
+
+// Extended requests and limits n of the extended resource name in the first
+// container.
+func Extended(name corev1.ResourceName, n int64) PodOption {
 	return func(p *corev1.Pod) {
 		c := &p.Spec.Containers[0]
 		if c.Resources.Requests == nil {
@@ -83,8 +87,8 @@ func GPU(n int64) PodOption {
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}
 		}
-		c.Resources.Requests[GPUResourceName] = *resource.NewQuantity(n, resource.DecimalSI)
-		c.Resources.Limits[GPUResourceName] = *resource.NewQuantity(n, resource.DecimalSI)
+		c.Resources.Requests[name] = *resource.NewQuantity(n, resource.DecimalSI)
+		c.Resources.Limits[name] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 }
 

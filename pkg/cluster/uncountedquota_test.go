@@ -9,7 +9,7 @@ import (
 	b "github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
-func TestScopedQuotaShort(t *testing.T) {
+func TestUncountedQuotaShort(t *testing.T) {
 	high := func(q *corev1.ResourceQuota) {
 		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
 			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}}}
@@ -38,7 +38,43 @@ func TestScopedQuotaShort(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, hard := ScopedQuotaShort(tc.quotas, pods, tc.class)
+			got, hard := UncountedQuotaShort(tc.quotas, pods, tc.class, nil)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.hard, hard)
+		})
+	}
+}
+
+// TestUncountedQuotaShortReadsExtendedResources: an unscoped quota's
+// extended resources are checked name by name, and so are its GPUs when it
+// names several GPU resources; a quota on one GPU resource is the
+// snapshot's.
+func TestUncountedQuotaShortReadsExtendedResources(t *testing.T) {
+	const amd = corev1.ResourceName("amd.com/gpu")
+	gpus := []corev1.ResourceName{b.GPUResourceName, amd}
+	pods := []RolePods{
+		{Role: "pserver", Count: 1, Spec: &b.Pod("ps", b.Requests("1", "1Gi")).Spec},
+		{Role: "trainer", Count: 3, Spec: &b.Pod("tr", b.Requests("2", "1Gi"), b.GPU(2), b.Extended("example.com/fpga", 1)).Spec},
+	}
+	cases := []struct {
+		name  string
+		quota *corev1.ResourceQuota
+		want  string
+		hard  bool
+	}{
+		{name: "one GPU resource is the snapshot's", quota: b.Quota("q", "ns", []string{"requests.nvidia.com/gpu", "2"})},
+		{name: "cpu is the snapshot's", quota: b.Quota("q", "ns", []string{"requests.cpu", "1"})},
+		{name: "GPUs of two names, each its own", quota: b.Quota("q", "ns", []string{"requests.nvidia.com/gpu", "8", "requests.amd.com/gpu", "8"},
+			b.Used("requests.nvidia.com/gpu", "4")),
+			want: "ResourceQuota q's requests.nvidia.com/gpu: 4 left, the minimum needs 6"},
+		{name: "GPUs of two names, the other one unused", quota: b.Quota("q", "ns", []string{"requests.nvidia.com/gpu", "8", "requests.amd.com/gpu", "0"})},
+		{name: "another extended resource, below the minimum", quota: b.Quota("q", "ns", []string{"requests.example.com/fpga", "2"}),
+			want: "its minimum needs 3 of ResourceQuota q's requests.example.com/fpga, above its hard limit of 2: it cannot start until the quota is raised", hard: true},
+		{name: "another extended resource that holds it", quota: b.Quota("q", "ns", []string{"requests.example.com/fpga", "3"})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, hard := UncountedQuotaShort([]*corev1.ResourceQuota{tc.quota}, pods, "", gpus)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.hard, hard)
 		})

@@ -261,3 +261,38 @@ func TestHighPriorityJobPreemptsExactlyTheJobsItNeeds(t *testing.T) {
 	assert.Equal(t, v1.ReasonReadmitted, conditionOf(young, v1.ConditionPreempted).Reason)
 	assert.Equal(t, metav1.ConditionFalse, conditionOf(young, v1.ConditionPreempted).Status)
 }
+
+// TestPreemptedJobRequeuesBehindTheJobsQueuedBeforeItsEviction: on a node of
+// 10 CPU, first (low, created first, 6 CPU) runs and waiting (low, 6 CPU) waits
+// behind it; urgent (high, 6 CPU) stops first whole. When urgent is
+// deleted, the room holds one of the two low jobs: waiting, which entered
+// the queue before first was evicted, goes first, though first was created
+// earlier.
+func TestPreemptedJobRequeuesBehindTheJobsQueuedBeforeItsEviction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "10", Memory: "16Gi", Count: 1},
+		map[string]int32{"low": 100, "high": 1000},
+		autoscaler.Config{Interval: time.Second, GangAdmission: true, Preemption: true})
+	c.create(t, ctx, wholeJob(c.ns, "first", "low", "5"))
+	c.waitJob(t, ctx, "first", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
+	c.create(t, ctx, wholeJob(c.ns, "waiting", "low", "5"))
+	c.waitJob(t, ctx, "waiting", "never queued", func(j *v1.TrainingJob) bool {
+		return j.Status.Phase == v1.PhaseQueued && meta.IsStatusConditionTrue(j.Status.Conditions, v1.ConditionQueued)
+	})
+	// The conditions' times have whole seconds: the eviction must come in a
+	// later second than waiting's entry into the queue.
+	time.Sleep(1100 * time.Millisecond)
+	c.create(t, ctx, wholeJob(c.ns, "urgent", "high", "5"))
+	c.waitJob(t, ctx, "first", "never preempted", func(j *v1.TrainingJob) bool {
+		return meta.IsStatusConditionTrue(j.Status.Conditions, v1.ConditionPreempted)
+	})
+	c.waitJob(t, ctx, "urgent", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
+
+	require.NoError(t, c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Delete(ctx, "urgent", metav1.DeleteOptions{}))
+	c.waitJob(t, ctx, "waiting", "never Running", func(j *v1.TrainingJob) bool { return j.Status.Phase == v1.PhaseRunning })
+	first, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "first", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.PhaseQueued, first.Status.Phase, "the preempted job waits behind the job queued before its eviction")
+	assert.Equal(t, v1.ReasonPreempted, first.Status.Reason)
+}

@@ -93,10 +93,11 @@ type Metrics interface {
 	// that wrote), else the API server failed or refused it.
 	ScaleFailed(act planner.ScaleAction, lost bool)
 	// Queued reports how long each job still queued after the cycle has
-	// waited since it was created (none with gang admission off).
+	// waited since it last entered the queue (none with gang admission
+	// off).
 	Queued(waits []time.Duration)
 	// Admitted reports an admission recorded, with how long the job waited
-	// since it was created.
+	// since it last entered the queue.
 	Admitted(wait time.Duration)
 	// Requeued reports an admitted job sent back to the queue because it
 	// did not start within the start deadline; final when it will not be

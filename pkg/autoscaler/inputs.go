@@ -66,7 +66,8 @@ func (a *Autoscaler) queue(snap snapshot.Snapshot, now time.Time) (planner.Queue
 	return queue, objects, late
 }
 
-// waits are how long each waiting job has waited since it was created.
+// waits are how long each waiting job has waited since it last entered the
+// queue (QueuedJob.Created is that time).
 func waits(waiting []planner.Waiting, queue []planner.QueuedJob, now time.Time) []time.Duration {
 	created := make(map[string]time.Time, len(queue))
 	for _, q := range queue {

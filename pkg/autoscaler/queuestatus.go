@@ -65,7 +65,7 @@ func (a *Autoscaler) recordQueue(ctx context.Context, d planner.Decision, object
 		}
 		a.log.Info("admitted job", "job", adm.Job, "reason", adm.Reason)
 		if a.cfg.Metrics != nil {
-			a.cfg.Metrics.Admitted(now.Sub(tj.CreationTimestamp.Time))
+			a.cfg.Metrics.Admitted(now.Sub(queuedSince(tj)))
 		}
 		a.recorder.Eventf(tj, corev1.EventTypeNormal, v1.EventAdmitted, "Admitted: %s", adm.Reason)
 	}

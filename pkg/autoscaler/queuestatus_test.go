@@ -70,7 +70,7 @@ func TestRunOnceAdmitsTheFirstQueuedJobThatFits(t *testing.T) {
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, Metrics: rec}, objs...)
 	f.scaler.RunOnce(context.Background())
 	// The clock reads 12:00: old waited an hour, young 59 minutes.
-	assert.Equal(t, []time.Duration{time.Hour}, rec.admitted, "the admitted job's wait since it was created")
+	assert.Equal(t, []time.Duration{time.Hour}, rec.admitted, "the admitted job's wait since it entered the queue")
 	assert.Equal(t, [][]time.Duration{{59 * time.Minute}}, rec.queued, "the waiting job's wait")
 
 	updates := statusUpdates(f)
@@ -120,4 +120,18 @@ func TestRunOnceDryRunAdmitsNothing(t *testing.T) {
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, DryRun: true}, objs...)
 	f.scaler.RunOnce(context.Background())
 	assert.Empty(t, f.writes())
+}
+
+// TestAdmissionWaitCountsFromTheLastEntryIntoTheQueue: a job created a week
+// ago and resumed ten minutes ago waited ten minutes, for the metrics as
+// for the queue's order.
+func TestAdmissionWaitCountsFromTheLastEntryIntoTheQueue(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) // the fixture's clock
+	objs := queuedJob("resumed", 2, now.Add(-7*24*time.Hour))
+	objs[0].(*v1.TrainingJob).Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Minute))
+	rec := &fakeMetrics{}
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, Metrics: rec},
+		objects(objs, []runtime.Object{node("n1", "64", "64Gi")})...)
+	f.scaler.RunOnce(context.Background())
+	assert.Equal(t, []time.Duration{10 * time.Minute}, rec.admitted)
 }

@@ -105,11 +105,11 @@ func New(version string) *Metrics {
 		}),
 		oldestWait: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edl_admission_oldest_wait_seconds",
-			Help: "How long the job that has waited longest for admission has waited since it was created, at the last autoscaling cycle; 0 when none waits.",
+			Help: "How long the job that has waited longest for admission has waited since it last entered the queue (created, resumed, preempted or requeued), at the last autoscaling cycle; 0 when none waits.",
 		}),
 		admitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "edl_admission_wait_seconds",
-			Help: "How long each admitted TrainingJob waited in the queue since it was created.",
+			Help: "How long each admitted TrainingJob waited in the queue since it last entered it (created, resumed, preempted or requeued).",
 			// 1 s to about 4.5 hours.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 15),
 		}),

@@ -11,7 +11,7 @@ import (
 )
 
 func newExplainCommand(r *root) *cobra.Command {
-	var all bool
+	var all, published bool
 	var output string
 	cmd := &cobra.Command{
 		Use:               "explain [JOB]",
@@ -20,7 +20,13 @@ func newExplainCommand(r *root) *cobra.Command {
 		Long: `Plans once on the live cluster, as the controller's next cycle would, changes nothing, and
 prints for each TrainingJob what the next cycle would do and what limits it. It plans with the
 options the running controller published on its Lease (--controller-namespace, else found by
-name), and says so when it cannot find them. The jobs of the current namespace, or -n, or -A; or one JOB.`,
+name), and says so when it cannot find them. The jobs of the current namespace, or -n, or -A; or one JOB.
+
+Planning live reads the whole cluster (nodes, pods, quotas, ReplicaSets, PriorityClasses and
+TrainingJobs of every namespace). A user who may not, such as a namespace's editor, gets what
+the controller last wrote in each job's status instead — what limits its trainers, its place in
+the queue, its last scaling — and a line saying which right planning live needs; --published
+asks for that at once.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("unexpected argument %q: name at most one job", args[1])
@@ -38,6 +44,19 @@ name), and says so when it cannot find them. The jobs of the current namespace, 
 			ns, c, err := r.open(ctx, all)
 			if err != nil {
 				return err
+			}
+			job := ""
+			if len(args) == 1 {
+				job = args[0]
+			}
+			why := ""
+			if !published {
+				if why, err = explain.CannotPlanLive(ctx, c.kube.AuthorizationV1()); err != nil {
+					return err
+				}
+			}
+			if published || why != "" {
+				return explainPublished(r, c, ns, job, why, output, cmd)
 			}
 			res := explain.Result{}
 			var warning string
@@ -58,10 +77,6 @@ name), and says so when it cannot find them. The jobs of the current namespace, 
 			if err != nil {
 				return err
 			}
-			job := ""
-			if len(args) == 1 {
-				job = args[0]
-			}
 			res.Report, err = explain.Filter(report, ns, job)
 			var notFound *explain.JobNotFoundError
 			if errors.As(err, &notFound) {
@@ -77,6 +92,24 @@ name), and says so when it cannot find them. The jobs of the current namespace, 
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the jobs of every namespace")
+	cmd.Flags().BoolVar(&published, "published", false, "explain from what the controller last wrote in the jobs' status, without planning live (what a user who may read only the jobs gets)")
 	outputFlag(cmd, &output)
 	return cmd
+}
+
+// explainPublished explains the jobs from their status; why, when not "",
+// is the right planning live needs and the user does not have.
+func explainPublished(r *root, c *clients, ns, job, why, output string, cmd *cobra.Command) error {
+	res, err := explain.Published(cmd.Context(), c.tj, ns, job, why)
+	var notFound *explain.JobNotFoundError
+	if errors.As(err, &notFound) {
+		return usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if done, err := printTemplated(r.streams.Out, output, res); done {
+		return err
+	}
+	return explain.PrintPublished(r.streams.Out, res, output, ns)
 }

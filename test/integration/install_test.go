@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -37,7 +40,8 @@ func overlayOf(t *testing.T, base, ns string) string {
 // ConfigMap, its ServiceAccount, POD_NAMESPACE): it leads with the Lease in
 // ml-system, kubectl edl explain finds it there without being told, a user
 // bound only to edit in a namespace submits a TrainingJob that the
-// controller runs; applying the next release over it (an upgrade) changes
+// controller runs, and gets its reasons from kubectl edl explain and queue;
+// applying the next release over it (an upgrade) changes
 // the image and keeps the job's objects; and deleting the controller's
 // component leaves the CRD, the job and its ReplicaSets in place.
 func TestInstallInAnotherNamespace(t *testing.T) {
@@ -112,6 +116,26 @@ func TestInstallInAnotherNamespace(t *testing.T) {
 		return err == nil, nil
 	})
 	require.NoError(t, err, "the controller runs her job")
+
+	// She asks why her job has the trainers it has, and where the queue
+	// stands: she may not read the cluster, so explain gives what the
+	// controller wrote in the job's status, and says so.
+	aliceKubeconfig := impersonatingKubeconfigOf(t, plane.Kubeconfig, "alice")
+	var out, errOut string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		out, errOut, err = kubectlEDLWith(ctx, t, plane, aliceKubeconfig, "explain", "-n", "team", "mnist")
+		return err == nil && strings.Contains(out, "team/mnist (Running)") && strings.Contains(out, "limited by"), nil
+	})
+	require.NoError(t, err, "explain for an editor: %s %s", out, errOut)
+	job, err := alice.PaddlepaddleV1().TrainingJobs("team").Get(ctx, "mnist", metav1.GetOptions{})
+	require.NoError(t, err)
+	scaling := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionScaling)
+	require.NotNil(t, scaling)
+	assert.Contains(t, out, "limited by   "+scaling.Reason+": ", "the controller's own reason")
+	assert.Contains(t, out, "planning live needs the right to list nodes in every namespace")
+	out, errOut, err = kubectlEDLWith(ctx, t, plane, aliceKubeconfig, "queue", "-n", "team")
+	require.NoError(t, err, "queue for an editor: %s", errOut)
+	t.Logf("kubectl edl queue -n team, as alice:\n%s", out)
 
 	// An upgrade applies the next release over it: the Deployment takes the
 	// new image; the job and its ReplicaSets are the same objects.

@@ -31,10 +31,16 @@ import (
 // plugin on the PATH, and the only configuration is KUBECONFIG.
 func kubectlEDL(ctx context.Context, t *testing.T, plane *framework.ControlPlane, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return kubectlEDLWith(ctx, t, plane, plane.Kubeconfig, args...)
+}
+
+// kubectlEDLWith is kubectlEDL with another kubeconfig: another user's.
+func kubectlEDLWith(ctx context.Context, t *testing.T, plane *framework.ControlPlane, kubeconfig string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	plugin, err := framework.BuildCommand("kubectl-edl")
 	require.NoError(t, err)
 	cmd := exec.CommandContext(ctx, filepath.Join(plane.BinDir(), "kubectl"), append([]string{"edl"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+plane.Kubeconfig, "PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

@@ -34,6 +34,20 @@ build: ## build bin/edl, the kubectl plugin bin/kubectl-edl and its completion l
 image: ## docker build the controller image paddlepaddle/edl-controller:<the release in VERSION> (IMAGE= for another name), the tag the manifests run; edl -version prints it
 	docker build --build-arg VERSION=$(RELEASE) -t $(IMAGE):$(RELEASE) .
 
+# make krew: the plugin for each platform, packed for krew, and the plugin
+# manifest with their checksums, in _output/krew (for the release RELEASE).
+KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+.PHONY: krew
+krew: ## build kubectl-edl for each of KREW_PLATFORMS, pack each for krew and write the plugin manifest _output/krew/edl.yaml with their sha256 (hack/krew)
+	rm -rf _output/krew
+	for p in $(KREW_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w -X main.version=$(RELEASE)" \
+			-o _output/krew/bin/$${os}_$${arch}/kubectl-edl$$ext ./cmd/kubectl-edl || exit 1; \
+	done
+	go run ./hack/krew -version $(RELEASE) -bin-dir _output/krew/bin -out _output/krew $(KREW_PLATFORMS)
+
 .PHONY: generate
 generate: ## regenerate clients, deepcopy, openapi and the CRD (thirdpartyresource.yaml), and copy it and edl_controller.yaml into config/
 	hack/update-codegen.sh

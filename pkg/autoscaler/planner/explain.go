@@ -70,7 +70,7 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 		e.Message = fmt.Sprintf("grows by %d to %s into the room %s, more fulfilled (%s), gives back by rebalancing; fulfillment %s",
 			j.promised+j.grown, trainersOf(j), j.promisedBy.key, ratio(j.promisedBy.fulfillment()), ratio(e.Fulfillment))
 		if j.teamNote != "" {
-			e.Message = fmt.Sprintf("grows by %d to %s: %s; team %s, above its own, gives its room back", j.promised+j.grown, trainersOf(j),
+			e.Message = fmt.Sprintf("grows by %d to %s: %s; team %s, which uses more of its own, gives its room back", j.promised+j.grown, trainersOf(j),
 				j.teamNote, j.reclaimWith.team.team.name)
 		}
 		if j.capped != nil {

@@ -176,7 +176,7 @@ func (p *plan) takeReason(j *jobState) string {
 	var b strings.Builder
 	before := j.placed - j.promised - j.grown
 	if j.teamNote != "" {
-		fmt.Fprintf(&b, "scale up by %d: %s: team %s, above its own, gives back %s for it (%s)",
+		fmt.Fprintf(&b, "scale up by %d: %s: team %s, which uses more of its own, gives back %s for it (%s)",
 			j.promised+j.grown, j.teamNote, j.reclaimWith.team.team.name, plural(int(j.promised), "trainer"), j.reclaimWith.key)
 		if j.grown > 0 {
 			fmt.Fprintf(&b, "; %d more into idle capacity", j.grown)

@@ -121,12 +121,16 @@ func (p *plan) move(m *moves, giver, taker *jobState, ahead []*jobState) moveOut
 
 // reclaim takes a team's share back from the teams that borrowed it: while,
 // in a pool and priority, a team below its deserved share has a job that
-// could take a trainer, the team furthest above its share gives back a
-// trainer above a job's minimum — its most fulfilled job's first — where
-// the taker's fits, provided that afterwards the taker's team is still no
-// further above its share than the giver's (else the next plan would move
-// it back). No job is stopped and none goes below its minimum: a borrowed
-// share comes back by shrinking trainers alone.
+// could take a trainer, the team that uses the most of its own share gives
+// back a trainer above a job's minimum — its most fulfilled job's first —
+// where the taker's fits, provided that afterwards the taker's team still
+// uses no more of its share than the giver's (else the next plan would
+// move it back). The giver is most often above its share; it may be below
+// it too, when the shares add up to more than the trainers can use (nodes
+// whose last CPUs no trainer fits): the teams then end at the same part of
+// their shares, which is the weighted fair split of what can be used. No
+// job is stopped and none goes below its minimum: a borrowed share comes
+// back by shrinking trainers alone.
 func (p *plan) reclaim(m *moves) {
 	if p.teams == nil {
 		return
@@ -170,24 +174,25 @@ func (p *plan) reclaim(m *moves) {
 }
 
 // reclaimPair is the next move of reclaim among jobs: the most fulfilled
-// job that may give, of the team furthest above its deserved share, and the
-// least fulfilled job that may take, of the team furthest below it; nil
-// when no team above its share has a giver or none below has a taker.
+// job that may give, of the team that uses the most of its deserved share,
+// and the least fulfilled job that may take, of the team below its share
+// that uses the least of it; nil when there is no such pair of two teams,
+// the giver's using more of its share than the taker's.
 func (p *plan) reclaimPair(jobs []*jobState, noRoom, noTake map[*jobState]bool) (giver, taker *jobState) {
 	for _, j := range jobs {
 		b := j.team.below()
-		switch {
-		case b > 1 && j.mayGive() && !noRoom[j]:
+		if j.mayGive() && !noRoom[j] {
 			if giver == nil || b > giver.team.below() || (b == giver.team.below() && giveFirst(j, giver)) {
 				giver = j
 			}
-		case b < 1 && j.mayTake() && !noTake[j] && j.rebalanced == 0:
+		}
+		if b < 1 && j.mayTake() && !noTake[j] && j.rebalanced == 0 {
 			if taker == nil || b < taker.team.below() || (b == taker.team.below() && takeFirst(j, taker)) {
 				taker = j
 			}
 		}
 	}
-	if giver != nil && taker != nil && giver.team == taker.team {
+	if giver == nil || taker == nil || giver.team == taker.team || giver.team.below() <= taker.team.below() {
 		return nil, nil
 	}
 	return giver, taker

@@ -128,7 +128,7 @@ func TestReclaimTakesABorrowedShareBackByShrinking(t *testing.T) {
 	act, ok := actionFor(d.Actions, "b/new")
 	require.True(t, ok)
 	assert.Equal(t, CauseRebalance, act.Cause)
-	assert.Contains(t, act.Reason, "team b uses 1% of the pool's CPU, its share is 50%: team a, above its own, gives back")
+	assert.Contains(t, act.Reason, "team b uses 1% of the pool's CPU, its share is 50%: team a, which uses more of its own, gives back")
 	give, ok := actionFor(d.Actions, "a/big")
 	require.True(t, ok)
 	assert.Contains(t, give.Reason, "team a uses 99% of the pool's CPU, its share is 50%: its trainers above their minimum go back to team b (b/new)")
@@ -165,4 +165,34 @@ func TestReclaimStopsAtTheMinimum(t *testing.T) {
 	snap := clusterOf(ns, jobs)
 	d := Decide(snap, jobs, Queue{}, opts)
 	assert.Empty(t, d.Actions, "a is at its minimum: nothing to take back")
+}
+
+// TestReclaimSplitsWhatTrainersCanUseWhenTheSharesCannotAllBeMet: four
+// nodes of 18 CPUs hold 12 trainers of 5 CPUs, 60 of the 72 CPUs; two teams
+// of weight 1 deserve 36 each, which neither can reach. Team a at 7
+// trainers (35 CPUs, 97% of its share) is below its share, yet uses more of
+// it than team b at 5 (25 CPUs, 69%): one trainer moves, and the teams end
+// at 6 and 6, where nothing moves any more.
+func TestReclaimSplitsWhatTrainersCanUseWhenTheSharesCannotAllBeMet(t *testing.T) {
+	ns := nodes("n", 4, res(18, 100, 0))
+	a := newJob("a/big", withRange(1, 60), withRequest(res(5, 1, 0)), spread(7, ns))
+	b := newJob("b/new", withRange(1, 60), withRequest(res(5, 1, 0)), spread(5, []nodeSpec{ns[3], ns[2], ns[1], ns[0]}))
+	jobs := []Job{a, b}
+	opts := Options{Now: t0, MaxLoadDesired: 1,
+		Teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 1}}}
+	snap := clusterOf(ns, jobs)
+	d := Decide(snap, jobs, Queue{}, opts)
+	assertWellFormed(t, snap, jobs, opts, d.Actions)
+	assert.Equal(t, int32(6), toOf(d.Actions, a), "a gives one back: %+v", d.Actions)
+	assert.Equal(t, int32(6), toOf(d.Actions, b), "b takes it")
+	act, ok := actionFor(d.Actions, "b/new")
+	require.True(t, ok)
+	assert.Contains(t, act.Reason, "team b uses 35% of the pool's CPU, its share is 50%: team a, which uses more of its own, gives back 1 trainer for it")
+
+	jobs = applyPlan(jobs, d.Actions)
+	for i := range jobs {
+		jobs[i].LastScaleDown = time.Time{}
+	}
+	d = Decide(clusterOf(ns, jobs), jobs, Queue{}, opts)
+	assert.Empty(t, d.Actions, "6 and 6: nothing moves back")
 }

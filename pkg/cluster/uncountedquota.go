@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // RolePods are Count pods of one role made from Spec (as admitted,
@@ -96,9 +97,8 @@ func isExtendedResource(name corev1.ResourceName) bool {
 
 // podQuotaUsage is what one pod counts against a quota, by the quota's
 // names: the pod, its effective requests and limits of cpu and memory, and
-// its effective requests of extended resources (requests.<name>; the larger
-// of the app containers' sum and any init container, as the quota
-// evaluator counts them; the pod's overhead added).
+// its effective requests of extended resources (requests.<name>), as the
+// quota evaluator counts them ([effective]).
 func podQuotaUsage(spec *corev1.PodSpec) corev1.ResourceList {
 	req, lim := effective(spec, false), effective(spec, true)
 	out := corev1.ResourceList{
@@ -122,35 +122,14 @@ func podQuotaUsage(spec *corev1.PodSpec) corev1.ResourceList {
 	return out
 }
 
-// effective is the pod's requests (limits with limit) of cpu and memory:
-// max(sum of app containers, each init container), plus the overhead.
+// effective is the pod's requests (limits with limit) as the quota
+// evaluator counts them: component-helpers' PodRequests and PodLimits —
+// app containers and sidecars summed, the larger of that and each init
+// container step, pod-level resources, and the RuntimeClass overhead.
 func effective(spec *corev1.PodSpec, limit bool) corev1.ResourceList {
-	pick := func(c *corev1.Container) corev1.ResourceList {
-		if limit {
-			return c.Resources.Limits
-		}
-		return c.Resources.Requests
+	pod := &corev1.Pod{Spec: *spec}
+	if limit {
+		return resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	}
-	sum := corev1.ResourceList{}
-	for i := range spec.Containers {
-		for n, v := range pick(&spec.Containers[i]) {
-			t := sum[n]
-			t.Add(v)
-			sum[n] = t
-		}
-	}
-	for i := range spec.InitContainers {
-		for n, v := range pick(&spec.InitContainers[i]) {
-			if t, ok := sum[n]; !ok || v.Cmp(t) > 0 {
-				sum[n] = v.DeepCopy()
-			}
-		}
-	}
-	for n, v := range spec.Overhead {
-		if t, ok := sum[n]; ok || !limit {
-			t.Add(v)
-			sum[n] = t
-		}
-	}
-	return sum
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }

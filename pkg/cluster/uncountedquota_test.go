@@ -36,6 +36,13 @@ func TestUncountedQuotaShort(t *testing.T) {
 			want: "ResourceQuota q's cpu: 15 left, the minimum needs 16"},
 		{name: "a BestEffort quota does not count pods with requests", quotas: []*corev1.ResourceQuota{b.Quota("q", "ns", []string{"pods", "1"}, b.Scopes(corev1.ResourceQuotaScopeBestEffort))}},
 	}
+	// A sidecar runs beside the app containers: the quota counts it in
+	// their sum (1 + 3 × (2 + 1) = 10), where an ordinary init container
+	// counts only when larger.
+	withSidecar := []RolePods{pods[0], {Role: "trainer", Count: 3, Spec: &b.Pod("tr", b.Requests("2", "1Gi"), b.Sidecar("1", "")).Spec}}
+	got, hard := UncountedQuotaShort([]*corev1.ResourceQuota{b.Quota("q", "ns", []string{"requests.cpu", "9"}, high)}, withSidecar, "high", nil)
+	assert.Equal(t, "its minimum needs 10 of ResourceQuota q's requests.cpu, above its hard limit of 9: it cannot start until the quota is raised", got)
+	assert.True(t, hard)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, hard := UncountedQuotaShort(tc.quotas, pods, tc.class, nil)

@@ -20,14 +20,20 @@ import (
 //     room of pods that are going — keeps that room: the scheduler places
 //     it at its next try.
 //
-// Any other unschedulable pod costs the elastic jobs nothing here, whatever
-// its priority: one that outranks trainers and may preempt is kube-scheduler's
-// to place, and it picks the fewest victims itself; EDL then gives back the
-// replicas that can no longer be placed (trimStuck). One that may not
-// preempt, or that fits on no node even empty, waits. The exception is a
-// TrainingJob's own pods below its minimum, which kube-scheduler cannot
-// place among jobs of their priority: reserve returns them as claims for
-// yieldToMinimum.
+// reserve returns the unschedulable pods that fit nowhere as claims for
+// [plan.yieldToPods], which frees room for them by scaling down:
+//
+//   - a TrainingJob's own pods below its minimum, which kube-scheduler
+//     cannot place among jobs of their priority;
+//   - any other pod that outranks some elastic job's trainers and may
+//     preempt. kube-scheduler would preempt for it one pod at a time, and
+//     the ReplicaSet controller would re-create every victim only for EDL to
+//     trim it (trimStuck); all such pods are yielded to in one plan instead,
+//     one replicas change per job, with the trainers to go picked on the
+//     nodes the pods may use, so the scheduler binds rather than preempts.
+//
+// Any other unschedulable pod costs the elastic jobs nothing: one that may
+// not preempt, or that is of a lower priority than every trainer, waits.
 func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 	type waiter struct {
 		priority int32
@@ -96,7 +102,7 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 		if req.negative() {
 			continue
 		}
-		claim := pod.Job != "" && pod.Priority >= p.minPrio
+		claim := pod.Job != "" && pod.Priority >= p.minPrio || pod.Priority > p.minPrio && !pod.PreemptNever
 		if j, planned := p.byKey[pod.Job]; planned && pod.Trainer {
 			// The job's own unschedulable trainer: it waits as one of the
 			// job's victims, and claims room only up to the job's minimum.

@@ -7,27 +7,48 @@ import (
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
-// yieldToMinimum makes room for the pods a TrainingJob needs to run at its
-// minimum — its master, its pservers and its trainers up to min-instance —
-// that wait for a node: they take trainers above their minimum from running
-// jobs of their own priority, the most fulfilled first, and of a lower
-// priority. An elastic job's trainers beyond Min are opportunistic, and a job
-// that cannot start is worse off than one that runs fewer extra trainers.
-// kube-scheduler does not preempt pods of the same priority, so EDL must.
-// A pod that may run on no node even empty, or whose placement admits no
-// node, takes nothing.
-func (p *plan) yieldToMinimum(claims []*snapshot.PendingPod) {
+// yieldToPods makes room for the unschedulable pods that fit nowhere and
+// that trainers may give way to ([plan.reserve]'s claims), in the order
+// kube-scheduler's queue takes them:
+//
+//   - the pods a TrainingJob needs to run at its minimum — its master, its
+//     pservers and its trainers up to min-instance — take trainers above
+//     their minimum from running jobs of their own priority, the most
+//     fulfilled first, and of a lower priority. An elastic job's trainers
+//     beyond Min are opportunistic, and a job that cannot start is worse off
+//     than one that runs fewer extra trainers. kube-scheduler does not
+//     preempt pods of the same priority, so EDL must.
+//   - any other pod that may preempt takes trainers above their minimum from
+//     jobs of a lower priority: all such pods in one plan, so that one
+//     replicas change per job frees what kube-scheduler would otherwise
+//     preempt one pod at a time, and no victim is re-created only to be
+//     trimmed.
+//
+// Each pod first takes room that earlier yields of the plan left over on a
+// node it may use, and only then makes room, on one node, removing no more
+// than it needs there: all the pods together cost at most what they request
+// plus one trainer per node freed. A pod that may run on no node even empty,
+// or that no node could hold even with every trainer it may take gone, takes
+// nothing.
+func (p *plan) yieldToPods(claims []*snapshot.PendingPod) {
 	if len(p.movable) == 0 {
 		return
 	}
 	for _, pod := range claims {
-		c := claim{priority: pod.Priority, share: true, own: pod.Job, never: pod.PreemptNever,
+		c := claim{priority: pod.Priority, share: pod.Job != "", own: pod.Job, never: pod.PreemptNever,
 			elig: p.classes.set(pod.Placement)}
 		req := vecOf(pod.Request)
 		shape := pendingShape{claim: c, req: req}
 		if p.hopeless[shape] || !p.couldHold(req, c.elig) {
 			// Nothing was freed for an identical pod; removals since then
 			// were made for other pods and used by them.
+			continue
+		}
+		if n := p.fit.firstFit(req, c.elig); n >= 0 {
+			// Room an earlier pod's yield left over: growth's load
+			// still counts the trainers removed, as for makeRoom.
+			p.fit.take(n, req)
+			p.waiting = append(p.waiting, pod)
 			continue
 		}
 		if p.makeRoom(c, req) {

@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// webDeployment is a Deployment of replicas pods of priority class class,
+// each requesting cpu and 64 MiB.
+func webDeployment(ns, name, class, cpu string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					PriorityClassName: class,
+					Containers: []corev1.Container{{Name: "nginx", Image: "nginx", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")}}}},
+				},
+			},
+		},
+	}
+}
+
+// fill submits jobs and waits until their trainers fill the cluster to
+// want trainers in all, every pod bound.
+func (c elasticCluster) fill(t *testing.T, ctx context.Context, jobs []string, want int32) {
+	t.Helper()
+	for _, name := range jobs {
+		c.submit(t, ctx, name, "1", "100m")
+	}
+	var replicas map[string]int32
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if replicas, err = c.trainerReplicas(ctx, jobs); err != nil {
+			return false, nil
+		}
+		_, pending, err := c.load(ctx)
+		return err == nil && sum(replicas) == want && pending == 0, nil
+	})
+	require.NoError(t, err, "the jobs never filled the cluster: %v\n%s", replicas, c.describe(ctx))
+}
+
+// scaleDowns are the Scaled events of the jobs that lowered their
+// trainers, by job, in the order of their times.
+func (c elasticCluster) scaleDowns(t *testing.T, ctx context.Context, since time.Time) map[string][]time.Time {
+	t.Helper()
+	events, err := c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + v1.EventScaled})
+	require.NoError(t, err)
+	out := map[string][]time.Time{}
+	for _, e := range events.Items {
+		at := e.LastTimestamp.Time
+		if e.EventTime.Time.After(at) {
+			at = e.EventTime.Time
+		}
+		var from, to int
+		if _, err := fmt.Sscanf(e.Message, "Scaled trainers from %d to %d", &from, &to); err != nil || to >= from || at.Before(since) {
+			continue
+		}
+		for range max(1, e.Count) {
+			out[e.InvolvedObject.Name] = append(out[e.InvolvedObject.Name], at)
+		}
+	}
+	for _, ts := range out {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	}
+	return out
+}
+
+// preemptions counts the pods kube-scheduler preempted in the namespace:
+// its Preempted events.
+func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	events, err := c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Preempted"})
+	require.NoError(t, err)
+	n := 0
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Pod" {
+			n += int(max(1, e.Count))
+		}
+	}
+	return n
+}
+
+// TestWebBurstTakesTrainersInOnePlan fills 20 kwok nodes of 4 CPUs with
+// the 1-CPU trainers of three elastic jobs (max_load_desired 1), then
+// scales a Deployment of higher-priority web pods of 400m from 0 to 100 at
+// once: 40 CPUs. Every web pod is bound; EDL lowers each job's replicas in
+// one plan; and kube-scheduler preempts few trainers: it tries each pod as
+// soon as it is created and may preempt for the first ones before the plan
+// an event wakes has run, but not for the pods whose room the plan frees.
+func TestWebBurstTakesTrainersInOnePlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	const interval = 2 * time.Second
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "4", Memory: "16Gi", Count: 20},
+		map[string]int32{"training": 100, "web": 1000},
+		autoscaler.Config{Interval: interval, MaxLoadDesired: 1, CoolDown: 30 * time.Second})
+	jobs := []string{"alpha", "beta", "gamma"}
+	// 80 CPUs, the pservers 0.3: 79 trainers.
+	c.fill(t, ctx, jobs, 79)
+	before, err := c.trainerReplicas(ctx, jobs)
+	require.NoError(t, err)
+
+	_, err = c.kube.AppsV1().Deployments(c.ns).Create(ctx, webDeployment(c.ns, "web", "web", "400m", 0), metav1.CreateOptions{})
+	require.NoError(t, err)
+	step := time.Now().Add(-time.Second) // event times have a second's resolution
+	_, err = c.kube.AppsV1().Deployments(c.ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":100}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+
+	var bound int
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false, nil
+		}
+		bound = 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				bound++
+			}
+		}
+		return bound == 100, nil
+	})
+	require.NoError(t, err, "%d of 100 web pods bound\n%s", bound, c.describe(ctx))
+	took := time.Since(step)
+	// Let the plans that follow settle: the trainers left fit.
+	var after map[string]int32
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if after, err = c.trainerReplicas(ctx, jobs); err != nil {
+			return false, nil
+		}
+		_, pending, err := c.load(ctx)
+		return err == nil && pending == 0, nil
+	})
+	require.NoError(t, err, "trainers stayed pending: %v\n%s", after, c.describe(ctx))
+
+	downs := c.scaleDowns(t, ctx, step)
+	preempted := c.preemptions(t, ctx)
+	var first, last time.Time
+	plans := 0
+	for _, ts := range downs {
+		plans = max(plans, len(ts))
+		for _, at := range ts {
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	t.Logf("web pods bound %.1fs after the step; trainers %v -> %v; scale-downs %v (first %s, last %s after the step); trainers preempted by kube-scheduler: %d",
+		took.Seconds(), before, after, downs, first.Sub(step), last.Sub(step), preempted)
+
+	// 40 CPUs for the web pods: at least 40 of 79 trainers go, 39 stay.
+	assert.LessOrEqual(t, sum(after), int32(39))
+	for _, name := range jobs {
+		assert.GreaterOrEqual(t, after[name], int32(1), "never below min-instance")
+	}
+	// One plan: each job lowered its replicas once.
+	assert.Equal(t, 1, plans, "each job scales down once: %v", downs)
+	assert.LessOrEqual(t, last.Sub(first), interval, "the scale-downs are one plan's: %v", downs)
+	// kube-scheduler tries each web pod as it is created and preempts for
+	// those it finds no room for before the plan runs. The ReplicaSet
+	// controller creates the 100 pods in batches of 1, 2, 4, …, 32 and 37;
+	// the plan runs a fifth of the interval (400 ms) after the first pod
+	// turns unschedulable. Two preempted trainers (1 CPU) hold five web
+	// pods: a bound of 40 — half the web pods' room — fails if kube-scheduler
+	// preempted for every pod, and holds as long as the plan comes before
+	// the bulk of the batches.
+	assert.LessOrEqual(t, preempted, 40, "kube-scheduler preempted most of the trainers itself")
+}
+
+// TestYieldsOnlyForPodsItCanHelp fills 4 kwok nodes of 4 CPUs with
+// trainers, then creates pods of a higher priority that no node could hold
+// even with every trainer gone, of a lower priority, and that may not
+// preempt: no trainer goes for any of them.
+func TestYieldsOnlyForPodsItCanHelp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	c := newElasticCluster(t, ctx, framework.NodeSpec{Name: "worker", CPU: "4", Memory: "16Gi", Count: 4},
+		map[string]int32{"training": 100, "web": 1000, "low": 10},
+		autoscaler.Config{Interval: time.Second, MaxLoadDesired: 1, CoolDown: 3 * time.Second})
+	_, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-never"}, Value: 1000, PreemptionPolicy: ptr.To(corev1.PreemptNever),
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	jobs := []string{"alpha", "beta"}
+	// 16 CPUs, the pservers 0.2: 15 trainers.
+	c.fill(t, ctx, jobs, 15)
+	before, err := c.trainerReplicas(ctx, jobs)
+	require.NoError(t, err)
+
+	for _, d := range []*appsv1.Deployment{
+		webDeployment(c.ns, "huge", "web", "5", 1),         // bigger than any node
+		webDeployment(c.ns, "low", "low", "1", 2),          // of a lower priority than the trainers
+		webDeployment(c.ns, "polite", "web-never", "1", 2), // may not preempt
+	} {
+		_, err := c.kube.AppsV1().Deployments(c.ns).Create(ctx, d, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	// Wait until kube-scheduler reported all five unschedulable, then
+	// give EDL five more plans.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (huge,low,polite)"})
+		if err != nil {
+			return false, nil
+		}
+		n := 0
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+					n++
+				}
+			}
+		}
+		return n == 5, nil
+	})
+	require.NoError(t, err, "the pods were not all unschedulable\n%s", c.describe(ctx))
+	time.Sleep(5 * time.Second)
+	after, err := c.trainerReplicas(ctx, jobs)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "trainers went for pods they could not help\n%s", c.describe(ctx))
+	assert.Zero(t, c.preemptions(t, ctx), "kube-scheduler preempted trainers")
+}

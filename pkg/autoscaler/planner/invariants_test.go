@@ -123,15 +123,25 @@ func assertGrowthFits(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 		}
 	}
 	// And the trainers rebalancing gives back: their room is the takers'.
+	// They are the ones the ReplicaSet deletes, with their own requests (a
+	// trainer of an older template may ask more than the job now does).
 	for _, a := range actions {
 		if a.Cause != CauseRebalance || a.To >= a.From {
 			continue
 		}
-		req := byKey[a.Job].Request
-		for _, n := range a.Nodes {
-			if listed[n] {
-				going(n, vecOf(req))
+		j := byKey[a.Job]
+		left := append([]TrainerPod(nil), j.Trainers...)
+		for len(left) > int(j.Current) {
+			left = removeOne(left, nil) // going already, counted above
+		}
+		for len(left) > int(a.To) {
+			kept := removeOne(left, a.Remove)
+			for _, p := range left {
+				if !slices.ContainsFunc(kept, func(k TrainerPod) bool { return k.Name == p.Name }) && listed[p.Node] {
+					going(p.Node, vecOf(p.Request))
+				}
 			}
+			left = kept
 		}
 	}
 	grownRes := make([][numRes]bool, len(load))

@@ -14,7 +14,8 @@ import (
 // It reserves room for what waits for a node — kept trainers not scheduled
 // yet, and unschedulable pods that fit or that kube-scheduler nominated a
 // node for ([plan.reserve]) — then runs the phases, each a method of its own:
-// make room for the jobs below their minimum ([plan.yieldToPods]), yield to load and
+// make room for the jobs below their minimum and for pods of a higher
+// priority ([plan.yieldToPods]), yield to load and
 // give up trainers that cannot be placed ([plan.yieldToLoad]), rebalance ([plan.rebalance])
 // and grow ([plan.grow]). docs/autoscaler.md explains each rule, why it is
 // there, and which of the original EDL's defects it avoids.

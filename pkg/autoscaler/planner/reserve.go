@@ -4,9 +4,17 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
+
+// UntriedGrace is how long a pod kube-scheduler has not tried yet waits
+// before a plan yields to it: the scheduler tries a new pod within
+// milliseconds, and preempts for it, unless a burst keeps it busy — then the
+// plan frees the room of the pods it has not reached, in bulk, before it
+// preempts for them one at a time.
+const UntriedGrace = time.Second
 
 // reserve finds room for what waits for a node, in the order kube-scheduler's
 // queue takes it — the highest priority first, pods before trainers of a

@@ -315,13 +315,6 @@ func newPlan(snap snapshot.Snapshot, jobs []Job, opts Options, extra ...*snapsho
 // finalizer) and its room is not counted on.
 const SettleSlack = 30 * time.Second
 
-// UntriedGrace is how long a pod kube-scheduler has not tried yet waits
-// before a plan yields to it: the scheduler tries a new pod within
-// milliseconds, and preempts for it, unless a burst keeps it busy — then the
-// plan frees the room of the pods it has not reached, in bulk, before it
-// preempts for them one at a time.
-const UntriedGrace = time.Second
-
 // goes records that pods holding r on node n are going: their room is free
 // for the pods that wait, and held from growth until they have gone.
 func (p *plan) goes(n int, r vec) {

@@ -152,7 +152,7 @@ func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) int {
 	return n
 }
 
-// TestWebBurstTakesTrainersInOnePlan fills 20 kwok nodes of 4 CPUs with
+// TestWebBurstStopsNoMoreTrainersThanItNeeds fills 20 kwok nodes of 4 CPUs with
 // the 1-CPU trainers of four elastic jobs (max_load_desired 1), then scales
 // a Deployment of higher-priority web pods of 400m from 0 to 100 at once:
 // 40 CPUs. Every web pod is bound; the trainers stopped on the way — those
@@ -165,7 +165,7 @@ func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) int {
 // the victims the ReplicaSet controller re-creates, in one plan. (At 1,000
 // nodes the scheduler took 114 s to work through such a burst; there the
 // plan an event wakes reaches most pods first.)
-func TestWebBurstTakesTrainersInOnePlan(t *testing.T) {
+func TestWebBurstStopsNoMoreTrainersThanItNeeds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	const interval = 2 * time.Second

@@ -145,7 +145,7 @@ func TestClientConfigCarriesTheRateLimit(t *testing.T) {
 		qps   float32
 		burst int
 	}{
-		{nil, 20, 30},
+		{nil, 100, 200},
 		{[]string{"-kube_api_qps", "7.5", "-kube_api_burst", "12"}, 7.5, 12},
 	} {
 		opts, err := parseFlags(append([]string{"-kubeconfig", kubeconfig}, c.args...), io.Discard)

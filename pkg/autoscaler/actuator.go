@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,11 @@ func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, recor
 	return nil
 }
 
+// markParallelism is how many pod-deletion-cost patches are in flight at
+// once: a yield to a burst marks hundreds of trainers, and one at a time
+// the API server's latency, not the client's rate limit, would set the pace.
+const markParallelism = 8
+
 // markForRemoval sets the pod-deletion-cost of the named trainers to cost,
 // or removes it when cost is nil. A trainer already gone is no error.
 func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods []string, cost any) error {
@@ -91,13 +97,18 @@ func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods 
 	if err != nil {
 		return err
 	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(markParallelism)
 	for _, name := range pods {
-		_, err := a.kubeClient.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("set the deletion cost of trainer pod %s: %w", name, err)
-		}
+		g.Go(func() error {
+			_, err := a.kubeClient.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("set the deletion cost of trainer pod %s: %w", name, err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // FigureRefresh is how long the autoscaler leaves a job's Scaling condition

@@ -72,6 +72,7 @@ func newActuatorFixture(t *testing.T, cfg Config, objects ...runtime.Object) *ac
 	cfg.ReplicaSetInformer = f.kubeInf.Apps().V1().ReplicaSets()
 	cfg.PriorityClassInformer = f.kubeInf.Scheduling().V1().PriorityClasses()
 	cfg.QueueInformer = f.tjInf.Paddlepaddle().V1().TrainingQueues()
+	cfg.PodInformer, cfg.NodeInformer = f.kubeInf.Core().V1().Pods(), f.kubeInf.Core().V1().Nodes()
 	cfg.Recorder, cfg.Logger, cfg.Clock = f.recorder, logger, f.clock
 	f.scaler = New(cfg)
 

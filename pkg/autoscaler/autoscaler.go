@@ -7,8 +7,8 @@ import (
 
 	log "github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -37,6 +37,12 @@ type Config struct {
 	JobInformer           tjinformers.TrainingJobInformer
 	ReplicaSetInformer    appsinformers.ReplicaSetInformer
 	PriorityClassInformer schedulinginformers.PriorityClassInformer
+	// PodInformer and NodeInformer, when set, wake a plan between the
+	// ticks for the events it acts on at once: a pod that outranks trainers
+	// turning unschedulable, room freeing ([Config.WakeDelay]). Unset, it
+	// plans on the ticks only. They may be the tracker's.
+	PodInformer  coreinformers.PodInformer
+	NodeInformer coreinformers.NodeInformer
 	// QueueInformer, when set, feeds the TrainingQueues: the teams that
 	// share the cluster by weight. Unset, jobs share it by fulfillment.
 	QueueInformer tjinformers.TrainingQueueInformer
@@ -46,11 +52,16 @@ type Config struct {
 	// Recorder records the scaling events of the jobs.
 	Recorder record.EventRecorder
 	Logger   log.Logger
-	// Clock tells the planning time; nil means the real clock.
-	Clock clock.Clock
+	// Clock tells the planning time and ticks; nil means the real clock.
+	Clock clock.WithTicker
 
 	// Interval between two plans.
 	Interval time.Duration
+	// WakeDelay is how long a plan an event wakes waits for more events,
+	// so that it sees a burst whole; at most one such plan runs per
+	// interval besides the tick's. 0 means a fifth of the interval, at most
+	// a second; negative plans on the ticks only.
+	WakeDelay time.Duration
 	// MaxLoadDesired, CoolDown, MaxGrowPerCycle and RebalanceGap are passed
 	// to Plan.
 	MaxLoadDesired  float64
@@ -125,8 +136,9 @@ type Autoscaler struct {
 
 	recorder record.EventRecorder
 	log      log.Logger
-	clock    clock.Clock
+	clock    clock.WithTicker
 	cfg      Config
+	wake     *waker
 
 	// written is when each job's Scaling condition was last written (by
 	// job key and UID), so that figures that move with every pod do not
@@ -153,15 +165,28 @@ func New(cfg Config) *Autoscaler {
 		log:      cfg.Logger,
 		clock:    clk,
 		cfg:      cfg,
+		wake:     newWaker(),
 	}
 	if cfg.QueueInformer != nil {
 		a.queues = cfg.QueueInformer.Lister()
 		a.synced = append(a.synced, cfg.QueueInformer.Informer().HasSynced)
 	}
+	var pods, nodes cache.SharedIndexInformer
+	if cfg.PodInformer != nil {
+		pods = cfg.PodInformer.Informer()
+	}
+	if cfg.NodeInformer != nil {
+		nodes = cfg.NodeInformer.Informer()
+	}
+	if err := a.wake.register(pods, nodes); err != nil {
+		// Only a stopped informer refuses a handler: plan on the ticks.
+		a.log.Warn("planning on the interval only", "err", err)
+	}
 	return a
 }
 
-// Run plans every interval until ctx is done.
+// Run plans every interval, and once more per interval soon after an event
+// the plan acts on at once ([Config.WakeDelay]), until ctx is done.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	a.log.Info("starting the autoscaler", "interval", a.cfg.Interval, "max_load_desired", a.cfg.MaxLoadDesired,
 		"cooldown", a.cfg.CoolDown, "dry_run", a.cfg.DryRun, "gang_admission", a.cfg.GangAdmission, "preemption", a.cfg.Preemption)
@@ -171,10 +196,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return errors.New("the autoscaler's caches did not sync")
 	}
-	// A cycle starts every interval, not an interval after the last one
-	// ended: a cycle that applies many scalings spends seconds writing them
-	// at the client's rate limit, and the next would start that much later.
-	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { a.RunOnce(ctx) }, a.cfg.Interval)
+	a.loop(ctx, func(ctx context.Context) { a.RunOnce(ctx) })
 	a.log.Info("stopping the autoscaler")
 	return nil
 }
@@ -193,6 +215,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	opts := a.options(now)
 	opts.Teams = in.teams.planned
 	decision := planner.Decide(snap, in.jobs, in.queue, opts)
+	a.wake.planned(in.jobs)
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, in.jobs)
 		a.cfg.Metrics.Explained(decision.Jobs)

@@ -11,6 +11,10 @@
 // outcome in the jobs' status: the Scaling condition and last scaling, the
 // preemptions, admissions and places in the queue. The controller then
 // scales an admitted job's ReplicaSets up and a preempted one's down.
+// A cycle runs every interval, and once more per interval soon after an
+// event a plan acts on at once — a pod that outranks trainers created or
+// turning unschedulable, room freeing — which the pod and node informers'
+// handlers signal ([Config.WakeDelay]).
 // [Autoscaler.Explain] plans the same way and writes nothing, for
 // `kubectl edl explain`.
 package autoscaler

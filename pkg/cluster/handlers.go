@@ -81,7 +81,13 @@ func (t *Tracker) newPodRecord(pod *Pod) *podRecord {
 	}
 	rec.unschedulable = rec.live && rec.phase == corev1.PodPending && rec.node == "" && pod.Unschedulable()
 	rec.unplaced = rec.member != "" && rec.live && rec.node == "" && !rec.unschedulable && !rec.terminating
-	if s := pod.Scheduling; s != nil && (rec.unschedulable || rec.unplaced) {
+	// A pod of no job that kube-scheduler has not tried yet (nor gated:
+	// a gated pod has its condition) waits with the unschedulable ones: in
+	// a burst the scheduler tries pods one at a time, and the plan may free
+	// room for those it has not reached before it preempts for them.
+	rec.untried = rec.member == "" && rec.live && rec.phase == corev1.PodPending && rec.node == "" && !rec.terminating &&
+		pod.Scheduled == nil
+	if s := pod.Scheduling; s != nil && (rec.unschedulable || rec.unplaced || rec.untried) {
 		rec.placement, rec.preemptNever = s.Placement, s.PreemptNever
 	}
 	if pod.Resources != nil {

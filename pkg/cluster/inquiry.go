@@ -221,7 +221,7 @@ func (p *podRecord) pendingPod() snapshot.PendingPod {
 	return snapshot.PendingPod{
 		Namespace: p.namespace, Name: p.name, Priority: p.priority,
 		Request: p.req.ceilResources(), Job: p.member, Trainer: p.job != "", Created: p.created, NominatedNode: p.nominated,
-		Placement: p.placement, PreemptNever: p.preemptNever,
+		Placement: p.placement, PreemptNever: p.preemptNever, Untried: p.untried,
 	}
 }
 

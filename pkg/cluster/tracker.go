@@ -138,6 +138,7 @@ type podRecord struct {
 	terminating   bool
 	unschedulable bool
 	unplaced      bool // a job's pod, live, not bound, not unschedulable, not being deleted
+	untried       bool // a pod of no job, Pending, not bound, not being deleted, not tried by kube-scheduler yet
 	nominated     string
 	deletion      time.Time // metadata.deletionTimestamp: when the grace period ends
 	priority      int32
@@ -145,8 +146,8 @@ type podRecord struct {
 	// req and lim are exact; a snapshot reports them in its units, memory
 	// rounded up (ceilResources).
 	req, lim amounts
-	// placement and preemptNever are kept for unschedulable and unplaced
-	// pods only.
+	// placement and preemptNever are kept for unschedulable, unplaced and
+	// untried pods only.
 	placement    *snapshot.Placement
 	preemptNever bool
 }
@@ -267,7 +268,7 @@ func (t *Tracker) applyLocked(r *podRecord) {
 			n.terminating[r.key] = r
 		}
 	}
-	if r.unschedulable {
+	if r.unschedulable || r.untried {
 		t.pending[r.key] = r
 		t.dirtyPending = true
 	}
@@ -297,7 +298,7 @@ func (t *Tracker) unapplyLocked(r *podRecord) {
 			}
 		}
 	}
-	if r.unschedulable {
+	if r.unschedulable || r.untried {
 		delete(t.pending, r.key)
 		t.dirtyPending = true
 	}

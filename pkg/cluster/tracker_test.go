@@ -426,8 +426,13 @@ func TestUnplacedJobPodsAreReported(t *testing.T) {
 	assert.Equal(t, "ns/q", r.Unplaced[0].Job)
 	assert.True(t, r.Unplaced[0].Trainer)
 	assert.Equal(t, snapshot.Resources{CPUMilli: 2000, MemoryMega: 1024}, r.Unplaced[0].Request)
-	require.Len(t, r.Pending, 1)
-	assert.Equal(t, "unschedulable", r.Pending[0].Name)
+	// A pod of no job the scheduler has not tried waits with the
+	// unschedulable ones, marked untried.
+	pending := map[string]bool{}
+	for _, p := range r.Pending {
+		pending[p.Name] = p.Untried
+	}
+	assert.Equal(t, map[string]bool{"unschedulable": false, "not-a-job-pod": true}, pending)
 	assert.Equal(t, int64(8000), r.Idle().CPUMilli, "unplaced pods are no load")
 
 	// Bound, it leaves the list.

@@ -112,8 +112,8 @@ func Default() *EDLConfiguration {
 		GPUResources:  []string{DefaultGPUResource},
 		HTTPAddr:      ptr(":8080"),
 		SecureMetrics: ptr(false),
-		KubeAPIQPS:    ptr(20.0),
-		KubeAPIBurst:  ptr(30),
+		KubeAPIQPS:    ptr(100.0),
+		KubeAPIBurst:  ptr(200),
 		Autoscaler: AutoscalerConfiguration{
 			Interval:        duration(5 * time.Second),
 			MaxLoadDesired:  ptr(0.97),

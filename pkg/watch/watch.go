@@ -90,6 +90,8 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		JobInformer:           w.Jobs,
 		ReplicaSetInformer:    w.ReplicaSets,
 		PriorityClassInformer: w.KubeInformers.Scheduling().V1().PriorityClasses(),
+		PodInformer:           w.Pods,
+		NodeInformer:          w.KubeInformers.Core().V1().Nodes(),
 		QueueInformer:         w.Queues,
 		GPUResourceNames:      w.GPUs,
 		Recorder:              recorder,

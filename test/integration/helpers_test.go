@@ -280,6 +280,7 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 		cfg.KubeClient, cfg.TJClient, cfg.Tracker = kubeClient, tj, tracker
 		cfg.JobInformer, cfg.ReplicaSetInformer = jobInformer, rsInformer
 		cfg.PriorityClassInformer = clusterInformers.Scheduling().V1().PriorityClasses()
+		cfg.PodInformer, cfg.NodeInformer = clusterPods, clusterInformers.Core().V1().Nodes()
 		cfg.QueueInformer = jobInformers.Paddlepaddle().V1().TrainingQueues() // cluster-scoped: all of them
 		cfg.Recorder, cfg.Logger, cfg.Clock = recorder, logger, clock.RealClock{}
 		scaler = autoscaler.New(cfg)

@@ -30,7 +30,7 @@ type admitFor struct {
 // teams, the team that uses the least of the cluster for its weight, then
 // the oldest, then by key ([admitLine]). A job is admitted when its whole minimum fits its
 // namespace's quota and, at once, on nodes its pods may use: first in the
-// room nobody holds or waits for (after reserve and yieldToMinimum served
+// room nobody holds or waits for (after reserve and yieldToPods served
 // what waits for a node, which comes first), else by taking trainers above
 // their minimum from running jobs of a lower or its own priority, the
 // minimum rule's way (makeRoom), else, with Options.Preemption, by stopping

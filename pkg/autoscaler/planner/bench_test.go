@@ -89,9 +89,9 @@ func buildBenchScenario(nodeCount int, uneven bool, teams ...int) (snapshot.Snap
 	if uneven {
 		return clusterOf(ns, jobs, others...), jobs
 	}
-	// Pods of a higher priority are kube-scheduler's to place; the pods of
-	// new jobs below their minimum, of the jobs' priorities, are the
-	// planner's: they fit only after one, two or seven trainers leave a node.
+	// Pods of a higher priority that may preempt, and the pods of new jobs
+	// below their minimum, of the jobs' priorities: they fit only after one,
+	// two or seven trainers leave a node.
 	for k := range max(1, nodeCount/100) {
 		others = append(others,
 			otherPod{name: fmt.Sprintf("p3-%d", k), priority: 1000, req: res(3, 4, 0)},

@@ -22,9 +22,6 @@ type planCase struct {
 func planCases() []planCase {
 	n4x8 := nodes("n", 4, res(8, 64, 0))
 	twoFull := nodes("n", 2, res(8, 64, 0))
-	// prioNodes: a low-priority job fills n-0 and n-1 alternately, a
-	// high-priority job fills n-2.
-	prioNodes := nodes("n", 3, res(8, 64, 0))
 	gpuNodes := nodes("g", 2, res(64, 512, 4))
 	return []planCase{
 		{
@@ -100,20 +97,6 @@ func planCases() []planCase {
 			opts:  Options{MaxLoadDesired: 0.5},
 			jobs:  []Job{newJob("a", withRange(1, 100), runningOn("n-0"))},
 			want:  map[string]int32{"a": 16},
-		},
-		{
-			name:  "a pod of a higher priority is kube-scheduler's to place: EDL stops no trainer for it",
-			nodes: prioNodes,
-			opts:  Options{MaxLoadDesired: 1}, // isolate the priority rule
-			jobs: []Job{
-				newJob("low", withRange(1, 10), withRequest(res(2, 1, 0)), spread(8, prioNodes[:2])),
-				newJob("high", withRange(1, 10), withPriority(2000), withRequest(res(2, 1, 0)), spread(4, prioNodes[2:])),
-			},
-			// kube-scheduler preempts the fewest trainers for it on the best
-			// node (three on one node); the ReplicaSet's newest-first
-			// scale-down would have stopped five.
-			others: pendingPods(1, 1000, res(6, 1, 0)),
-			want:   map[string]int32{},
 		},
 		{
 			name:  "trainers kube-scheduler preempted for a pod of a higher priority are given back",

@@ -20,9 +20,13 @@
 // One plan runs these steps, in this order (see [Decide]):
 //
 //  1. reserve the room of what waits for a node: kept trainers not scheduled
-//     yet, and unschedulable pods that fit or have a nominated node;
-//  2. make room for jobs below their minimum and for higher-priority pods,
-//     by yielding trainers above other jobs' minimums;
+//     yet, and unschedulable pods (or pods kube-scheduler has not tried for
+//     [UntriedGrace]) that fit or have a nominated node;
+//  2. make room, in one plan, for the pods left that trainers may give way
+//     to — the pods of jobs below their minimum, and pods of a higher
+//     priority that may preempt (the bulk yield) — by yielding trainers
+//     above other jobs' minimums on nodes those pods may use, no more than
+//     they need plus one trainer per node;
 //  3. admit the queued jobs whose whole minimum fits their namespace's quota
 //     and the nodes, in priority order, then (with teams) the team using the
 //     least for its weight first, then age, with the head of each team's

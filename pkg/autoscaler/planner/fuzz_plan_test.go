@@ -146,6 +146,11 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		}
 		opts.Teams = []Team{team, {Name: "idle", Namespaces: []string{"idle"}, Weight: int32(1 + f.intn(4))}}
 	}
+	// Pods kube-scheduler has not tried yet, created at t0: within the
+	// grace at Now = t0, long past it an hour on.
+	for i := range others {
+		others[i].untried = others[i].node == "" && others[i].nominated == "" && f.intn(4) == 0
+	}
 	return ns, jobs, others, opts
 }
 
@@ -261,13 +266,16 @@ func shrinkJustified(snap snapshot.Snapshot, jobs []Job, j Job, opts Options) bo
 }
 
 // claimMayUse reports whether a waiting pod of another job, of j's priority
-// or higher, may run on one of the nodes j's removed trainers held.
+// or higher, or a pod of a higher priority that may preempt, may run on one
+// of the nodes j's removed trainers held.
 func claimMayUse(snap snapshot.Snapshot, ns []nodeSpec, j Job, nodes []string) bool {
 	if !slices.ContainsFunc(nodes, func(n string) bool { return n != "" }) {
 		return true // only trainers not scheduled yet: nothing that runs stops
 	}
 	for _, p := range snap.Pending {
-		if p.Job == "" || p.Job == j.Key || p.Priority < j.Priority {
+		claims := p.Job != "" && p.Job != j.Key && p.Priority >= j.Priority ||
+			p.Job == "" && p.Priority > j.Priority && !p.PreemptNever
+		if !claims {
 			continue
 		}
 		for _, n := range nodes {

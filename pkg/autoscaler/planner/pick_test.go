@@ -127,11 +127,23 @@ func checkYieldRemovesWhatThePodsNeed(t *testing.T, rng *rand.Rand) {
 			runningOn(ns[n].name)(j)
 		}
 	}
+	// The pods of a job below its minimum, or a burst of pods of a higher
+	// priority that may preempt (a web Deployment scaled up): the bulk
+	// yield's bound is the same.
 	var pending []otherPod
 	need := int64(0)
-	for i := range 1 + rng.Intn(3) {
+	web := rng.Intn(2) == 0
+	count := 1 + rng.Intn(3)
+	if web {
+		count = 1 + rng.Intn(24)
+	}
+	for i := range count {
 		cpu := float64(1 + rng.Intn(10))
-		pending = append(pending, otherPod{name: fmt.Sprintf("new-%d", i), job: "ns/new", notTrainer: i == 0, req: res(cpu, 1, 0)})
+		pod := otherPod{name: fmt.Sprintf("new-%d", i), job: "ns/new", notTrainer: i == 0, req: res(cpu, 1, 0)}
+		if web {
+			pod = otherPod{name: fmt.Sprintf("web-%d", i), priority: 1000, req: res(cpu, 1, 0)}
+		}
+		pending = append(pending, pod)
 		need += int64(cpu * 1000)
 	}
 	for i := range jobs {

@@ -14,7 +14,8 @@ import (
 // It reserves room for what waits for a node — kept trainers not scheduled
 // yet, and unschedulable pods that fit or that kube-scheduler nominated a
 // node for ([plan.reserve]) — then runs the phases, each a method of its own:
-// make room for the jobs below their minimum ([plan.yieldToMinimum]), yield to load and
+// make room for the jobs below their minimum and for pods of a higher
+// priority ([plan.yieldToPods]), yield to load and
 // give up trainers that cannot be placed ([plan.yieldToLoad]), rebalance ([plan.rebalance])
 // and grow ([plan.grow]). docs/autoscaler.md explains each rule, why it is
 // there, and which of the original EDL's defects it avoids.
@@ -49,7 +50,7 @@ func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decis
 	}
 	p := newPlan(snap, jobs, opts, placements...)
 	claims := p.reserve(snap.Pending)
-	p.yieldToMinimum(claims)
+	p.yieldToPods(claims)
 	p.reserveUnplaced(snap.Unplaced, queue.Jobs)
 	p.reserveStarting(queue.Starting)
 	var d Decision

@@ -4,9 +4,17 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
+
+// UntriedGrace is how long a pod kube-scheduler has not tried yet waits
+// before a plan yields to it: the scheduler tries a new pod within
+// milliseconds, and preempts for it, unless a burst keeps it busy — then the
+// plan frees the room of the pods it has not reached, in bulk, before it
+// preempts for them one at a time.
+const UntriedGrace = time.Second
 
 // reserve finds room for what waits for a node, in the order kube-scheduler's
 // queue takes it — the highest priority first, pods before trainers of a
@@ -20,14 +28,22 @@ import (
 //     room of pods that are going — keeps that room: the scheduler places
 //     it at its next try.
 //
-// Any other unschedulable pod costs the elastic jobs nothing here, whatever
-// its priority: one that outranks trainers and may preempt is kube-scheduler's
-// to place, and it picks the fewest victims itself; EDL then gives back the
-// replicas that can no longer be placed (trimStuck). One that may not
-// preempt, or that fits on no node even empty, waits. The exception is a
-// TrainingJob's own pods below its minimum, which kube-scheduler cannot
-// place among jobs of their priority: reserve returns them as claims for
-// yieldToMinimum.
+// reserve returns the unschedulable pods that fit nowhere as claims for
+// [plan.yieldToPods], which frees room for them by scaling down:
+//
+//   - a TrainingJob's own pods below its minimum, which kube-scheduler
+//     cannot place among jobs of their priority;
+//   - any other pod that outranks some elastic job's trainers and may
+//     preempt. kube-scheduler would preempt for it one pod at a time, and
+//     the ReplicaSet controller would re-create every victim only for EDL to
+//     trim it (trimStuck); all such pods are yielded to in one plan instead,
+//     one replicas change per job, with the trainers to go picked on the
+//     nodes the pods may use, so the scheduler binds rather than preempts.
+//
+// A pod kube-scheduler has not tried yet ([snapshot.PendingPod.Untried])
+// counts as one it found no node for once it has waited [UntriedGrace]. Any
+// other unschedulable pod costs the elastic jobs nothing: one that may not
+// preempt, or that is of a lower priority than every trainer, waits.
 func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 	type waiter struct {
 		priority int32
@@ -96,7 +112,13 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 		if req.negative() {
 			continue
 		}
-		claim := pod.Job != "" && pod.Priority >= p.minPrio
+		claim := pod.Job != "" && pod.Priority >= p.minPrio || pod.Priority > p.minPrio && !pod.PreemptNever
+		if pod.Untried && p.opts.Now.Sub(pod.Created) < UntriedGrace {
+			// kube-scheduler tries a new pod within milliseconds unless a
+			// burst keeps it busy, and preempts for it at once: a yield
+			// now would only add to its victims.
+			claim = false
+		}
 		if j, planned := p.byKey[pod.Job]; planned && pod.Trainer {
 			// The job's own unschedulable trainer: it waits as one of the
 			// job's victims, and claims room only up to the job's minimum.

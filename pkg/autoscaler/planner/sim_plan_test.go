@@ -3,7 +3,9 @@ package planner
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ func (s *sim) cycle() []ScaleAction {
 	snap, jobs := s.snapshot()
 	acts := Plan(snap, jobs, s.opts)
 	s.check(snap, jobs, acts)
+	s.checkBulkYield(snap, jobs, acts)
 	for _, a := range acts {
 		s.seen[string(a.Cause)]++
 		j := s.job(a.Job)
@@ -82,9 +85,10 @@ func (s *sim) check(snap snapshot.Snapshot, jobs []Job, acts []ScaleAction) {
 			}
 		case CauseMinimum, CausePriority:
 			// Running trainers stop for a pod of higher priority only when
-			// it is a TrainingJob's pod below its minimum, or for the
-			// minimum of a job the plan admits.
-			if !s.belowMinimumWaits(snap, j) && !s.admitted {
+			// it is a TrainingJob's pod below its minimum, a pod of a higher
+			// priority that may preempt, or for the minimum of a job the
+			// plan admits.
+			if !s.belowMinimumWaits(snap, j) && !s.outrankedBy(snap, j) && !s.admitted {
 				s.t.Fatalf("tick %d: %s shrank for the minimum of a job but none waits: %s", s.tick, a.Job, a.Reason)
 			}
 		case CauseRebalance:
@@ -164,6 +168,64 @@ func (s *sim) belowMinimumWaits(snap snapshot.Snapshot, j Job) bool {
 		}
 	}
 	return false
+}
+
+// outrankedBy: an unschedulable pod of a priority higher than j's that may
+// preempt waits.
+func (s *sim) outrankedBy(snap snapshot.Snapshot, j Job) bool {
+	for _, p := range snap.Pending {
+		if p.Priority > j.Priority && !p.PreemptNever {
+			return true
+		}
+	}
+	return false
+}
+
+// checkBulkYield asserts that the plan's yields to pods of a higher priority
+// remove no more running trainers than the unschedulable pods that may take
+// them need, plus one trainer per node freed: per resource, the requests of
+// the bound trainers that go are at most the pods' requests plus, per node
+// they leave, the largest trainer's.
+func (s *sim) checkBulkYield(snap snapshot.Snapshot, jobs []Job, acts []ScaleAction) {
+	s.t.Helper()
+	byKey := map[string]Job{}
+	for _, j := range jobs {
+		byKey[j.Key] = j
+	}
+	var removed, largest vec
+	nodes := map[string]bool{}
+	lowest := int32(math.MaxInt32)
+	for _, a := range acts {
+		if a.To >= a.From || (a.Cause != CausePriority && a.Cause != CauseMinimum) {
+			continue
+		}
+		j := byKey[a.Job]
+		lowest = min(lowest, j.Priority)
+		for _, t := range j.Trainers {
+			if t.Node != "" && slices.Contains(a.Remove, t.Name) {
+				removed = removed.plus(vecOf(t.Request))
+				nodes[t.Node] = true
+			}
+			for r := range numRes {
+				largest[r] = max(largest[r], vecOf(t.Request)[r])
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	var need vec
+	for _, p := range snap.Pending {
+		if p.Priority >= lowest && (!p.PreemptNever || p.Job != "") {
+			need = need.plus(vecOf(p.Request))
+		}
+	}
+	for r := range numRes {
+		if bound := need[r] + int64(len(nodes))*largest[r]; removed[r] > bound {
+			s.t.Fatalf("tick %d: yields removed %v of running trainers on %d nodes for pods that need %v: %+v",
+				s.tick, removed, len(nodes), need, acts)
+		}
+	}
 }
 
 // lessFulfilledEqual: a job of j's priority is more than the gap less
@@ -281,6 +343,7 @@ func (s *sim) run(active, settle, quiet int) {
 	still := 0
 	var grown []ScaleAction
 	since := map[string]int{}
+	grewAt := map[string]int{}
 	for c := 0; c < settle; c++ {
 		s.step()
 		s.noneLeftPending(grown, since)
@@ -289,6 +352,12 @@ func (s *sim) run(active, settle, quiet int) {
 		for _, a := range acts {
 			if a.To > a.From {
 				grown = append(grown, a)
+				grewAt[a.Job] = s.tick
+			}
+			// While the pods stay, a job never grows into room it then
+			// yields again to them: yield, grow, yield is an oscillation.
+			if at, ok := grewAt[a.Job]; ok && a.To < a.From && a.Cause == CausePriority {
+				s.t.Fatalf("tick %d: %s grew at tick %d and yields again with the inputs frozen: %s", s.tick, a.Job, at, a.Reason)
 			}
 		}
 		if len(acts) == 0 && s.lastAdmitted == 0 {

@@ -66,6 +66,7 @@ type plan struct {
 	costScratch, dropScratch []int32
 	hopeless                 map[pendingShape]bool  // pending shapes no yield can fit
 	depth                    map[pendingShape]int32 // search depth that made room for a shape
+	anyTrainer               map[anyTrainerKey]bool // [plan.anyTrainerDoes]'s answers
 	// waiting are the unschedulable pods the plan reserved room for or
 	// made room for, for the reasons.
 	waiting []*snapshot.PendingPod

@@ -47,6 +47,7 @@ type otherPod struct {
 	never       bool      // preemptionPolicy Never
 	terminating bool      // bound and being deleted
 	deadline    time.Time // when its grace period ends
+	untried     bool      // pending, not tried by kube-scheduler yet; created at t0
 }
 
 func pendingPods(count int, priority int32, req Resources) []otherPod {
@@ -99,7 +100,7 @@ func clusterOf(ns []nodeSpec, jobs []Job, others ...otherPod) snapshot.Snapshot 
 		if o.node == "" {
 			r.Pending = append(r.Pending, snapshot.PendingPod{Namespace: "ns", Name: o.name, Priority: o.priority,
 				Request: o.req, Job: o.job, Trainer: o.job != "" && !o.notTrainer, Created: t0, NominatedNode: o.nominated,
-				Placement: o.placement, PreemptNever: o.never})
+				Placement: o.placement, PreemptNever: o.never, Untried: o.untried})
 		} else if o.terminating {
 			i := idx[o.node]
 			r.Nodes[i].Terminating = append(r.Nodes[i].Terminating, snapshot.TerminatingPod{Request: o.req, Deadline: o.deadline,

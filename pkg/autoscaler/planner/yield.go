@@ -7,27 +7,48 @@ import (
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 )
 
-// yieldToMinimum makes room for the pods a TrainingJob needs to run at its
-// minimum — its master, its pservers and its trainers up to min-instance —
-// that wait for a node: they take trainers above their minimum from running
-// jobs of their own priority, the most fulfilled first, and of a lower
-// priority. An elastic job's trainers beyond Min are opportunistic, and a job
-// that cannot start is worse off than one that runs fewer extra trainers.
-// kube-scheduler does not preempt pods of the same priority, so EDL must.
-// A pod that may run on no node even empty, or whose placement admits no
-// node, takes nothing.
-func (p *plan) yieldToMinimum(claims []*snapshot.PendingPod) {
+// yieldToPods makes room for the unschedulable pods that fit nowhere and
+// that trainers may give way to ([plan.reserve]'s claims), in the order
+// kube-scheduler's queue takes them:
+//
+//   - the pods a TrainingJob needs to run at its minimum — its master, its
+//     pservers and its trainers up to min-instance — take trainers above
+//     their minimum from running jobs of their own priority, the most
+//     fulfilled first, and of a lower priority. An elastic job's trainers
+//     beyond Min are opportunistic, and a job that cannot start is worse off
+//     than one that runs fewer extra trainers. kube-scheduler does not
+//     preempt pods of the same priority, so EDL must.
+//   - any other pod that may preempt takes trainers above their minimum from
+//     jobs of a lower priority: all such pods in one plan, so that one
+//     replicas change per job frees what kube-scheduler would otherwise
+//     preempt one pod at a time, and no victim is re-created only to be
+//     trimmed.
+//
+// Each pod first takes room that earlier yields of the plan left over on a
+// node it may use, and only then makes room, on one node, removing no more
+// than it needs there: all the pods together cost at most what they request
+// plus one trainer per node freed. A pod that may run on no node even empty,
+// or that no node could hold even with every trainer it may take gone, takes
+// nothing.
+func (p *plan) yieldToPods(claims []*snapshot.PendingPod) {
 	if len(p.movable) == 0 {
 		return
 	}
 	for _, pod := range claims {
-		c := claim{priority: pod.Priority, share: true, own: pod.Job, never: pod.PreemptNever,
+		c := claim{priority: pod.Priority, share: pod.Job != "", own: pod.Job, never: pod.PreemptNever,
 			elig: p.classes.set(pod.Placement)}
 		req := vecOf(pod.Request)
 		shape := pendingShape{claim: c, req: req}
 		if p.hopeless[shape] || !p.couldHold(req, c.elig) {
 			// Nothing was freed for an identical pod; removals since then
 			// were made for other pods and used by them.
+			continue
+		}
+		if n := p.fit.firstFit(req, c.elig); n >= 0 {
+			// Room an earlier pod's yield left over: growth's load
+			// still counts the trainers removed, as for makeRoom.
+			p.fit.take(n, req)
+			p.waiting = append(p.waiting, pod)
 			continue
 		}
 		if p.makeRoom(c, req) {
@@ -176,10 +197,49 @@ func (p *plan) makeRoomAt(c claim, req vec) (int, bool) {
 			*nodes = map[int32]bool{}
 		}
 		(*nodes)[int32(best.node)] = true // #nosec G115 -- a node index: far fewer than 2^31 nodes
+		picked := len(j.picked)
 		p.cut(j, best.cuts[i], best.node)
+		if c.admit == "" && best.running == 1 && len(best.jobs) == 1 && p.anyTrainerDoes(j, c, req) {
+			// Any running trainer of the job frees room the pod may
+			// use: the ReplicaSet's own choice will do, and marking it
+			// would cost a write.
+			j.picked = j.picked[:picked]
+		}
 	}
 	p.fit.take(best.node, req)
 	return best.node, true
+}
+
+// anyTrainerDoes reports whether removing any one running trainer of j
+// would make room for a pod of c's asking req: the pod asks no more than a
+// trainer in every resource, and may run on every node j's trainers run on.
+// A bulk yield to a burst of small pods then needs no pod-deletion-cost
+// marks, one write per trainer, only the replicas patch. The answer is
+// cached: the job's trainers only go during a plan.
+func (p *plan) anyTrainerDoes(j *jobState, c claim, req vec) bool {
+	key := anyTrainerKey{job: j, elig: c.elig, req: req}
+	if ok, cached := p.anyTrainer[key]; cached {
+		return ok
+	}
+	ok := true
+	for k := j.next; k < len(j.victims) && ok; k++ {
+		if v := &j.victims[k]; v.bound {
+			n := p.nodeOf(j, v)
+			ok = n >= 0 && c.elig.has(n, p.classes.classOf[n]) && req.fitsIn(v.req)
+		}
+	}
+	if p.anyTrainer == nil {
+		p.anyTrainer = map[anyTrainerKey]bool{}
+	}
+	p.anyTrainer[key] = ok
+	return ok
+}
+
+// anyTrainerKey is what anyTrainerDoes depends on besides the request.
+type anyTrainerKey struct {
+	job  *jobState
+	elig *eligible
+	req  vec
 }
 
 // cheapestEviction searches with growing cost: victims of the lowest

@@ -42,7 +42,8 @@ type NodeResources struct {
 }
 
 // PendingPod is a pod the scheduler could not place: phase Pending, no node,
-// and condition PodScheduled=False with reason Unschedulable.
+// and condition PodScheduled=False with reason Unschedulable; or, Untried,
+// a pod of no TrainingJob it has not tried yet.
 type PendingPod struct {
 	Namespace string
 	Name      string
@@ -66,6 +67,11 @@ type PendingPod struct {
 	// PreemptNever is set for preemptionPolicy: Never: the pod waits for
 	// room and never takes it from pods of a lower priority.
 	PreemptNever bool
+	// Untried is set for a pod of no TrainingJob that kube-scheduler has
+	// not tried yet (no PodScheduled condition): in a burst it tries pods
+	// one at a time, and until then the plan treats the pod as one the
+	// scheduler found no node for, if none has room.
+	Untried bool
 }
 
 // TrainerPod is what the planner needs to know about one live trainer pod.

@@ -83,7 +83,34 @@ type Sample struct {
 	// Pools are the node pools (nodes labelled PoolLabel), by name; none
 	// when no node has the label.
 	Pools []PoolSample
+	// Teams are the teams (Recorder.SetTeams), by name; none without.
+	Teams []TeamSample
+	// LiveJobs counts the jobs neither deleted nor finished;
+	// OrphanTrainers and OrphanPservers the Running pods (not being
+	// deleted) of jobs deleted already, which the garbage collector has
+	// not reached yet.
+	LiveJobs                       int
+	OrphanTrainers, OrphanPservers int
 }
+
+// TeamSample is one team of Teams at one instant.
+type TeamSample struct {
+	Name string
+	// CPURunningMilli is Σ CPU requests of the Running pods (not being
+	// deleted) in the team's namespaces; Trainers counts its Running
+	// trainers.
+	CPURunningMilli int64
+	Trainers        int
+	// DemandMilli is what the team's jobs would use: every job neither
+	// deleted nor finished, with its pservers and its maximum of trainers.
+	DemandMilli int64
+	// FairMilli is the team's weighted fair share (FairShares) of the CPU
+	// the teams' pods hold together (filled in by the scenario).
+	FairMilli float64
+}
+
+// Unmet reports whether the team would use more than it holds.
+func (t TeamSample) Unmet() bool { return t.DemandMilli > t.CPURunningMilli }
 
 // RoleMilli is an amount of CPU (millicores) split by the role of the pods
 // that request it.
@@ -297,11 +324,28 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	}
 	jobs, _ := r.jobs.List(labels.Everything())
 	waiting := map[string]bool{}
+	listed := map[string]bool{}
+	r.mu.Lock()
+	teamOf := r.teams
+	r.mu.Unlock()
+	teams := map[string]*TeamSample{}
+	for _, name := range teamOf {
+		teams[name] = &TeamSample{Name: name}
+	}
 	for _, j := range jobs {
+		listed[j.Name] = true
 		switch j.Status.Phase {
 		case v1.PhaseRunning, v1.PhaseSucceeded, v1.PhaseFailed:
 		default:
 			waiting[j.Name] = true
+		}
+		if j.DeletionTimestamp != nil || j.Status.Phase == v1.PhaseSucceeded || j.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		s.LiveJobs++
+		if t := teams[teamOf[j.Namespace]]; t != nil {
+			t.DemandMilli += j.Spec.Pserver.Resources.Requests.Cpu().MilliValue()*int64(j.Spec.Pserver.MaxInstance) +
+				j.Spec.Trainer.Resources.Requests.Cpu().MilliValue()*int64(j.Spec.Trainer.MaxInstance)
 		}
 	}
 	pods, _ := r.pods.List(labels.Everything())
@@ -315,9 +359,24 @@ func (r *Recorder) Sample(now time.Time) Sample {
 			s.CPUDeletingMilli += podCPUMilli(p)
 		case isRunning:
 			s.CPURunningMilli += podCPUMilli(p)
-			if job, role, ok := v1.JobOf(p.Labels); ok && waiting[job] {
+			job, role, ok := v1.JobOf(p.Labels)
+			if ok && waiting[job] {
 				s.CPUHeldWaitingMilli += podCPUMilli(p)
 				s.HeldWaiting.add(role, podCPUMilli(p))
+			}
+			if ok && !listed[job] {
+				switch role {
+				case v1.RoleTrainer:
+					s.OrphanTrainers++
+				case v1.RolePserver:
+					s.OrphanPservers++
+				}
+			}
+			if t := teams[teamOf[p.Namespace]]; t != nil {
+				t.CPURunningMilli += podCPUMilli(p)
+				if p.Labels[v1.LabelTrainer] != "" {
+					t.Trainers++
+				}
 			}
 		}
 		live := isLive(p)
@@ -359,6 +418,10 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	if pools := poolUsage(nodes, pods, webCounts{web, fixed, dropped}, waiting, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
 	}
+	for _, t := range teams {
+		s.Teams = append(s.Teams, *t)
+	}
+	slices.SortFunc(s.Teams, func(a, b TeamSample) int { return strings.Compare(a.Name, b.Name) })
 
 	for _, j := range jobs {
 		v := JobView{

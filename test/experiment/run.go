@@ -159,6 +159,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}()
 
+	if opts.Scenario == Teams {
+		rec.SetTeams(TeamsByNamespace()) // from the first sample on
+	}
 	d := &driver{env: env, rec: rec, opts: opts, progress: progress, edl: edl, stop: stopRun}
 	rec.ResetOrigin(time.Now())
 	samplerDone := make(chan struct{})

@@ -79,15 +79,22 @@ func TeamQuota(team TeamSpec, allocMilli int64) *corev1.ResourceQuota {
 // allocMilli is the CPU the size's nodes of Teams have together.
 func (s Size) allocMilli() int64 { return int64(s.Nodes) * milli(s.NodeCPU) }
 
+// TeamsByNamespace names the team of each namespace of Teams.
+func TeamsByNamespace() map[string]string {
+	out := map[string]string{}
+	for _, team := range TeamSpecs {
+		out[TeamNamespace(team.Name)] = team.Name
+	}
+	return out
+}
+
 // installTeams creates the teams' namespaces and, by the variant, their
 // TrainingQueues (edl), their ResourceQuotas (quota) or neither
-// (edl+noteams); the recorder learns each namespace's team.
+// (edl+noteams).
 func (d *driver) installTeams(ctx context.Context) error {
 	alloc := d.opts.Size.allocMilli()
-	byNamespace := map[string]string{}
 	for _, team := range TeamSpecs {
 		ns := TeamNamespace(team.Name)
-		byNamespace[ns] = team.Name
 		_, err := d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", ns, err)
@@ -103,7 +110,6 @@ func (d *driver) installTeams(ctx context.Context) error {
 			}
 		}
 	}
-	d.rec.SetTeams(byNamespace)
 	return nil
 }
 
@@ -120,7 +126,7 @@ func (d *driver) teams(ctx context.Context) error {
 	d.mu.Lock()
 	d.windowStart = d.rec.Since(start)
 	d.mu.Unlock()
-	next := make([]int, len(TeamSpecs))     // each team's next job number
+	next := make([]int, len(TeamSpecs))    // each team's next job number
 	open := make([]*Burst, len(TeamSpecs)) // each team's burst while it is busy
 	for k := range t.phases() {
 		if err := d.sleepUntil(ctx, start.Add(time.Duration(k)*t.Phase)); err != nil {
@@ -225,4 +231,23 @@ func fillFairShares(s *Sample) {
 	for i, f := range FairShares(held, claims) {
 		s.Teams[i].FairMilli = f
 	}
+}
+
+// DescribeTeams says what the size's Teams runs: the teams, the jobs of a
+// burst and the schedule.
+func DescribeTeams(size Size) string {
+	t := size.Teams
+	var teams []string
+	for i, team := range TeamSpecs {
+		d := fmt.Sprintf("%s (namespace %s, weight %d", team.Name, TeamNamespace(team.Name), team.Weight)
+		if team.Guarantee > 0 {
+			d += fmt.Sprintf(", guarantee %.0f%% of the CPU", 100*team.Guarantee)
+		}
+		if i < len(t.Busy) {
+			d += ", busy " + t.Busy[i]
+		}
+		teams = append(teams, d+")")
+	}
+	return fmt.Sprintf("teams %s; phases of %s ('X' busy); a team turning busy submits %d job(s) of %d..%d trainers and %d pservers at once, which end when it turns idle",
+		strings.Join(teams, ", "), t.Phase, t.Burst, t.TrainerMin, t.TrainerMax, size.Pservers)
 }

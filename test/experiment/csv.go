@@ -209,6 +209,8 @@ var teamColumns = []struct {
 	{"fair_milli", func(t TeamSample) string { return strconv.FormatFloat(t.FairMilli, 'f', 0, 64) },
 		func(t *TeamSample, v float64) { t.FairMilli = v }},
 	{"trainers", func(t TeamSample) string { return strconv.Itoa(t.Trainers) }, func(t *TeamSample, v float64) { t.Trainers = int(v) }},
+	{"deserved_milli", func(t TeamSample) string { return strconv.FormatInt(t.DeservedMilli, 10) },
+		func(t *TeamSample, v float64) { t.DeservedMilli = int64(v) }},
 }
 
 // teamNames are the names of every team seen in the samples, sorted.

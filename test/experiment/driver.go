@@ -213,8 +213,12 @@ func (d *driver) step(what string) {
 	if len(s.Teams) > 0 {
 		var teams []string
 		for _, t := range s.Teams {
-			teams = append(teams, fmt.Sprintf("%s %5.1f%% (fair %5.1f%%, %d trainers)", t.Name,
-				100*float64(t.CPURunningMilli)/float64(max(s.CPUAllocMilli, 1)), 100*t.FairMilli/float64(max(s.CPUAllocMilli, 1)), t.Trainers))
+			of := func(milli float64) float64 { return 100 * milli / float64(max(s.CPUAllocMilli, 1)) }
+			deserved := ""
+			if t.DeservedMilli > 0 {
+				deserved = fmt.Sprintf(", EDL's deserved %5.1f%%", of(float64(t.DeservedMilli)))
+			}
+			teams = append(teams, fmt.Sprintf("%s %5.1f%% (fair %5.1f%%%s, %d trainers)", t.Name, of(float64(t.CPURunningMilli)), of(t.FairMilli), deserved, t.Trainers))
 		}
 		fmt.Fprintf(d.progress, "%-8s %-6s           teams' CPU: %s\n", "", "", strings.Join(teams, ", "))
 	}

@@ -220,7 +220,7 @@ func TestSmokeTeams(t *testing.T) {
 	sum := Summarize(res)
 	assert.Positive(t, sum.Teams.FairSamples)
 	assert.NotEmpty(t, sum.Teams.ReclaimJobs)
-	assert.Contains(t, Table(Teams, []Summary{sum}), "| team c (weight 1, guarantee 20% of the CPU): mean share / fair share over those samples |")
+	assert.Contains(t, Table(Teams, []Summary{sum}), "| team c (weight 1, guarantee 20% of the CPU): mean share / fair share / EDL's deserved share over those samples |")
 
 	out := filepath.Join(dir, "out")
 	paths, err := WriteCSV(out, res)

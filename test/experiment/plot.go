@@ -192,10 +192,21 @@ var teamColors = []color.Color{
 	colorWeb,
 }
 
-// teamPanel draws each team's share of the allocatable CPU (solid) and
-// its weighted fair share (dashed) in one run.
+// teamPanel draws each team's share of the allocatable CPU (solid), its
+// weighted fair share (dashed) and, with TrainingQueues, the share EDL
+// deserved it (dotted) in one run.
 func teamPanel(r *Result) panel {
-	p := panel{title: "Teams' share of the CPU (solid) and weighted fair share (dashed), " + r.Variant.Label(), ylabel: "% of the CPU", ymax: 105, legend: true}
+	title := "Teams' share of the CPU (solid) and weighted fair share of the CPU they hold (dashed), " + r.Variant.Label()
+	queues := false
+	for _, s := range r.Samples {
+		for _, t := range s.Teams {
+			queues = queues || t.DeservedMilli > 0
+		}
+	}
+	if queues {
+		title += "; EDL's deserved share (dotted)"
+	}
+	p := panel{title: title, ylabel: "% of the CPU", ymax: 105, legend: true}
 	for i, name := range teamNames(r) {
 		share := func(f func(TeamSample) float64) func(Sample) float64 {
 			return func(s Sample) float64 {
@@ -211,6 +222,10 @@ func teamPanel(r *Result) panel {
 		p.lines = append(p.lines,
 			series{name: "team " + name, xy: xys(r, share(func(t TeamSample) float64 { return float64(t.CPURunningMilli) })), color: c},
 			series{name: "team " + name + ", fair share", xy: xys(r, share(func(t TeamSample) float64 { return t.FairMilli })), color: c, dashes: dashed})
+		if queues {
+			p.lines = append(p.lines, series{name: "team " + name + ", EDL's deserved", color: c, dashes: dotted,
+				xy: xys(r, share(func(t TeamSample) float64 { return float64(t.DeservedMilli) }))})
+		}
 	}
 	return p
 }

@@ -64,6 +64,7 @@ type Recorder struct {
 	pods          corelisters.PodLister
 	nodes         corelisters.NodeLister
 	jobs          tjlisters.TrainingJobLister
+	queues        tjlisters.TrainingQueueLister // nil unless WatchQueues
 	synced        []cache.InformerSynced
 
 	mu           sync.Mutex
@@ -148,6 +149,15 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// WatchQueues makes the recorder watch the TrainingQueues too, for the
+// deserved share EDL gives each team (TeamSample.DeservedMilli); call it
+// before Start.
+func (r *Recorder) WatchQueues() {
+	queues := r.jobInformers.Paddlepaddle().V1().TrainingQueues()
+	r.queues = queues.Lister()
+	r.synced = append(r.synced, queues.Informer().HasSynced)
 }
 
 // Start runs the informers until ctx is done and waits for their caches.

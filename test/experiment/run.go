@@ -132,6 +132,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Scenario == Teams {
+		rec.WatchQueues()
+	}
 	if err := rec.Start(runCtx); err != nil {
 		return nil, err
 	}

@@ -107,6 +107,9 @@ type TeamSample struct {
 	// FairMilli is the team's weighted fair share (FairShares) of the CPU
 	// the teams' pods hold together (filled in by the scenario).
 	FairMilli float64
+	// DeservedMilli is the CPU of the deserved share EDL gave the team at
+	// its last plan (its TrainingQueue's status.deserved); 0 without one.
+	DeservedMilli int64
 }
 
 // Unmet reports whether the team would use more than it holds.
@@ -417,6 +420,14 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	s.TrainerRooms, s.HeldMilli = trainerRooms(nodes, pods, dropped)
 	if pools := poolUsage(nodes, pods, webCounts{web, fixed, dropped}, waiting, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
+	}
+	if r.queues != nil {
+		queues, _ := r.queues.List(labels.Everything())
+		for _, q := range queues {
+			if t := teams[q.Name]; t != nil {
+				t.DeservedMilli = q.Status.Deserved.Cpu().MilliValue()
+			}
+		}
 	}
 	for _, t := range teams {
 		s.Teams = append(s.Teams, *t)

@@ -16,6 +16,11 @@ type TeamsSummary struct {
 	// weighted fair share, in points of the allocatable CPU.
 	FairSamples                int
 	DeviationP95, DeviationMax float64
+	// SettledSamples, SettledP95 and SettledMax are the same over the
+	// samples at least ReclaimAllowance intervals after the last burst:
+	// the deviation once the reclaim had its time.
+	SettledSamples         int
+	SettledP95, SettledMax float64
 	// Teams are each team's mean use and fair share over those samples,
 	// as parts of the allocatable CPU.
 	Teams []TeamMeans
@@ -35,11 +40,17 @@ type TeamsSummary struct {
 	TrainersRemoved, TrainersReclaimed int
 }
 
-// TeamMeans is one team's mean use and fair share.
+// TeamMeans is one team's mean use, fair share and the share EDL deserved
+// it (0 without TrainingQueues).
 type TeamMeans struct {
-	Name        string
-	Share, Fair float64
+	Name                  string
+	Share, Fair, Deserved float64
 }
+
+// ReclaimAllowance is how many autoscale intervals after a burst the
+// settled deviation leaves out: the time the acceptance gives a
+// reclaiming team to reach 90% of its share.
+const ReclaimAllowance = 4
 
 // ReclaimShare is the part of its fair share a reclaiming team must reach
 // for TeamsSummary.ReclaimShares.
@@ -48,7 +59,7 @@ const ReclaimShare = 0.9
 // SummarizeTeams computes the TeamsSummary of a Teams run.
 func SummarizeTeams(r *Result) TeamsSummary {
 	out := TeamsSummary{StoppedWhole: len(r.StoppedWhole), TrainersRemoved: r.TrainersRemoved}
-	var devs []float64
+	var devs, settled []float64
 	sums := map[string]*TeamMeans{}
 	var names []string
 	for _, s := range r.Samples {
@@ -74,20 +85,26 @@ func SummarizeTeams(r *Result) TeamsSummary {
 			}
 			m.Share += float64(t.CPURunningMilli) / alloc
 			m.Fair += t.FairMilli / alloc
+			m.Deserved += float64(t.DeservedMilli) / alloc
 		}
 		devs = append(devs, 100*worst)
+		recent := false
+		for _, b := range r.Bursts {
+			recent = recent || (s.At >= b.At && s.At < b.At+ReclaimAllowance*r.Size.Interval)
+		}
+		if !recent {
+			settled = append(settled, 100*worst)
+		}
 	}
-	out.FairSamples = len(devs)
-	if len(devs) > 0 {
-		slices.Sort(devs)
-		rank := int(math.Ceil(0.95 * float64(len(devs))))
-		out.DeviationP95, out.DeviationMax = devs[min(max(rank, 1), len(devs))-1], devs[len(devs)-1]
-	}
+	out.FairSamples, out.SettledSamples = len(devs), len(settled)
+	out.DeviationP95, out.DeviationMax = p95Max(devs)
+	out.SettledP95, out.SettledMax = p95Max(settled)
 	slices.Sort(names)
 	for _, name := range names {
 		m := *sums[name]
 		m.Share /= float64(out.FairSamples)
 		m.Fair /= float64(out.FairSamples)
+		m.Deserved /= float64(out.FairSamples)
 		out.Teams = append(out.Teams, m)
 	}
 
@@ -130,6 +147,16 @@ func SummarizeTeams(r *Result) TeamsSummary {
 	return out
 }
 
+// p95Max is the nearest-rank p95 and the maximum of vs; 0 for none.
+func p95Max(vs []float64) (p95, most float64) {
+	if len(vs) == 0 {
+		return 0, 0
+	}
+	vs = slices.Sorted(slices.Values(vs))
+	rank := int(math.Ceil(0.95 * float64(len(vs))))
+	return vs[min(max(rank, 1), len(vs))-1], vs[len(vs)-1]
+}
+
 // durationStats are the nearest-rank p95 and the maximum of ds, and how
 // many of them are negative (never reached); the negative ones are left out
 // of both.
@@ -160,6 +187,14 @@ func teamRows(runs []Summary, row func(string, func(Summary) string, string, str
 			}
 			return fmt.Sprintf("%.1f / %.1f (%d samples)", t.DeviationP95, t.DeviationMax, t.FairSamples)
 		}, "", "")
+	row(fmt.Sprintf("of those, the samples %d intervals or more after the last burst: p95 / max", ReclaimAllowance),
+		func(s Summary) string {
+			t := s.Teams
+			if t.SettledSamples == 0 {
+				return "— (no such sample)"
+			}
+			return fmt.Sprintf("%.1f / %.1f (%d samples)", t.SettledP95, t.SettledMax, t.SettledSamples)
+		}, "", "")
 	var names []string
 	for _, r := range runs {
 		for _, m := range r.Teams.Teams {
@@ -174,10 +209,14 @@ func teamRows(runs []Summary, row func(string, func(Summary) string, string, str
 		if spec.Guarantee > 0 {
 			title += fmt.Sprintf(", guarantee %.0f%% of the CPU", 100*spec.Guarantee)
 		}
-		row(title+"): mean share / fair share over those samples", func(s Summary) string {
+		row(title+"): mean share / fair share / EDL's deserved share over those samples", func(s Summary) string {
 			for _, m := range s.Teams.Teams {
 				if m.Name == name {
-					return pct(m.Share) + " / " + pct(m.Fair)
+					deserved := "—"
+					if m.Deserved > 0 {
+						deserved = pct(m.Deserved)
+					}
+					return pct(m.Share) + " / " + pct(m.Fair) + " / " + deserved
 				}
 			}
 			return "—"

@@ -176,17 +176,19 @@ func durationStats(ds []time.Duration) (p95, most time.Duration, never int) {
 	return percentile(ok, 95), ok[len(ok)-1], never
 }
 
+// teamsDeviationRow names the deviation from the weighted fair share.
+const teamsDeviationRow = "deviation from the weighted fair share, p95 / max (points of the cluster's CPU, over the samples where every team has unmet demand)"
+
 // teamRows are the rows of Teams' table: fairness, reclaim, what was
 // stopped.
 func teamRows(runs []Summary, row func(string, func(Summary) string, string, string), pct func(float64) string) {
-	row("deviation from the weighted fair share, p95 / max (points of the cluster's CPU, over the samples where every team has unmet demand)",
-		func(s Summary) string {
-			t := s.Teams
-			if t.FairSamples == 0 {
-				return "— (no such sample)"
-			}
-			return fmt.Sprintf("%.1f / %.1f (%d samples)", t.DeviationP95, t.DeviationMax, t.FairSamples)
-		}, "", "")
+	row(teamsDeviationRow, func(s Summary) string {
+		t := s.Teams
+		if t.FairSamples == 0 {
+			return "— (no such sample)"
+		}
+		return fmt.Sprintf("%.1f / %.1f (%d samples)", t.DeviationP95, t.DeviationMax, t.FairSamples)
+	}, "", "")
 	row(fmt.Sprintf("of those, the samples %d intervals or more after the last burst: p95 / max", ReclaimAllowance),
 		func(s Summary) string {
 			t := s.Teams

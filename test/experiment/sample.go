@@ -93,28 +93,6 @@ type Sample struct {
 	OrphanTrainers, OrphanPservers int
 }
 
-// TeamSample is one team of Teams at one instant.
-type TeamSample struct {
-	Name string
-	// CPURunningMilli is Σ CPU requests of the Running pods (not being
-	// deleted) in the team's namespaces; Trainers counts its Running
-	// trainers.
-	CPURunningMilli int64
-	Trainers        int
-	// DemandMilli is what the team's jobs would use: every job neither
-	// deleted nor finished, with its pservers and its maximum of trainers.
-	DemandMilli int64
-	// FairMilli is the team's weighted fair share (FairShares) of the CPU
-	// the teams' pods hold together (filled in by the scenario).
-	FairMilli float64
-	// DeservedMilli is the CPU of the deserved share EDL gave the team at
-	// its last plan (its TrainingQueue's status.deserved); 0 without one.
-	DeservedMilli int64
-}
-
-// Unmet reports whether the team would use more than it holds.
-func (t TeamSample) Unmet() bool { return t.DemandMilli > t.CPURunningMilli }
-
 // RoleMilli is an amount of CPU (millicores) split by the role of the pods
 // that request it.
 type RoleMilli struct {

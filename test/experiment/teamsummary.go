@@ -30,13 +30,14 @@ type TeamsSummary struct {
 	ReclaimJobs []time.Duration
 	// ReclaimShares are, for each reclaiming burst, the time from its
 	// submission to the first sample in which the team used 90% of its
-	// fair share; negative if it did not while it was busy.
+	// fair share; negative if it did not before the schedule changed
+	// next (phaseEnd): a later phase changes the fair share.
 	ReclaimShares []time.Duration
 	// StoppedWhole counts the jobs preempted whole.
 	StoppedWhole int
 	// TrainersRemoved counts the Running trainers deleted while their job
 	// was not; TrainersReclaimed the trainers the reclaiming bursts' teams
-	// ran at most during each burst, summed.
+	// ran at most in the phase of each burst, summed.
 	TrainersRemoved, TrainersReclaimed int
 }
 
@@ -127,8 +128,9 @@ func SummarizeTeams(r *Result) TeamsSummary {
 		}
 		reached := time.Duration(-1)
 		most := 0
+		until := phaseEnd(r.Bursts, b.At, r.End)
 		for _, s := range r.Samples {
-			if s.At < b.At || s.At > b.End {
+			if s.At < b.At || s.At >= until {
 				continue
 			}
 			for _, t := range s.Teams {
@@ -145,6 +147,21 @@ func SummarizeTeams(r *Result) TeamsSummary {
 		out.TrainersReclaimed += most
 	}
 	return out
+}
+
+// phaseEnd is when the schedule changes next after a burst submitted at
+// at: the next submission or end of any burst more than a second later (a
+// phase's deletions and submissions are milliseconds apart), or end.
+func phaseEnd(bursts []Burst, at, end time.Duration) time.Duration {
+	next := end + 1
+	for _, b := range bursts {
+		for _, t := range []time.Duration{b.At, b.End} {
+			if t > at+time.Second && t < next {
+				next = t
+			}
+		}
+	}
+	return next
 }
 
 // p95Max is the nearest-rank p95 and the maximum of vs; 0 for none.
@@ -246,7 +263,7 @@ func teamRows(runs []Summary, row func(string, func(Summary) string, string, str
 	}
 	row("reclaim: job submitted by a team below its share → its minimum Running (phase Running), p95 / max",
 		func(s Summary) string { return stats(s.Teams.ReclaimJobs, s.Interval, "jobs") }, "", "")
-	row(fmt.Sprintf("reclaim: burst submitted → the team at %.0f%% of its fair share (to the sample), p95 / max", 100*ReclaimShare),
+	row(fmt.Sprintf("reclaim: burst submitted → the team at %.0f%% of its fair share (to the sample, within the burst's phase), p95 / max", 100*ReclaimShare),
 		func(s Summary) string { return stats(s.Teams.ReclaimShares, s.Interval, "bursts") }, "", "")
 	row("jobs stopped whole (Running → Queued, not ended)", func(s Summary) string { return strconv.Itoa(s.Teams.StoppedWhole) }, "", "")
 	row("Running trainers removed (their job not ended) per trainer the reclaiming teams gained", func(s Summary) string {

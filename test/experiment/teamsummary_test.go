@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestSummarizeTeams(t *testing.T) {
 		return x
 	}
 	r := &Result{
-		Scenario: Teams, Size: Size{Interval: 2 * s},
+		Scenario: Teams, Size: Size{Interval: 2 * s}, End: 20 * s,
 		Samples: []Sample{
 			sample(0, 90_000, 0, 0, 0),               // b idle: not a sample of the deviation
 			sample(10*s, 90_000, 0, 500_000, 0),      // b submitted: 30 points below its share
@@ -48,8 +49,21 @@ func TestSummarizeTeams(t *testing.T) {
 	assert.Equal(t, "a", got.Teams[0].Name)
 	assert.InDelta(t, (0.9+0.75+0.62+0.6)/4, got.Teams[0].Share, 1e-9)
 
+	late := *r
+	late.Bursts = append(slices.Clone(r.Bursts), Burst{Team: "c", At: 16 * s, End: 20 * s})
+	assert.Equal(t, []time.Duration{-1}, SummarizeTeams(&late).ReclaimShares, "c's burst at 16 s ends b's phase before b reached 90%")
+
 	p95, most, never := durationStats(got.ReclaimJobs)
 	assert.Equal(t, 3*s, p95)
 	assert.Equal(t, 3*s, most)
 	assert.Equal(t, 1, never)
+}
+
+func TestPhaseEnd(t *testing.T) {
+	s := time.Second
+	bursts := []Burst{{At: 0, End: 60 * s}, {At: 20 * s, End: 80 * s}, {At: 40*s + 5*time.Millisecond, End: 100 * s}}
+	assert.Equal(t, 20*s, phaseEnd(bursts, 0, 120*s))
+	assert.Equal(t, 40*s+5*time.Millisecond, phaseEnd(bursts, 20*s, 120*s))
+	assert.Equal(t, 60*s, phaseEnd(bursts, 40*s, 120*s), "a change within a second is the same phase's")
+	assert.Equal(t, 120*s+1, phaseEnd(bursts, 100*s, 120*s), "none after: the end of the run, included")
 }

@@ -129,15 +129,16 @@ cluster-down: ## stop the standing local cluster
 
 # make experiment: SIZE=quick (27 nodes, ~15 min) or full (the original's
 # 133 nodes); SCENARIO=pools runs the pools experiment (a CPU pool and a
-# tainted GPU pool) instead of the original's two (training,shared);
-# EXPERIMENT_FLAGS go to test/cmd/experiment (-<scenario>_variants, -out).
+# tainted GPU pool), SCENARIO=teams the teams experiment (three weighted
+# teams: edl, edl+noteams, quota) instead of the original's two
+# (training,shared); EXPERIMENT_FLAGS go to test/cmd/experiment (-<scenario>_variants, -out).
 # Results go to docs/experiments/$(SIZE). See docs/experiments.md.
 SIZE ?= quick
 SCENARIO ?= training,shared
 EXPERIMENT_FLAGS ?=
 
 .PHONY: experiment
-experiment: build controlplane ## reproduce the original's two experiments, EDL on vs off (SIZE=quick|full; SCENARIO=pools for the pools experiment)
+experiment: build controlplane ## reproduce the original's two experiments, EDL on vs off (SIZE=quick|full; SCENARIO=pools or teams for experiments 3 and 4)
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/experiment -size $(SIZE) -scenarios $(SCENARIO) -edl bin/edl $(EXPERIMENT_FLAGS)
 
 # make scale: NODES kwok nodes (300 unless NODES is given on the command

@@ -20,7 +20,8 @@ import (
 // Scenario names an experiment.
 type Scenario string
 
-// The two experiments of the original report, and one of pools.
+// The two experiments of the original report, one of pools and one of
+// teams.
 const (
 	// Training: jobs only, submitted one by one.
 	Training Scenario = "training"
@@ -30,6 +31,10 @@ const (
 	// nodes; CPU jobs and the web service (pinned to the CPU pool) share the
 	// CPU pool, GPU jobs select and tolerate the GPU pool.
 	Pools Scenario = "pools"
+	// Teams: three teams of weights 2, 1 and 1 (the last with a
+	// guarantee), each in its own namespace, alternately idle and
+	// oversubscribed by bursts of elastic jobs.
+	Teams Scenario = "teams"
 )
 
 // Mode says whether EDL scales the jobs.
@@ -57,12 +62,25 @@ type Variant struct {
 	// NoGang runs edl with -gang_admission=false: a job's pods are created
 	// ungated and start as they fit, as before gang admission.
 	NoGang bool
+	// NoTeams runs Teams without TrainingQueues: every namespace is the
+	// default team's, and EDL shares by job.
+	NoTeams bool
+	// Quota runs Teams without TrainingQueues, each team's namespace under
+	// a static ResourceQuota of its weight's part of the cluster's CPU.
+	Quota bool
 }
 
 // Label names the variant in file names and tables: "edl", "no-edl",
-// "edl+load=0.85", "edl+binpack", ...
+// "edl+load=0.85", "edl+binpack", "edl+noteams", "quota" (EDL on under
+// static quotas), ...
 func (v Variant) Label() string {
 	l := string(v.Mode)
+	if v.Quota {
+		l = quotaLabel
+		if v.Mode == Off {
+			l = string(Off) + "+" + quotaLabel
+		}
+	}
 	if v.MaxLoadDesired > 0 {
 		l += "+load=" + strconv.FormatFloat(v.MaxLoadDesired, 'f', -1, 64)
 	}
@@ -72,15 +90,25 @@ func (v Variant) Label() string {
 	if v.NoGang {
 		l += "+nogang"
 	}
+	if v.NoTeams {
+		l += "+noteams"
+	}
 	return l
 }
+
+// quotaLabel is the variant of EDL on under static quotas; "edl+quota"
+// parses to it too.
+const quotaLabel = "quota"
 
 // ParseVariant parses a Label.
 func ParseVariant(label string) (Variant, error) {
 	parts := strings.Split(label, "+")
 	v := Variant{Mode: Mode(parts[0])}
+	if parts[0] == quotaLabel {
+		v = Variant{Mode: On, Quota: true}
+	}
 	if v.Mode != On && v.Mode != Off {
-		return v, fmt.Errorf("variant %q: the mode must be %s or %s", label, On, Off)
+		return v, fmt.Errorf("variant %q: the mode must be %s, %s or %s", label, On, Off, quotaLabel)
 	}
 	for _, p := range parts[1:] {
 		switch {
@@ -88,6 +116,10 @@ func ParseVariant(label string) (Variant, error) {
 			v.BinPack = true
 		case p == "nogang":
 			v.NoGang = true
+		case p == "noteams":
+			v.NoTeams = true
+		case p == quotaLabel:
+			v.Quota = true
 		case strings.HasPrefix(p, "load="):
 			f, err := strconv.ParseFloat(strings.TrimPrefix(p, "load="), 64)
 			if err != nil || f <= 0 || f > 1 {
@@ -95,7 +127,7 @@ func ParseVariant(label string) (Variant, error) {
 			}
 			v.MaxLoadDesired = f
 		default:
-			return v, fmt.Errorf("variant %q: unknown part %q (binpack, nogang, load=X)", label, p)
+			return v, fmt.Errorf("variant %q: unknown part %q (binpack, nogang, noteams, quota, load=X)", label, p)
 		}
 	}
 	return v, nil
@@ -214,6 +246,54 @@ type Size struct {
 
 	// Pools; Step as in Shared.
 	Pools PoolsSize
+
+	// Teams.
+	Teams TeamsSize
+}
+
+// TeamsSize is the jobs and the schedule of Teams, on the size's nodes.
+type TeamsSize struct {
+	// Phase is how long each phase of the schedule lasts.
+	Phase time.Duration
+	// Burst is how many jobs a team submits at once when it turns busy,
+	// each with the size's Pservers and TrainerMin..TrainerMax trainers;
+	// they are deleted (they end) when it turns idle.
+	Burst                  int
+	TrainerMin, TrainerMax int32
+	// Busy is each team's schedule, in TeamSpecs' order: one character a
+	// phase, 'X' busy, '.' idle.
+	Busy []string
+}
+
+// TeamSpec is one team of Teams.
+type TeamSpec struct {
+	Name   string
+	Weight int32
+	// Guarantee is the part of the cluster's CPU the team's minimums are
+	// guaranteed; 0 for none.
+	Guarantee float64
+}
+
+// TeamSpecs are the teams of Teams: weights 2, 1 and 1, team c with a
+// guarantee of a fifth of the cluster's CPU (below the quarter its weight
+// gives it while every team is busy).
+var TeamSpecs = []TeamSpec{{Name: "a", Weight: 2}, {Name: "b", Weight: 1}, {Name: "c", Weight: 1, Guarantee: 0.2}}
+
+// TeamNamespace is the namespace of a team of Teams.
+func TeamNamespace(team string) string { return "team-" + team }
+
+// TeamJobName is the name of the team's i-th job (from 0): "a-01".
+func TeamJobName(team string, i int) string { return fmt.Sprintf("%s-%02d", team, i+1) }
+
+// teamsSchedule is the schedule of the quick and full sizes: each team
+// alternately busy and idle, its bursts starting one phase after the
+// previous team's, so that team b and team c each twice turn busy while
+// the others hold the cluster, and every team is busy in three phases of
+// nine.
+var teamsSchedule = []string{
+	"XXX..XXXX",
+	".XXX..XXX",
+	"..XXX..XX",
 }
 
 // PoolsSize is the cluster and the jobs of Pools. The CPU nodes have the
@@ -249,6 +329,9 @@ var Sizes = map[string]Size{
 		Pools: PoolsSize{CPUNodes: 100, GPUNodes: 32, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
 			CPUJobs: 4, CPUTrainerMin: 15, CPUTrainerMax: 60, GPUJobs: 5, GPUTrainerMin: 8, GPUTrainerMax: 64,
 			WebSteps: []int32{300, 225, 150, 75, 150, 225, 300}},
+		// Teams: three jobs a burst, each of which could use half the
+		// cluster, so that one team alone oversubscribes it.
+		Teams: TeamsSize{Phase: 30 * time.Second, Burst: 3, TrainerMin: 2, TrainerMax: 200, Busy: teamsSchedule},
 	},
 	// quick is the same experiment on a fifth of the cluster (27 nodes) with
 	// a fifth of the trainers and web pods, and shorter steps.
@@ -261,6 +344,7 @@ var Sizes = map[string]Size{
 		Pools: PoolsSize{CPUNodes: 20, GPUNodes: 6, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
 			CPUJobs: 3, CPUTrainerMin: 3, CPUTrainerMax: 12, GPUJobs: 2, GPUTrainerMin: 4, GPUTrainerMax: 32,
 			WebSteps: []int32{60, 45, 30, 15, 30, 45, 60}},
+		Teams: TeamsSize{Phase: 20 * time.Second, Burst: 2, TrainerMin: 2, TrainerMax: 60, Busy: teamsSchedule},
 	},
 	// smoke is the tiny run of the test: five nodes, two jobs that fit at
 	// their minimum with room to grow, a web wave of three steps.
@@ -273,6 +357,8 @@ var Sizes = map[string]Size{
 		Pools: PoolsSize{CPUNodes: 3, GPUNodes: 2, GPUNodeCPU: "64", GPUNodeMemory: "512Gi", GPUsPerNode: 8,
 			CPUJobs: 1, CPUTrainerMin: 2, CPUTrainerMax: 6, GPUJobs: 1, GPUTrainerMin: 2, GPUTrainerMax: 12,
 			WebSteps: []int32{6, 3, 6}},
+		// Teams: team a alone, then b beside it, then every team.
+		Teams: TeamsSize{Phase: 6 * time.Second, Burst: 1, TrainerMin: 2, TrainerMax: 12, Busy: []string{"XXX", ".XX", "..X"}},
 	},
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,15 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 			header = append(header, p+"_"+col.name)
 		}
 	}
+	teams := teamNames(r)
+	if len(teams) > 0 {
+		header = append(header, "jobs_live", "orphan_trainers", "orphan_pservers")
+	}
+	for _, t := range teams {
+		for _, col := range teamColumns {
+			header = append(header, "team_"+t+"_"+col.name)
+		}
+	}
 	rows := [][]string{header}
 	for _, s := range r.Samples {
 		load := 0.0
@@ -85,6 +95,20 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 				row = append(row, col.format(p))
 			}
 		}
+		if len(teams) > 0 {
+			row = append(row, itoa(s.LiveJobs), itoa(s.OrphanTrainers), itoa(s.OrphanPservers))
+		}
+		for _, name := range teams {
+			var t TeamSample
+			for _, x := range s.Teams {
+				if x.Name == name {
+					t = x
+				}
+			}
+			for _, col := range teamColumns {
+				row = append(row, col.format(t))
+			}
+		}
 		rows = append(rows, row)
 	}
 	if err := write("samples", rows); err != nil {
@@ -109,6 +133,16 @@ func WriteCSV(dir string, r *Result) ([]string, error) {
 			rows = append(rows, []string{w.Pod, w.Job, w.Pool, sec(w.Created), sec(w.Bound), sec(w.Deleted), sec(w.Wait(r.End))})
 		}
 		if err := write("growth", rows); err != nil {
+			return nil, err
+		}
+	}
+
+	if len(r.Bursts) > 0 {
+		rows = [][]string{{"team", "submitted_s", "ended_s", "reclaiming", "jobs"}}
+		for _, b := range r.Bursts {
+			rows = append(rows, []string{b.Team, sec(b.At), sec(b.End), strconv.FormatBool(b.Reclaiming), strings.Join(b.Jobs, " ")})
+		}
+		if err := write("bursts", rows); err != nil {
 			return nil, err
 		}
 	}
@@ -159,6 +193,37 @@ var poolColumns = []struct {
 		func(p *PoolSample, v float64) { p.CPUHeldWaitingMilli = int64(v) }},
 	{"gpu_held_waiting", func(p PoolSample) string { return strconv.FormatInt(p.GPUHeldWaiting, 10) },
 		func(p *PoolSample, v float64) { p.GPUHeldWaiting = int64(v) }},
+}
+
+// teamColumns are the columns of each team in the samples CSV, named
+// team_<team>_<name>.
+var teamColumns = []struct {
+	name   string
+	format func(TeamSample) string
+	parse  func(*TeamSample, float64)
+}{
+	{"cpu_running_milli", func(t TeamSample) string { return strconv.FormatInt(t.CPURunningMilli, 10) },
+		func(t *TeamSample, v float64) { t.CPURunningMilli = int64(v) }},
+	{"demand_milli", func(t TeamSample) string { return strconv.FormatInt(t.DemandMilli, 10) },
+		func(t *TeamSample, v float64) { t.DemandMilli = int64(v) }},
+	{"fair_milli", func(t TeamSample) string { return strconv.FormatFloat(t.FairMilli, 'f', 0, 64) },
+		func(t *TeamSample, v float64) { t.FairMilli = v }},
+	{"trainers", func(t TeamSample) string { return strconv.Itoa(t.Trainers) }, func(t *TeamSample, v float64) { t.Trainers = int(v) }},
+	{"deserved_milli", func(t TeamSample) string { return strconv.FormatInt(t.DeservedMilli, 10) },
+		func(t *TeamSample, v float64) { t.DeservedMilli = int64(v) }},
+}
+
+// teamNames are the names of every team seen in the samples, sorted.
+func teamNames(r *Result) []string {
+	seen := map[string]bool{}
+	for _, s := range r.Samples {
+		for _, t := range s.Teams {
+			seen[t.Name] = true
+		}
+	}
+	names := slices.Collect(maps.Keys(seen))
+	slices.Sort(names)
+	return names
 }
 
 // poolNames are the names of every pool seen in the samples, sorted.

@@ -33,6 +33,8 @@ type driver struct {
 	// stoppedForWeb the Running trainers stopped from each up-step to the
 	// next step.
 	webAdded, stoppedForWeb int
+	// bursts are the teams' bursts that ended (Teams).
+	bursts []Burst
 	// boundErr is the first bound that could not be computed: it stops
 	// the scenario (stop) and fails the run.
 	boundErr error
@@ -130,6 +132,8 @@ func (d *driver) bound(s *Sample) error {
 				pool.IdealFixed = pool.Ideal // no web pods there
 			}
 		}
+	case Teams:
+		d.teamsBound(s, ratio)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("the bounds of the sample at %s: %w", s.At.Round(time.Millisecond), err)
@@ -206,6 +210,18 @@ func (d *driver) step(what string) {
 	fmt.Fprintf(d.progress, "%-8s %-6s t=%6.1fs  %-30s %s  pending jobs %2d/%-2d  trainers %4d  web %d/%d, %d pending\n",
 		d.opts.Scenario, d.opts.Variant.Label(), at.Seconds(), what, util,
 		s.PendingJobs, s.Submitted, s.RunningTrainers, s.WebRunning, s.WebDesired, s.WebPending)
+	if len(s.Teams) > 0 {
+		var teams []string
+		for _, t := range s.Teams {
+			of := func(milli float64) float64 { return 100 * milli / float64(max(s.CPUAllocMilli, 1)) }
+			deserved := ""
+			if t.DeservedMilli > 0 {
+				deserved = fmt.Sprintf(", EDL's deserved %5.1f%%", of(float64(t.DeservedMilli)))
+			}
+			teams = append(teams, fmt.Sprintf("%s %5.1f%% (fair %5.1f%%%s, %d trainers)", t.Name, of(float64(t.CPURunningMilli)), of(t.FairMilli), deserved, t.Trainers))
+		}
+		fmt.Fprintf(d.progress, "%-8s %-6s           teams' CPU: %s\n", "", "", strings.Join(teams, ", "))
+	}
 	fmt.Fprintf(d.progress, "%-8s %-6s           nodes: %s\n", "", "", d.rec.Nodes(8))
 }
 

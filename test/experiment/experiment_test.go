@@ -26,7 +26,7 @@ import (
 )
 
 func TestVariant(t *testing.T) {
-	for _, label := range []string{"edl", "no-edl", "edl+load=0.85", "edl+binpack", "no-edl+load=0.9+binpack", "edl+nogang"} {
+	for _, label := range []string{"edl", "no-edl", "edl+load=0.85", "edl+binpack", "no-edl+load=0.9+binpack", "edl+nogang", "edl+noteams", "quota", "quota+binpack"} {
 		v, err := ParseVariant(label)
 		require.NoError(t, err, label)
 		assert.Equal(t, label, v.Label())
@@ -34,7 +34,13 @@ func TestVariant(t *testing.T) {
 	v, err := ParseVariant("edl+load=0.85+binpack")
 	require.NoError(t, err)
 	assert.Equal(t, Variant{Mode: On, MaxLoadDesired: 0.85, BinPack: true}, v)
-	for _, bad := range []string{"", "on", "edl+load=2", "edl+load=x", "edl+fast"} {
+	v, err = ParseVariant("quota")
+	require.NoError(t, err)
+	assert.Equal(t, Variant{Mode: On, Quota: true}, v, "quota is EDL on under static quotas")
+	v, err = ParseVariant("edl+quota")
+	require.NoError(t, err)
+	assert.Equal(t, "quota", v.Label())
+	for _, bad := range []string{"", "on", "edl+load=2", "edl+load=x", "edl+fast", "quotas"} {
 		_, err := ParseVariant(bad)
 		assert.Error(t, err, bad)
 	}
@@ -174,6 +180,66 @@ func TestSmoke(t *testing.T) {
 		require.NoError(t, err, "%s is a PNG", path)
 		assert.Greater(t, cfg.Height, cfg.Width/2, "the panels are stacked")
 	}
+}
+
+// TestSmokeTeams runs the teams experiment at the smoke size with its
+// TrainingQueues, against the built edl binary, and checks what make
+// experiment writes: every team's jobs ran, the samples hold each team's
+// use and fair share, the CSVs have a row per sample and the team columns,
+// the figure is a PNG and the table has the teams' rows.
+func TestSmokeTeams(t *testing.T) {
+	bin, err := framework.BuildEDL()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	size, err := LookupSize("smoke")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := Run(ctx, Options{Size: size, Scenario: Teams, Variant: Variant{Mode: On}, EDL: bin, Dir: filepath.Join(dir, "teams"), Progress: &progress})
+	t.Logf("progress:\n%s", progress.String())
+	require.NoError(t, err)
+
+	require.Len(t, res.Bursts, len(TeamSpecs), "each team turned busy once")
+	assert.Len(t, res.Jobs, len(TeamSpecs)*size.Teams.Burst)
+	for _, j := range res.Jobs {
+		assert.GreaterOrEqual(t, j.Running, j.Submitted, "job %s reached phase Running", j.Name)
+	}
+	assert.True(t, res.Bursts[len(res.Bursts)-1].Reclaiming, "the last team turned busy beside the others")
+	sawAll := false
+	for _, s := range res.Samples {
+		require.Len(t, s.Teams, len(TeamSpecs), "the samples see every team")
+		all := true
+		for _, team := range s.Teams {
+			all = all && team.Unmet()
+			assert.LessOrEqual(t, team.FairMilli, float64(team.DemandMilli)+1, "a fair share is at most the demand")
+		}
+		sawAll = sawAll || all
+	}
+	assert.True(t, sawAll, "every team had unmet demand at some sample")
+	sum := Summarize(res)
+	assert.Positive(t, sum.Teams.FairSamples)
+	assert.NotEmpty(t, sum.Teams.ReclaimJobs)
+	assert.Contains(t, Table(Teams, []Summary{sum}), "| team c (weight 1, guarantee 20% of the CPU): mean share / fair share / EDL's deserved share over those samples |")
+
+	out := filepath.Join(dir, "out")
+	paths, err := WriteCSV(out, res)
+	require.NoError(t, err)
+	samples := readCSV(t, paths[0])
+	assert.Len(t, samples, len(res.Samples)+1, "a row per sample")
+	assert.Contains(t, samples[0], "team_c_fair_milli")
+	back, err := ReadResult(out, Teams, res.Variant)
+	require.NoError(t, err)
+	assert.Equal(t, res.Bursts[0].Jobs, back.Bursts[0].Jobs, "the bursts read back")
+	assert.Equal(t, sum.Teams.FairSamples, SummarizeTeams(back).FairSamples, "the samples read back")
+
+	path, err := PlotScenario(out, Teams, []*Result{res})
+	require.NoError(t, err)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	_, err = png.DecodeConfig(f)
+	f.Close()
+	require.NoError(t, err, "%s is a PNG", path)
 }
 
 func readCSV(t *testing.T, path string) [][]string {

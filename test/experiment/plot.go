@@ -97,6 +97,11 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 		utilPanel.lines = append(utilPanel.lines, series{name: "ideal bound", xy: xys(r, ideal), color: colorIdeal, dashes: dotted},
 			series{name: "bound of the trainers, the rest where it runs, EDL on", xy: xys(on, func(s Sample) float64 { return 100 * s.IdealTrainers }),
 				color: colorIdeal, dashes: dashed})
+	case Teams:
+		// The demand is the same in every variant: one bound.
+		if len(runs) > 0 {
+			utilPanel.lines = append(utilPanel.lines, series{name: "ideal bound", xy: xys(runs[0], ideal), color: colorIdeal, dashes: dotted})
+		}
 	case Shared:
 		utilPanel.lines = append(utilPanel.lines,
 			series{name: "ideal bound, EDL on", xy: xys(on, ideal), color: colorOn, dashes: dotted},
@@ -148,6 +153,11 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 		for _, r := range runs {
 			panels = append(panels, jobPanel("Trainers Running per job, "+r.Variant.Label()+" (one line per job)", r))
 		}
+	case Teams:
+		panels = append(panels, utilPanel)
+		for _, r := range runs {
+			panels = append(panels, teamPanel(r))
+		}
 	case Shared, Pools:
 		web := []series{}
 		if len(runs) > 0 {
@@ -173,6 +183,51 @@ func PlotScenario(dir string, scenario Scenario, runs []*Result) (string, error)
 	}
 	path := filepath.Join(dir, string(scenario)+".png")
 	return path, drawFigure(path, panels)
+}
+
+// teamColors color the teams of Teams in TeamSpecs' order.
+var teamColors = []color.Color{
+	colorOn,
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	colorWeb,
+}
+
+// teamPanel draws each team's share of the allocatable CPU (solid), its
+// weighted fair share (dashed) and, with TrainingQueues, the share EDL
+// deserved it (dotted) in one run.
+func teamPanel(r *Result) panel {
+	title := "Teams' share of the CPU (solid) and weighted fair share of the CPU they hold (dashed), " + r.Variant.Label()
+	queues := false
+	for _, s := range r.Samples {
+		for _, t := range s.Teams {
+			queues = queues || t.DeservedMilli > 0
+		}
+	}
+	if queues {
+		title += "; EDL's deserved share (dotted)"
+	}
+	p := panel{title: title, ylabel: "% of the CPU", ymax: 105, legend: true}
+	for i, name := range teamNames(r) {
+		share := func(f func(TeamSample) float64) func(Sample) float64 {
+			return func(s Sample) float64 {
+				for _, t := range s.Teams {
+					if t.Name == name && s.CPUAllocMilli > 0 {
+						return 100 * f(t) / float64(s.CPUAllocMilli)
+					}
+				}
+				return 0
+			}
+		}
+		c := teamColors[i%len(teamColors)]
+		p.lines = append(p.lines,
+			series{name: "team " + name, xy: xys(r, share(func(t TeamSample) float64 { return float64(t.CPURunningMilli) })), color: c},
+			series{name: "team " + name + ", fair share", xy: xys(r, share(func(t TeamSample) float64 { return t.FairMilli })), color: c, dashes: dashed})
+		if queues {
+			p.lines = append(p.lines, series{name: "team " + name + ", EDL's deserved", color: c, dashes: dotted,
+				xy: xys(r, share(func(t TeamSample) float64 { return float64(t.DeservedMilli) }))})
+		}
+	}
+	return p
 }
 
 // poolResource is the resource the named pool's utilization counts.

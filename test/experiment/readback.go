@@ -35,16 +35,24 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 		return nil, err
 	}
 	col := map[string]int{}
-	var pools []string
+	var pools, teams []string
 	for i, name := range rows[0] {
 		col[name] = i
 		if pool, ok := strings.CutSuffix(name, "_"+poolColumns[0].name); ok {
 			pools = append(pools, pool)
 		}
+		if team, ok := strings.CutPrefix(name, "team_"); ok {
+			if team, ok = strings.CutSuffix(team, "_"+teamColumns[0].name); ok {
+				teams = append(teams, team)
+			}
+		}
 	}
 	r := &Result{Scenario: scenario, Variant: variant, WindowStart: -1}
 	if jobs, err := readRows(base + "-jobs.csv"); err == nil {
 		r.Jobs = jobTimings(jobs)
+	}
+	if bursts, err := readRows(base + "-bursts.csv"); err == nil {
+		r.Bursts = readBursts(bursts)
 	}
 	_, hasRoles := col[heldColumn(v1.RoleTrainer)]
 	_, hasWindow := col["in_window"]
@@ -98,6 +106,14 @@ func ReadResult(dir string, scenario Scenario, variant Variant) (*Result, error)
 			}
 			s.Pools = append(s.Pools, p)
 		}
+		for _, team := range teams {
+			t := TeamSample{Name: team}
+			for _, c := range teamColumns {
+				c.parse(&t, num("team_"+team+"_"+c.name))
+			}
+			s.Teams = append(s.Teams, t)
+		}
+		s.LiveJobs, s.OrphanTrainers, s.OrphanPservers = int(num("jobs_live")), int(num("orphan_trainers")), int(num("orphan_pservers"))
 		if !hasRoles {
 			s.HeldWaiting = deriveHeld(s, r.Jobs)
 		}
@@ -183,6 +199,22 @@ func jobTimings(rows [][]string) []JobTiming {
 			return time.Duration(f * float64(time.Second))
 		}
 		out = append(out, JobTiming{Name: row[0], Submitted: sec(row[1]), FirstTrainer: sec(row[2]), Running: sec(row[3])})
+	}
+	return out
+}
+
+// readBursts reads the bursts CSV's rows.
+func readBursts(rows [][]string) []Burst {
+	var out []Burst
+	for _, row := range rows[1:] {
+		if len(row) < 5 {
+			continue
+		}
+		sec := func(v string) time.Duration {
+			f, _ := strconv.ParseFloat(v, 64)
+			return time.Duration(f * float64(time.Second))
+		}
+		out = append(out, Burst{Team: row[0], At: sec(row[1]), End: sec(row[2]), Reclaiming: row[3] == "true", Jobs: strings.Fields(row[4])})
 	}
 	return out
 }

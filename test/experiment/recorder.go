@@ -64,6 +64,7 @@ type Recorder struct {
 	pods          corelisters.PodLister
 	nodes         corelisters.NodeLister
 	jobs          tjlisters.TrainingJobLister
+	queues        tjlisters.TrainingQueueLister // nil unless WatchQueues
 	synced        []cache.InformerSynced
 
 	mu           sync.Mutex
@@ -77,6 +78,22 @@ type Recorder struct {
 	// stopped counts the Running trainers that were deleted since.
 	trainerUp map[types.UID]bool
 	stopped   int
+	// teams names the team of each namespace (Teams; SetTeams); deleted
+	// are the jobs the scenario deleted (they ended), removed counts the
+	// Running trainers deleted while their job was not, phase is each
+	// job's last phase seen and stoppedWhole the jobs seen going from
+	// Running back to Queued (preempted whole), with when.
+	teams        map[string]string
+	deleted      map[string]bool
+	removed      int
+	phase        map[string]v1.TrainingJobPhase
+	stoppedWhole []JobEvent
+}
+
+// JobEvent is something that happened to a job, and when.
+type JobEvent struct {
+	Job string
+	At  time.Duration
 }
 
 // NewRecorder watches every pod and node and the TrainingJobs of namespace
@@ -101,6 +118,8 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		web:           map[string]*PodWait{},
 		growth:        newGrowth(),
 		trainerUp:     map[types.UID]bool{},
+		deleted:       map[string]bool{},
+		phase:         map[string]v1.TrainingJobPhase{},
 	}
 	pods := r.kubeInformers.Core().V1().Pods()
 	nodes := r.kubeInformers.Core().V1().Nodes()
@@ -130,6 +149,15 @@ func NewRecorder(cfg *rest.Config, namespace string) (*Recorder, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// WatchQueues makes the recorder watch the TrainingQueues too, for the
+// deserved share EDL gives each team (TeamSample.DeservedMilli); call it
+// before Start.
+func (r *Recorder) WatchQueues() {
+	queues := r.jobInformers.Paddlepaddle().V1().TrainingQueues()
+	r.queues = queues.Lister()
+	r.synced = append(r.synced, queues.Informer().HasSynced)
 }
 
 // Start runs the informers until ctx is done and waits for their caches.
@@ -199,6 +227,9 @@ func (r *Recorder) observePod(obj any, deleted bool) {
 		switch {
 		case stopping && r.trainerUp[pod.UID]:
 			r.stopped++
+			if !r.deleted[job] {
+				r.removed++
+			}
 			delete(r.trainerUp, pod.UID)
 		case running && !stopping:
 			r.trainerUp[pod.UID] = true
@@ -247,15 +278,55 @@ func (r *Recorder) observeReplicaSet(obj any) {
 
 func (r *Recorder) observeJob(obj any) {
 	job, ok := obj.(*v1.TrainingJob)
-	if !ok || job.Status.Phase != v1.PhaseRunning {
+	if !ok {
 		return
 	}
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	prev := r.phase[job.Name]
+	r.phase[job.Name] = job.Status.Phase
+	if prev == v1.PhaseRunning && job.Status.Phase == v1.PhaseQueued && !r.deleted[job.Name] && job.DeletionTimestamp == nil {
+		r.stoppedWhole = append(r.stoppedWhole, JobEvent{Job: job.Name, At: now.Sub(r.origin)})
+	}
+	if job.Status.Phase != v1.PhaseRunning {
+		return
+	}
 	if _, seen := r.running[job.Name]; !seen {
 		r.running[job.Name] = now.Sub(r.origin)
 	}
+}
+
+// SetTeams names the team of each namespace: the samples then hold each
+// team's use and demand (Sample.Teams).
+func (r *Recorder) SetTeams(byNamespace map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.teams = byNamespace
+}
+
+// Deleted records that the scenario deleted the job (it ended): its
+// trainers stopped from now on are not counted as removed.
+func (r *Recorder) Deleted(job string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted[job] = true
+}
+
+// TrainersRemoved counts the trainers that were seen Running and then
+// deleted while their job was not (scale-downs, preemptions).
+func (r *Recorder) TrainersRemoved() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removed
+}
+
+// StoppedWhole are the jobs seen going from Running back to Queued while
+// they were not deleted: preempted whole.
+func (r *Recorder) StoppedWhole() []JobEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.stoppedWhole)
 }
 
 // JobTimings returns every submitted job's timing, by name.

@@ -67,6 +67,10 @@ type Summary struct {
 	// RegrowLags are, per web down-step, how long the trainers took to
 	// grow into the room it left (regrowLags).
 	RegrowLags []time.Duration
+	// Teams is what a Teams run measured of the teams' shares.
+	Teams TeamsSummary
+	// Interval is the run's autoscale interval.
+	Interval time.Duration
 }
 
 // RoleShare is a share of the allocatable CPU split by the role of the pods
@@ -154,7 +158,10 @@ func summarizePools(samples []Sample, start time.Duration, growth []TrainerWait,
 // Summarize computes a run's Summary.
 func Summarize(r *Result) Summary {
 	s := Summary{Scenario: r.Scenario, Variant: r.Variant, Scalings: r.Scalings, WebAdded: r.WebAdded, TrainersStoppedForWeb: r.TrainersStoppedForWeb,
-		HeldDerived: r.HeldDerived, FixedDerived: r.FixedDerived}
+		HeldDerived: r.HeldDerived, FixedDerived: r.FixedDerived, Interval: r.Size.Interval}
+	if r.Scenario == Teams {
+		s.Teams = SummarizeTeams(r)
+	}
 	var util, useful, ideal, around, forTrainers, fixed, trainers, held float64
 	var byRole RoleShare
 	for _, x := range r.Samples {
@@ -306,6 +313,8 @@ func Table(scenario Scenario, runs []Summary) string {
 		row("mean job pending time (submission → phase Running)", func(s Summary) string { return secs(s.MeanPending) }, orig.PendingOn, orig.PendingOff)
 		row("mean time to the first trainer Running", func(s Summary) string { return secs(s.MeanFirstTrainer) }, "—", "—")
 		row("jobs never Running", func(s Summary) string { return fmt.Sprintf("%d of %d", s.NeverRunning, s.Jobs) }, "0", orig.NeverRunningOff)
+	case Teams:
+		teamRows(runs, row, pct)
 	case Shared, Pools:
 		row("web pod pending time p50 / p95 (max)", func(s Summary) string {
 			return fmt.Sprintf("%.1f s / %.1f s (%.1f s; %d pods)", s.WebP50.Seconds(), s.WebP95.Seconds(), s.WebMax.Seconds(), s.WebPods)

@@ -64,6 +64,12 @@ type Result struct {
 	// and Pools), TrainersStoppedForWeb the Running trainers deleted from
 	// each up-step to the next step.
 	WebAdded, TrainersStoppedForWeb int
+	// Bursts are the teams' bursts (Teams); TrainersRemoved counts the
+	// Running trainers deleted while their job was not (scale-downs and
+	// preemptions; Teams), StoppedWhole the jobs preempted whole.
+	Bursts          []Burst
+	TrainersRemoved int
+	StoppedWhole    []JobEvent
 	// HeldDerived and FixedDerived are set on a Result read back from a
 	// samples CSV without the held CPU by role, or without the bound of
 	// what EDL cannot influence: ReadResult derived them.
@@ -118,9 +124,16 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	rec, err := NewRecorder(cfg, Namespace)
+	watched := Namespace
+	if opts.Scenario == Teams {
+		watched = "" // the teams' namespaces
+	}
+	rec, err := NewRecorder(cfg, watched)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Scenario == Teams {
+		rec.WatchQueues()
 	}
 	if err := rec.Start(runCtx); err != nil {
 		return nil, err
@@ -149,6 +162,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}()
 
+	if opts.Scenario == Teams {
+		rec.SetTeams(TeamsByNamespace()) // from the first sample on
+	}
 	d := &driver{env: env, rec: rec, opts: opts, progress: progress, edl: edl, stop: stopRun}
 	rec.ResetOrigin(time.Now())
 	samplerDone := make(chan struct{})
@@ -161,6 +177,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		err = d.training(runCtx)
 	case Shared, Pools:
 		err = d.shared(runCtx)
+	case Teams:
+		err = d.teams(runCtx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", opts.Scenario)
 	}
@@ -179,6 +197,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	res.WindowStart = d.windowStart
 	res.Steps = d.steps
 	res.WebAdded, res.TrainersStoppedForWeb = d.webAdded, d.stoppedForWeb
+	res.Bursts, res.TrainersRemoved, res.StoppedWhole = d.bursts, rec.TrainersRemoved(), rec.StoppedWhole()
 	if n := len(res.Samples); n > 0 {
 		res.End = res.Samples[n-1].At
 	}

@@ -83,6 +83,14 @@ type Sample struct {
 	// Pools are the node pools (nodes labelled PoolLabel), by name; none
 	// when no node has the label.
 	Pools []PoolSample
+	// Teams are the teams (Recorder.SetTeams), by name; none without.
+	Teams []TeamSample
+	// LiveJobs counts the jobs neither deleted nor finished;
+	// OrphanTrainers and OrphanPservers the Running pods (not being
+	// deleted) of jobs deleted already, which the garbage collector has
+	// not reached yet.
+	LiveJobs                       int
+	OrphanTrainers, OrphanPservers int
 }
 
 // RoleMilli is an amount of CPU (millicores) split by the role of the pods
@@ -297,11 +305,28 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	}
 	jobs, _ := r.jobs.List(labels.Everything())
 	waiting := map[string]bool{}
+	listed := map[string]bool{}
+	r.mu.Lock()
+	teamOf := r.teams
+	r.mu.Unlock()
+	teams := map[string]*TeamSample{}
+	for _, name := range teamOf {
+		teams[name] = &TeamSample{Name: name}
+	}
 	for _, j := range jobs {
+		listed[j.Name] = true
 		switch j.Status.Phase {
 		case v1.PhaseRunning, v1.PhaseSucceeded, v1.PhaseFailed:
 		default:
 			waiting[j.Name] = true
+		}
+		if j.DeletionTimestamp != nil || j.Status.Phase == v1.PhaseSucceeded || j.Status.Phase == v1.PhaseFailed {
+			continue
+		}
+		s.LiveJobs++
+		if t := teams[teamOf[j.Namespace]]; t != nil {
+			t.DemandMilli += j.Spec.Pserver.Resources.Requests.Cpu().MilliValue()*int64(j.Spec.Pserver.MaxInstance) +
+				j.Spec.Trainer.Resources.Requests.Cpu().MilliValue()*int64(j.Spec.Trainer.MaxInstance)
 		}
 	}
 	pods, _ := r.pods.List(labels.Everything())
@@ -315,9 +340,24 @@ func (r *Recorder) Sample(now time.Time) Sample {
 			s.CPUDeletingMilli += podCPUMilli(p)
 		case isRunning:
 			s.CPURunningMilli += podCPUMilli(p)
-			if job, role, ok := v1.JobOf(p.Labels); ok && waiting[job] {
+			job, role, ok := v1.JobOf(p.Labels)
+			if ok && waiting[job] {
 				s.CPUHeldWaitingMilli += podCPUMilli(p)
 				s.HeldWaiting.add(role, podCPUMilli(p))
+			}
+			if ok && !listed[job] {
+				switch role {
+				case v1.RoleTrainer:
+					s.OrphanTrainers++
+				case v1.RolePserver:
+					s.OrphanPservers++
+				}
+			}
+			if t := teams[teamOf[p.Namespace]]; t != nil {
+				t.CPURunningMilli += podCPUMilli(p)
+				if p.Labels[v1.LabelTrainer] != "" {
+					t.Trainers++
+				}
 			}
 		}
 		live := isLive(p)
@@ -359,6 +399,18 @@ func (r *Recorder) Sample(now time.Time) Sample {
 	if pools := poolUsage(nodes, pods, webCounts{web, fixed, dropped}, waiting, PoolLabel); len(pools) > 0 {
 		s.Pools = pools
 	}
+	if r.queues != nil {
+		queues, _ := r.queues.List(labels.Everything())
+		for _, q := range queues {
+			if t := teams[q.Name]; t != nil {
+				t.DeservedMilli = q.Status.Deserved.Cpu().MilliValue()
+			}
+		}
+	}
+	for _, t := range teams {
+		s.Teams = append(s.Teams, *t)
+	}
+	slices.SortFunc(s.Teams, func(a, b TeamSample) int { return strings.Compare(a.Name, b.Name) })
 
 	for _, j := range jobs {
 		v := JobView{

@@ -1,5 +1,6 @@
 // Command experiment reproduces the original EDL report's two experiments,
-// and runs the pools experiment (a CPU pool and a tainted GPU pool), on the
+// and runs the pools experiment (a CPU pool and a tainted GPU pool) and the
+// teams experiment (three weighted teams, bursts of jobs), on the
 // local control plane with kwok nodes, EDL on and off, and writes the
 // samples (CSV), the figures (PNG) and the tables (results.md, or
 // results-<scenarios>.md for another choice of scenarios) into -out.
@@ -33,11 +34,13 @@ func main() {
 func run() error {
 	var (
 		sizeName  = flag.String("size", "quick", "run size: "+strings.Join(experiment.SizeNames(), ", "))
-		scenarios = flag.String("scenarios", defaultScenarios, "comma-separated scenarios: training, shared, pools")
+		scenarios = flag.String("scenarios", defaultScenarios, "comma-separated scenarios: training, shared, pools, teams")
 		variants  = map[experiment.Scenario]*string{
 			experiment.Training: flag.String("training_variants", "edl,no-edl", "comma-separated runs of the training scenario: edl (EDL on), no-edl (EDL off), each optionally +load=X (edl -max_load_desired X) and +binpack (kube-scheduler scoring MostAllocated)"),
 			experiment.Shared:   flag.String("shared_variants", "edl,no-edl", "comma-separated runs of the shared scenario, as -training_variants"),
 			experiment.Pools:    flag.String("pools_variants", "edl,no-edl", "comma-separated runs of the pools scenario, as -training_variants"),
+			experiment.Teams: flag.String("teams_variants", "edl,edl+noteams,quota", "comma-separated runs of the teams scenario: edl (TrainingQueues), edl+noteams (none: EDL shares by job), "+
+				"quota (no TrainingQueues, a static ResourceQuota per team), each with the options of -training_variants"),
 		}
 		edlBin  = flag.String("edl", "bin/edl", "the edl binary (make build)")
 		out     = flag.String("out", "", "directory for the CSVs, PNGs and results.md (default docs/experiments/<size>)")
@@ -87,9 +90,12 @@ func run() error {
 	for _, sc := range split(*scenarios) {
 		scenario := experiment.Scenario(sc)
 		if variants[scenario] == nil {
-			return fmt.Errorf("unknown scenario %q: training, shared or pools", sc)
+			return fmt.Errorf("unknown scenario %q: training, shared, pools or teams", sc)
 		}
 		fmt.Fprintf(&report, "%s: kwok nodes %s.\n\n", scenario, experiment.DescribeNodes(size.NodeSpecs(scenario)))
+		if scenario == experiment.Teams {
+			fmt.Fprintf(&report, "%s.\n\n", experiment.DescribeTeams(size))
+		}
 		var results []*experiment.Result
 		var summaries []experiment.Summary
 		for _, label := range split(*variants[scenario]) {
@@ -119,7 +125,7 @@ func run() error {
 			return err
 		}
 		table := experiment.Table(scenario, summaries)
-		if scenario != experiment.Training {
+		if scenario == experiment.Shared || scenario == experiment.Pools {
 			for _, res := range results {
 				table += "\n" + experiment.LevelTable(res)
 			}
@@ -155,7 +161,7 @@ func redraw(dir, scenarios string, variants map[experiment.Scenario]*string) err
 	for _, sc := range split(scenarios) {
 		scenario := experiment.Scenario(sc)
 		if variants[scenario] == nil {
-			return fmt.Errorf("unknown scenario %q: training, shared or pools", sc)
+			return fmt.Errorf("unknown scenario %q: training, shared, pools or teams", sc)
 		}
 		var results []*experiment.Result
 		for _, label := range split(*variants[scenario]) {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	log "github.com/inconshreveable/log15"
 	"github.com/spf13/cobra"
@@ -78,17 +79,7 @@ asks for that at once.`,
 				return err
 			}
 			res.Report, err = explain.Filter(report, ns, job)
-			var notFound *explain.JobNotFoundError
-			if errors.As(err, &notFound) {
-				return usagef("%v", err)
-			}
-			if err != nil {
-				return err
-			}
-			if done, err := printTemplated(r.streams.Out, output, res); done {
-				return err
-			}
-			return explain.Print(r.streams.Out, res, output, ns)
+			return printExplained(r, res, err, output, ns, explain.Print)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the jobs of every namespace")
@@ -101,6 +92,12 @@ asks for that at once.`,
 // is the right planning live needs and the user does not have.
 func explainPublished(r *root, c *clients, ns, job, why, output string, cmd *cobra.Command) error {
 	res, err := explain.Published(cmd.Context(), c.tj, ns, job, why)
+	return printExplained(r, res, err, output, ns, explain.PrintPublished)
+}
+
+// printExplained prints res, live or published, unless err says why there
+// is none: a job that does not exist is a usage error naming it.
+func printExplained[R any](r *root, res R, err error, output, ns string, print func(io.Writer, R, string, string) error) error {
 	var notFound *explain.JobNotFoundError
 	if errors.As(err, &notFound) {
 		return usagef("%v", err)
@@ -111,5 +108,5 @@ func explainPublished(r *root, c *clients, ns, job, why, output string, cmd *cob
 	if done, err := printTemplated(r.streams.Out, output, res); done {
 		return err
 	}
-	return explain.PrintPublished(r.streams.Out, res, output, ns)
+	return print(r.streams.Out, res, output, ns)
 }

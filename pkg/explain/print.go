@@ -24,21 +24,8 @@ var Formats = []string{"table", "wide", "json", "yaml"}
 // Print writes res in format; namespace is the one the jobs were filtered
 // by ("" for all), for the sentence of an empty report.
 func Print(w io.Writer, res Result, format, namespace string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	case "yaml":
-		data, err := yaml.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if done, err := printData(w, res, format); done {
 		return err
-	case "", "table", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q", format)
 	}
 	var b strings.Builder
 	r := res.Report
@@ -175,4 +162,27 @@ func effectiveThreshold(t float64) float64 {
 // formatRatio renders a load or fulfillment with up to three decimals.
 func formatRatio(f float64) string {
 	return snapshot.FormatMilli(int64(math.Round(f * 1000)))
+}
+
+// printData writes v as JSON or YAML when format names one, and reports
+// whether it did (or failed to); for the text formats it writes nothing,
+// and for a format it does not know it fails naming it.
+func printData(w io.Writer, v any, format string) (bool, error) {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case "yaml":
+		data, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = w.Write(data)
+		return true, err
+	case "", "table", "wide":
+		return false, nil
+	default:
+		return true, fmt.Errorf("unknown output format %q", format)
+	}
 }

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
@@ -136,21 +134,8 @@ func publishedJob(job *v1.TrainingJob) PublishedJob {
 // ""), or JSON or YAML; namespace is the one the jobs were read from, for
 // the sentence of an empty result.
 func PrintPublished(w io.Writer, res PublishedResult, format, namespace string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	case "yaml":
-		data, err := yaml.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if done, err := printData(w, res, format); done {
 		return err
-	case "", "table", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q", format)
 	}
 	var b strings.Builder
 	if len(res.Jobs) == 0 {

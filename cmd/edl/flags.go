@@ -36,6 +36,7 @@ type options struct {
 	cooldownCycles    int
 	maxGrowPerCycle   int
 	rebalanceGap      float64
+	maxMovesPerSecond float64
 	dryRun            bool
 	gangAdmission     bool
 	preemption        bool
@@ -144,6 +145,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.cooldownCycles, "cooldown_cycles", *a.CooldownCycles, "autoscale intervals a job scaled down is not grown again (0 disables)")
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", *a.MaxGrowPerCycle, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", *a.RebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
+	fs.Float64Var(&o.maxMovesPerSecond, "max_moves_per_second", *a.MaxMovesPerSecond, "most trainers rebalancing and reclaim move per second of the interval, in one plan; a move is a pod kube-controller-manager deletes and one it creates, so raise it with kube-controller-manager's --kube-api-qps (x > 0)")
 	fs.BoolVar(&o.dryRun, "dry_run", *a.DryRun, "plan and log scaling decisions, patch nothing")
 	fs.BoolVar(&o.gangAdmission, "gang_admission", *a.GangAdmission, "hold a new job's ReplicaSets at 0 replicas, their templates gated with "+v1.SchedulingGateAdmission+", until the job's whole minimum fits its namespace's quota and the nodes (off with -dry_run)")
 	fs.BoolVar(&o.preemption, "preemption", *a.Preemption, "with -gang_admission, a queued job that does not fit even with every job of a lower priority at its minimum stops whole the fewest running jobs of a lower priority, which wait in the queue to start again")
@@ -208,6 +210,9 @@ func validate(o options) error {
 	}
 	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
 		return fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
+	}
+	if !(o.maxMovesPerSecond > 0) || math.IsInf(o.maxMovesPerSecond, 1) {
+		return fmt.Errorf("invalid value %v for flag -max_moves_per_second: must be a positive number", o.maxMovesPerSecond)
 	}
 	if len(gpuResourceNames(o.gpuResources)) == 0 {
 		return fmt.Errorf("invalid value %q for flag -gpu_resources: name at least one resource", o.gpuResources)

@@ -68,6 +68,10 @@ type Config struct {
 	CoolDown        time.Duration
 	MaxGrowPerCycle int32
 	RebalanceGap    float64
+	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move in
+	// one plan, per second of the interval ([planner.MovesPerCycle]); 0
+	// means planner.DefaultMovesPerSecond.
+	MaxMovesPerSecond float64
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
 	// GangAdmission admits the queued jobs (condition Queued True) whose

@@ -91,7 +91,7 @@ func (a *Autoscaler) options(now time.Time) planner.Options {
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 
-		MaxRebalancePerCycle: planner.RebalancePerCycle(a.cfg.Interval),
+		MaxRebalancePerCycle: planner.MovesPerCycle(a.cfg.Interval, a.cfg.MaxMovesPerSecond),
 	}
 }
 

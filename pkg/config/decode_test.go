@@ -29,6 +29,7 @@ autoscaler:
   cooldownCycles: 10
   maxGrowPerCycle: 3
   rebalanceGap: 0.25
+  maxMovesPerSecond: 25
   dryRun: true
   gangAdmission: false
   preemption: false

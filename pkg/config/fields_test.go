@@ -47,6 +47,7 @@ func TestFieldsCoverTheType(t *testing.T) {
 	assert.Equal(t, leaves, paths)
 	assert.Empty(t, Missing(Default()), "Default sets every field")
 	assert.Equal(t, planner.DefaultRebalanceGap, DefaultRebalanceGap)
+	assert.Equal(t, float64(planner.DefaultMovesPerSecond), DefaultMaxMovesPerSecond)
 	assert.Equal(t, planner.DefaultMaxLoadDesired, *Default().Autoscaler.MaxLoadDesired)
 }
 

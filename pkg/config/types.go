@@ -60,6 +60,10 @@ type AutoscalerConfiguration struct {
 	// RebalanceGap is the fulfillment gap between jobs of a priority above
 	// which the more fulfilled gives trainers back (0 < x <= 1; 1 is off).
 	RebalanceGap *float64 `json:"rebalanceGap,omitempty"`
+	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move, per
+	// second of the interval, in one plan: a move is one pod
+	// kube-controller-manager deletes and one it creates (x > 0).
+	MaxMovesPerSecond *float64 `json:"maxMovesPerSecond,omitempty"`
 	// DryRun plans and logs, and changes nothing.
 	DryRun *bool `json:"dryRun,omitempty"`
 	// GangAdmission queues a new job until its whole minimum fits.
@@ -91,6 +95,13 @@ type LeaderElectionConfiguration struct {
 // autoscaler.DefaultRebalanceGap, which a test checks.
 const DefaultRebalanceGap = 0.1
 
+// DefaultMaxMovesPerSecond is the default of autoscaler.maxMovesPerSecond:
+// kube-controller-manager's ReplicaSet controller sends about 20 requests
+// a second at its default client QPS, and a move is two of them, so the
+// moves of one plan are done before the next. It equals
+// planner.DefaultMovesPerSecond, which a test checks.
+const DefaultMaxMovesPerSecond = 10.0
+
 // DefaultStartDeadline is the default of autoscaler.startDeadline: a cold
 // pull of a training image of several GB takes minutes, and twice
 // Kueue's default waitForPodsReady timeout leaves room for it, while a job
@@ -115,16 +126,17 @@ func Default() *EDLConfiguration {
 		KubeAPIQPS:    ptr(100.0),
 		KubeAPIBurst:  ptr(200),
 		Autoscaler: AutoscalerConfiguration{
-			Interval:        duration(5 * time.Second),
-			MaxLoadDesired:  ptr(0.97),
-			CooldownCycles:  ptr(3),
-			MaxGrowPerCycle: ptr(0),
-			RebalanceGap:    ptr(DefaultRebalanceGap),
-			DryRun:          ptr(false),
-			GangAdmission:   ptr(true),
-			Preemption:      ptr(true),
-			StartDeadline:   duration(DefaultStartDeadline),
-			StartRetries:    ptr(3),
+			Interval:          duration(5 * time.Second),
+			MaxLoadDesired:    ptr(0.97),
+			CooldownCycles:    ptr(3),
+			MaxGrowPerCycle:   ptr(0),
+			RebalanceGap:      ptr(DefaultRebalanceGap),
+			MaxMovesPerSecond: ptr(DefaultMaxMovesPerSecond),
+			DryRun:            ptr(false),
+			GangAdmission:     ptr(true),
+			Preemption:        ptr(true),
+			StartDeadline:     duration(DefaultStartDeadline),
+			StartRetries:      ptr(3),
 		},
 		LeaderElection: LeaderElectionConfiguration{
 			LeaderElect:       ptr(true),
@@ -139,17 +151,18 @@ func Default() *EDLConfiguration {
 // Planner is what the autoscaler takes from a configuration: the plan's
 // options and the resources counted as GPUs.
 type Planner struct {
-	Interval        time.Duration
-	MaxLoadDesired  float64
-	CoolDown        time.Duration
-	MaxGrowPerCycle int32
-	RebalanceGap    float64
-	DryRun          bool
-	GangAdmission   bool
-	Preemption      bool
-	StartDeadline   time.Duration
-	StartRetries    int32
-	GPUResources    []string
+	Interval          time.Duration
+	MaxLoadDesired    float64
+	CoolDown          time.Duration
+	MaxGrowPerCycle   int32
+	RebalanceGap      float64
+	MaxMovesPerSecond float64
+	DryRun            bool
+	GangAdmission     bool
+	Preemption        bool
+	StartDeadline     time.Duration
+	StartRetries      int32
+	GPUResources      []string
 }
 
 // Planner returns the planner's options of c, with the defaults for what c
@@ -160,17 +173,18 @@ func (c *EDLConfiguration) Planner() Planner {
 	a := full.Autoscaler
 	maxGrow := min(max(*a.MaxGrowPerCycle, 0), 1<<31-1)
 	return Planner{
-		Interval:        a.Interval.Duration,
-		MaxLoadDesired:  *a.MaxLoadDesired,
-		CoolDown:        time.Duration(*a.CooldownCycles) * a.Interval.Duration,
-		MaxGrowPerCycle: int32(maxGrow), // #nosec G115 -- clamped to [0, MaxInt32] above
-		RebalanceGap:    *a.RebalanceGap,
-		DryRun:          *a.DryRun,
-		GangAdmission:   *a.GangAdmission && !*a.DryRun,
-		Preemption:      *a.Preemption && *a.GangAdmission && !*a.DryRun,
-		StartDeadline:   a.StartDeadline.Duration,
-		StartRetries:    int32(min(max(*a.StartRetries, 0), 1<<31-1)), // #nosec G115 -- clamped to [0, MaxInt32]
-		GPUResources:    full.GPUResources,
+		Interval:          a.Interval.Duration,
+		MaxLoadDesired:    *a.MaxLoadDesired,
+		CoolDown:          time.Duration(*a.CooldownCycles) * a.Interval.Duration,
+		MaxGrowPerCycle:   int32(maxGrow), // #nosec G115 -- clamped to [0, MaxInt32] above
+		RebalanceGap:      *a.RebalanceGap,
+		MaxMovesPerSecond: *a.MaxMovesPerSecond,
+		DryRun:            *a.DryRun,
+		GangAdmission:     *a.GangAdmission && !*a.DryRun,
+		Preemption:        *a.Preemption && *a.GangAdmission && !*a.DryRun,
+		StartDeadline:     a.StartDeadline.Duration,
+		StartRetries:      int32(min(max(*a.StartRetries, 0), 1<<31-1)), // #nosec G115 -- clamped to [0, MaxInt32]
+		GPUResources:      full.GPUResources,
 	}
 }
 

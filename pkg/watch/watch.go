@@ -102,6 +102,7 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		CoolDown:              p.CoolDown,
 		MaxGrowPerCycle:       p.MaxGrowPerCycle,
 		RebalanceGap:          p.RebalanceGap,
+		MaxMovesPerSecond:     p.MaxMovesPerSecond,
 		DryRun:                p.DryRun,
 		GangAdmission:         p.GangAdmission,
 		Preemption:            p.Preemption,

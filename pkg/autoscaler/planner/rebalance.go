@@ -10,17 +10,22 @@ import (
 // when Options.RebalanceGap is not positive.
 const DefaultRebalanceGap = 0.1
 
-// RebalancePerSecond is how many trainers the autoscaler lets rebalancing
-// move per second of its interval. kube-controller-manager's ReplicaSet
-// controller makes about 20 requests a second at its default client QPS,
-// and a move is one pod deleted and one created: at this rate the moves of
-// one plan are done before the next.
-const RebalancePerSecond = 10
+// DefaultMovesPerSecond is how many trainers the autoscaler lets
+// rebalancing and reclaim move per second of its interval unless told
+// otherwise. kube-controller-manager's ReplicaSet controller makes about 20
+// requests a second at its default client QPS, and a move is one pod
+// deleted and one created: at this rate the moves of one plan are done
+// before the next.
+const DefaultMovesPerSecond = 10
 
-// RebalancePerCycle is Options.MaxRebalancePerCycle for plans interval
-// apart: RebalancePerSecond per second, at least 1.
-func RebalancePerCycle(interval time.Duration) int32 {
-	return int32(max(1, min(interval.Seconds()*RebalancePerSecond, 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
+// MovesPerCycle is Options.MaxRebalancePerCycle for plans interval apart:
+// perSecond moves per second (DefaultMovesPerSecond when not positive), at
+// least 1.
+func MovesPerCycle(interval time.Duration, perSecond float64) int32 {
+	if perSecond <= 0 {
+		perSecond = DefaultMovesPerSecond
+	}
+	return int32(max(1, min(interval.Seconds()*perSecond, 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
 }
 
 // rebalance moves capacity between the running jobs of one priority and

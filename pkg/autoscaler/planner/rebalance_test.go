@@ -250,11 +250,13 @@ func TestRebalanceCappedTakerWaits(t *testing.T) {
 	assert.Contains(t, waiting[0].Message, "rich (fulfillment 0.889) is to give trainers back for it, but this plan moved the 1 trainers rebalancing may move in one")
 }
 
-func TestRebalancePerCycle(t *testing.T) {
-	assert.Equal(t, int32(20), RebalancePerCycle(2*time.Second))
-	assert.Equal(t, int32(50), RebalancePerCycle(5*time.Second))
-	assert.Equal(t, int32(1), RebalancePerCycle(time.Millisecond), "at least one")
-	assert.Equal(t, int32(1<<30), RebalancePerCycle(1<<62), "no overflow")
+func TestMovesPerCycle(t *testing.T) {
+	assert.Equal(t, int32(20), MovesPerCycle(2*time.Second, 0), "the default rate")
+	assert.Equal(t, int32(50), MovesPerCycle(5*time.Second, 0))
+	assert.Equal(t, int32(50), MovesPerCycle(2*time.Second, 25), "a rate given")
+	assert.Equal(t, int32(1), MovesPerCycle(5*time.Second, 0.01), "at least one")
+	assert.Equal(t, int32(1), MovesPerCycle(time.Millisecond, 0), "at least one")
+	assert.Equal(t, int32(1<<30), MovesPerCycle(1<<62, 0), "no overflow")
 }
 
 // applyPlanAt is applyPlan with the scale-downs stamped at now.

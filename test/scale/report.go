@@ -136,10 +136,11 @@ func Markdown(r *Result, command string) string {
 		if !s.Settled {
 			settled = "no: " + s.Why
 		}
-		fmt.Fprintf(&b, "| %s | %d → %d | %s | %s | %s |\n", s.Name, s.TrainersBefore, s.TrainersAfter,
-			s.EDL.Round(time.Second), s.Total.Round(time.Second), settled)
+		fmt.Fprintf(&b, "| %s | %d → %d | %s (floor %s) | %s | %s |\n", s.Name, s.TrainersBefore, s.TrainersAfter,
+			s.EDL.Round(time.Second), s.Figures.FloorString(), s.Total.Round(time.Second), settled)
 	}
 	b.WriteString("\n")
+	b.WriteString(FiguresMarkdown(r.Settles))
 	for _, s := range r.Settles {
 		if len(s.Timeline) == 0 {
 			continue

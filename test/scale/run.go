@@ -94,9 +94,11 @@ type Settle struct {
 	Settled bool
 	Why     string
 	// Start is when the step was made; Timeline is what each component did
-	// until it settled ([ReadTimeline]).
+	// until it settled ([ReadTimeline]); Figures what happened to the web
+	// service and the jobs in that time.
 	Start    time.Time
 	Timeline []Span
+	Figures  StepFigures
 }
 
 // Result is what a run measured.
@@ -262,8 +264,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	defer func() { _ = stopSamples() }()
 
-	settle := func(name string, web int32) (Settle, error) {
-		t0 := time.Now()
+	// settle waits for the step made at t0 to settle.
+	settle := func(name string, web int32, t0 time.Time) (Settle, error) {
 		before, err := w.state(cfg.Jobs, web)
 		if err != nil {
 			return Settle{}, err
@@ -336,7 +338,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			return nil, fmt.Errorf("create TrainingJob %s/%s: %w", ns, job.Name, err)
 		}
 	}
-	if _, err := settle("fill: jobs created beside the full web service", cfg.WebReplicas()); err != nil {
+	if _, err := settle("fill: jobs created beside the full web service", cfg.WebReplicas(), fillStart); err != nil {
 		return nil, err
 	}
 	phase("filling the cluster", fillStart)
@@ -353,13 +355,14 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := experiment.ScaleWeb(ctx, kube, WebNamespace, cfg.WebShrunk()); err != nil {
 		return nil, err
 	}
-	if _, err := settle(fmt.Sprintf("wave: web %d → %d", cfg.WebReplicas(), cfg.WebShrunk()), cfg.WebShrunk()); err != nil {
+	if _, err := settle(fmt.Sprintf("wave: web %d → %d", cfg.WebReplicas(), cfg.WebShrunk()), cfg.WebShrunk(), waveStart); err != nil {
 		return nil, err
 	}
+	growStart := time.Now()
 	if err := experiment.ScaleWeb(ctx, kube, WebNamespace, cfg.WebReplicas()); err != nil {
 		return nil, err
 	}
-	if _, err := settle(fmt.Sprintf("wave: web %d → %d", cfg.WebShrunk(), cfg.WebReplicas()), cfg.WebReplicas()); err != nil {
+	if _, err := settle(fmt.Sprintf("wave: web %d → %d", cfg.WebShrunk(), cfg.WebReplicas()), cfg.WebReplicas(), growStart); err != nil {
 		return nil, err
 	}
 	phase("the wave, shrink and grow back", waveStart)
@@ -388,6 +391,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := readTimelines(res.Settles, auditLog, filepath.Join(opts.Dir, "edl.log")); err != nil {
 		return nil, err
 	}
+	if err := FillFigures(res.Settles, w.webTimes(), w.preemptions(), requests); err != nil {
+		return nil, err
+	}
 	res.Buckets = BucketRequests(requests, origin, end, BucketWidth)
 	res.LoadAfter = loadavg()
 	res.Wall = time.Since(began)
@@ -399,7 +405,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 func readTimelines(settles []Settle, auditLog, edlLog string) error {
 	windows := make([][2]time.Time, len(settles))
 	for i, s := range settles {
-		windows[i] = [2]time.Time{s.Start, s.Start.Add(s.Total + time.Second)}
+		w := StepWindow(s)
+		windows[i] = [2]time.Time{w.Start, w.End}
 	}
 	spans, err := ReadTimeline(auditLog, windows)
 	if err != nil {
@@ -411,6 +418,7 @@ func readTimelines(settles []Settle, auditLog, edlLog string) error {
 	}
 	for i := range settles {
 		settles[i].Timeline = append(scalings[i][:], spans[i]...)
+		settles[i].Figures.Removed = scalings[i][0].N
 	}
 	return nil
 }

@@ -41,6 +41,14 @@ type Summary struct {
 	// FillSettled, GrowSettled and ShrinkSettled: the step settled before
 	// its timeout.
 	FillSettled, GrowSettled, ShrinkSettled bool
+	// ShrinkWebP95 is the pending time p95 of the web pods created as the
+	// web service grows back, seconds, a lower bound when ShrinkWebUnbound
+	// of them were not bound when the step ended; ShrinkPreempted the
+	// trainers kube-scheduler preempted in that step. Both are nil in the
+	// runs made before they were measured.
+	ShrinkWebP95     *float64 `json:",omitempty"`
+	ShrinkWebUnbound int      `json:",omitempty"`
+	ShrinkPreempted  *int     `json:",omitempty"`
 	// StatusPerJobMinute and StatusPeak are the status writes while the
 	// jobs started: the mean per job per minute, the busiest job-minute.
 	StatusPerJobMinute float64
@@ -97,6 +105,10 @@ func Summarize(r *Result) Summary {
 			s.GrowEDL, s.GrowTotal, s.GrowSettled = st.EDL.Seconds(), st.Total.Seconds(), st.Settled
 		case 2:
 			s.ShrinkEDL, s.ShrinkTotal, s.ShrinkSettled = st.EDL.Seconds(), st.Total.Seconds(), st.Settled
+			if f := st.Figures; f.Measured {
+				p95, preempted := f.WebPending.P95.Seconds(), f.Preempted
+				s.ShrinkWebP95, s.ShrinkWebUnbound, s.ShrinkPreempted = &p95, f.WebPending.Unbound, &preempted
+			}
 		}
 	}
 	return s
@@ -141,17 +153,28 @@ func SizesMarkdown(runs []Summary) string {
 	var b strings.Builder
 	b.WriteString("| nodes (CPU each) | pods at most | jobs | edl peak RSS | steady RSS | one cycle p50 / p99 | LIST / writes while quiet | " +
 		"requests/s while busy: mean / busiest 10 s | web shrinks: edl's last scaling / all run | web grows back: edl's last scaling / all run | " +
+		"web grows back: web pods' pending p95 | web grows back: trainers preempted by kube-scheduler | " +
 		"status writes per job-minute while starting: mean / busiest | run |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range runs {
 		fill := ""
 		if !s.FillSettled {
 			fill = " (the fill did not settle)"
 		}
-		fmt.Fprintf(&b, "| %d (%d) | %d | %d | %.1f MiB | %.1f MiB | %.1f / %.1f ms | %d / %d | %.1f / %.1f | %s | %s | %.1f / %d | %s%s |\n",
+		pending, preempted := "—", "—"
+		if s.ShrinkWebP95 != nil {
+			pending = fmt.Sprintf("%.1f s", *s.ShrinkWebP95)
+			if s.ShrinkWebUnbound > 0 {
+				pending = fmt.Sprintf("at least %s (%d not bound)", pending, s.ShrinkWebUnbound)
+			}
+		}
+		if s.ShrinkPreempted != nil {
+			preempted = fmt.Sprint(*s.ShrinkPreempted)
+		}
+		fmt.Fprintf(&b, "| %d (%d) | %d | %d | %.1f MiB | %.1f MiB | %.1f / %.1f ms | %d / %d | %.1f / %.1f | %s | %s | %s | %s | %.1f / %d | %s%s |\n",
 			s.Nodes, s.NodeCPU, s.Pods, s.Jobs, s.PeakRSS, s.SteadyRSS, s.CycleP50, s.CycleP99, s.SteadyLists, s.SteadyWrites,
 			s.MeanRequests, s.PeakRequests, reaction(s.GrowSettled, s.GrowEDL, s.GrowTotal, s.Interval),
-			reaction(s.ShrinkSettled, s.ShrinkEDL, s.ShrinkTotal, s.Interval), s.StatusPerJobMinute, s.StatusPeak,
+			reaction(s.ShrinkSettled, s.ShrinkEDL, s.ShrinkTotal, s.Interval), pending, preempted, s.StatusPerJobMinute, s.StatusPeak,
 			time.Duration(s.Wall*float64(time.Second)).Round(time.Minute), fill)
 	}
 	return b.String()

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -27,10 +28,15 @@ type watcher struct {
 
 	mu         sync.Mutex
 	lastChange time.Time // the last change of a trainer ReplicaSet's replicas
+	// web are the web pods' times; preempted when each trainer was first
+	// seen preempted by kube-scheduler.
+	web       map[types.UID]*PodTimes
+	preempted map[types.UID]time.Time
 }
 
 func newWatcher(kube kubernetes.Interface) (*watcher, error) {
-	w := &watcher{factory: informers.NewSharedInformerFactory(kube, 0)}
+	w := &watcher{factory: informers.NewSharedInformerFactory(kube, 0),
+		web: map[types.UID]*PodTimes{}, preempted: map[types.UID]time.Time{}}
 	podInformer := w.factory.Core().V1().Pods()
 	rsInformer := w.factory.Apps().V1().ReplicaSets()
 	w.pods, w.rs = podInformer.Lister(), rsInformer.Lister()
@@ -43,7 +49,19 @@ func newWatcher(kube kubernetes.Interface) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = podInformer.Informer()
+	_, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.sawPod,
+		UpdateFunc: func(_, obj any) { w.sawPod(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			w.sawPod(obj)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -69,6 +87,65 @@ func (w *watcher) changed(old, obj any) {
 	w.mu.Lock()
 	w.lastChange = time.Now()
 	w.mu.Unlock()
+}
+
+// sawPod notes when a web pod was first seen and first seen bound, and
+// when a trainer was first seen with kube-scheduler's DisruptionTarget
+// condition (set just before the scheduler deletes a victim).
+func (w *watcher) sawPod(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case p.Labels[experiment.WebLabel] == experiment.WebName:
+		t := w.web[p.UID]
+		if t == nil {
+			t = &PodTimes{Created: now}
+			w.web[p.UID] = t
+		}
+		if t.Bound.IsZero() && p.Spec.NodeName != "" {
+			t.Bound = now
+		}
+	case p.Labels[v1.LabelTrainer] != "" && preemptedByScheduler(p):
+		if _, seen := w.preempted[p.UID]; !seen {
+			w.preempted[p.UID] = now
+		}
+	}
+}
+
+func preemptedByScheduler(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
+}
+
+// webTimes are the web pods' times so far.
+func (w *watcher) webTimes() []PodTimes {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]PodTimes, 0, len(w.web))
+	for _, t := range w.web {
+		out = append(out, *t)
+	}
+	return out
+}
+
+// preemptions are when each preempted trainer was first seen so.
+func (w *watcher) preemptions() []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]time.Time, 0, len(w.preempted))
+	for _, t := range w.preempted {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (w *watcher) lastTrainerChange() time.Time {

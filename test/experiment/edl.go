@@ -1,6 +1,9 @@
 package experiment
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // EDLStartup is how long the experiment and the demo watch a new edl
 // before they go on: one that exits within it (a bad flag, no API server,
@@ -23,4 +26,20 @@ func EDLArgs(kubeconfig string, interval time.Duration, mode Mode) []string {
 		args = append(args, "-dry_run")
 	}
 	return args
+}
+
+// CompressedRates are kube-controller-manager's and kube-scheduler's flags
+// that raise their client rates (--kube-api-qps, --kube-api-burst) from
+// their defaults (20/30 and 50/100) by compression, the factor by which the
+// run compresses time. Teams runs with them, and edl with
+// -max_moves_per_second raised by the same factor: its figures are
+// reclaim's times in autoscale intervals, and a reclaim is bounded by how
+// many pods kube-controller-manager deletes and creates a second, a rate the
+// compressed interval would otherwise shrink against. The other scenarios
+// keep the defaults.
+func CompressedRates(compression float64) (controllerManager, scheduler []string) {
+	rate := func(qps, burst float64) []string {
+		return []string{fmt.Sprintf("--kube-api-qps=%g", qps*compression), fmt.Sprintf("--kube-api-burst=%d", int(burst*compression))}
+	}
+	return rate(20, 30), rate(50, 100)
 }

@@ -471,3 +471,11 @@ func TestRecorderCountsStoppedTrainers(t *testing.T) {
 	assert.Equal(t, "0.67 (2 for 3)", stoppedPerWebPod(Summary{WebAdded: 3, TrainersStoppedForWeb: 2}))
 	assert.Equal(t, "—", stoppedPerWebPod(Summary{}), "no up-step")
 }
+
+func TestCompressedRates(t *testing.T) {
+	kcm, sched := CompressedRates(2.5)
+	assert.Equal(t, []string{"--kube-api-qps=50", "--kube-api-burst=75"}, kcm, "kube-controller-manager's 20/30, 2.5 times")
+	assert.Equal(t, []string{"--kube-api-qps=125", "--kube-api-burst=250"}, sched, "kube-scheduler's 50/100, 2.5 times")
+	kcm, _ = CompressedRates(1)
+	assert.Equal(t, []string{"--kube-api-qps=20", "--kube-api-burst=30"}, kcm, "uncompressed, the defaults")
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -102,7 +103,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	fmt.Fprintf(progress, "%-8s %-6s starting a control plane with kwok nodes: %s (logs in %s)\n",
 		opts.Scenario, label, DescribeNodes(nodes), filepath.Join(clusterDir, "logs"))
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	cp, err := framework.Start(startCtx, framework.Options{Dir: clusterDir, Nodes: nodes, SchedulerScoring: scoring})
+	fo := framework.Options{Dir: clusterDir, Nodes: nodes, SchedulerScoring: scoring}
+	if opts.Scenario == Teams {
+		fo.ControllerManagerFlags, fo.SchedulerFlags = CompressedRates(size.Compression)
+	}
+	cp, err := framework.Start(startCtx, fo)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -145,6 +150,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	args := EDLArgs(cp.Kubeconfig, size.Interval, opts.Variant.Mode)
 	if opts.Variant.NoGang {
 		args = append(args, "-gang_admission=false")
+	}
+	if opts.Scenario == Teams {
+		args = append(args, "-max_moves_per_second", strconv.FormatFloat(planner.DefaultMovesPerSecond*size.Compression, 'f', -1, 64))
 	}
 	if opts.Variant.MaxLoadDesired > 0 {
 		args = append(args, "-max_load_desired", strconv.FormatFloat(opts.Variant.MaxLoadDesired, 'f', -1, 64))

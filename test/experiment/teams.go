@@ -270,6 +270,7 @@ func DescribeTeams(size Size) string {
 		}
 		teams = append(teams, d+")")
 	}
-	return fmt.Sprintf("teams %s; phases of %s ('X' busy); a team turning busy submits %d job(s) of %d..%d trainers and %d pservers at once, which end when it turns idle",
-		strings.Join(teams, ", "), t.Phase, t.Burst, t.TrainerMin, t.TrainerMax, size.Pservers)
+	kcm, _ := CompressedRates(size.Compression)
+	return fmt.Sprintf("teams %s; phases of %s ('X' busy); a team turning busy submits %d job(s) of %d..%d trainers and %d pservers at once, which end when it turns idle; kube-controller-manager's and kube-scheduler's client rates and edl's -max_moves_per_second %g times their defaults, as time is (kube-controller-manager %s)",
+		strings.Join(teams, ", "), t.Phase, t.Burst, t.TrainerMin, t.TrainerMax, size.Pservers, size.Compression, strings.Join(kcm, " "))
 }

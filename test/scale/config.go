@@ -23,6 +23,9 @@ type Config struct {
 	Steady time.Duration
 	// SettleTimeout bounds each wait for the jobs to reach their targets.
 	SettleTimeout time.Duration
+	// EDLFlags are more flags for edl, after those every run gives it
+	// (an A/B of one of its options); none by default.
+	EDLFlags []string `json:",omitempty"`
 }
 
 // DefaultConfig is what make scale runs without knobs.

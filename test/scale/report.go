@@ -79,10 +79,10 @@ func Markdown(r *Result, command string) string {
 	c := r.Config
 	fmt.Fprintf(&b, "Reproduce: `%s`\n\n", command)
 	fmt.Fprintf(&b, "%d kwok nodes of %d CPU / %s; %d TrainingJobs in %d namespaces, each %d–%d trainers of %s CPU and 1 pserver of %s; "+
-		"a web Deployment at a higher priority of %d pods of %s CPU (a third of the cluster's CPU); edl -autoscale_interval %s. "+
+		"a web Deployment at a higher priority of %d pods of %s CPU (a third of the cluster's CPU); edl -autoscale_interval %s%s. "+
 		"At most %d pods at once. Control plane with nodes up in %s; the whole run took %s. Load average (1, 5, 15 min) %s before, %s after, on %d cores.\n\n",
 		c.Nodes, c.NodeCPU, c.NodeMemory, c.Jobs, c.Namespaces, TrainerMin, c.TrainerMax(), TrainerSize.CPU, PserverSize.CPU,
-		c.WebReplicas(), WebSize.CPU, c.Interval, r.Pods, r.Setup.Round(time.Second), r.Wall.Round(time.Second), r.LoadBefore, r.LoadAfter, numCPU())
+		c.WebReplicas(), WebSize.CPU, c.Interval, edlFlagsText(c.EDLFlags), r.Pods, r.Setup.Round(time.Second), r.Wall.Round(time.Second), r.LoadBefore, r.LoadAfter, numCPU())
 
 	b.WriteString("### edl's memory and CPU (from /proc)\n\n")
 	b.WriteString("| phase | length | CPU s / min | mean RSS | peak RSS |\n|---|---:|---:|---:|---:|\n")
@@ -248,4 +248,13 @@ func addLine(p *plot.Plot, name string, xy plotter.XYs, c color.Color, dashes []
 	p.Legend.Add(name, l)
 	p.Legend.Top = true
 	return nil
+}
+
+// edlFlagsText names the flags a run gave edl beyond every run's, after
+// its interval.
+func edlFlagsText(flags []string) string {
+	if len(flags) == 0 {
+		return ""
+	}
+	return " " + strings.Join(flags, " ")
 }

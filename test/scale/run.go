@@ -218,8 +218,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 
 	edl, err := framework.StartEDL(framework.EDLOptions{Binary: opts.EDL, LogPath: filepath.Join(opts.Dir, "edl.log"),
-		StartupGrace: experiment.EDLStartup, Args: []string{"-kubeconfig", cp.Kubeconfig,
-			"-autoscale_interval", cfg.Interval.String(), "-log_level", "info", "-http_addr", "127.0.0.1:0"}})
+		StartupGrace: experiment.EDLStartup, Args: append([]string{"-kubeconfig", cp.Kubeconfig,
+			"-autoscale_interval", cfg.Interval.String(), "-log_level", "info", "-http_addr", "127.0.0.1:0"}, cfg.EDLFlags...)})
 	if err != nil {
 		return nil, err
 	}

@@ -52,10 +52,12 @@ func run() error {
 	flag.DurationVar(&c.Steady, "steady", c.Steady, "the steady window in which edl's requests are counted")
 	flag.DurationVar(&c.SettleTimeout, "settle_timeout", c.SettleTimeout, "how long each step may take to settle")
 	edlBin := flag.String("edl", "bin/edl", "the edl binary (make build)")
+	edlFlags := flag.String("edl_flags", "", "more flags for edl, space-separated (an A/B of one of its options: \"-kube_api_qps=300 -kube_api_burst=600\")")
 	out := flag.String("out", filepath.Join("docs", "scale.md"), "the Markdown file whose results section is rewritten")
 	workDir := flag.String("workdir", filepath.Join(framework.CacheDir(), "scale"), "directory for the run's logs")
 	from := flag.String("from", "", "write the docs from this result.json of an earlier run instead of running")
 	flag.Parse()
+	c.EDLFlags = strings.Fields(*edlFlags)
 	if *from != "" {
 		b, err := os.ReadFile(*from) // #nosec G304 -- the -from flag
 		if err != nil {
@@ -120,6 +122,9 @@ func write(res *scale.Result, out string) error {
 	}
 	if c.NodeCPU != scale.DefaultConfig.NodeCPU {
 		command += fmt.Sprintf(" SCALE_FLAGS=-node_cpu=%d", c.NodeCPU)
+	}
+	if len(c.EDLFlags) > 0 {
+		command += fmt.Sprintf(" SCALE_FLAGS='-edl_flags=\"%s\"'", strings.Join(c.EDLFlags, " "))
 	}
 	if c.Steady != scale.DefaultConfig.Steady {
 		command += " STEADY=" + c.Steady.String()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -245,32 +246,59 @@ type applied struct {
 	failed map[string]bool
 }
 
-// applyActions patches the trainer ReplicaSets of actions, the scale-downs
-// first (see [applyOrder]), and logs each instead with a dry run. A
-// rebalancing scale-up whose room was to come from a scale-down that failed
-// is skipped: its pods would only wait, and the next plan decides again.
+// applyParallelism is how many jobs' scalings are applied at once: a
+// yield to a burst of pods scales down every job with trainers where the
+// pods may go, each marking its trainers and patching its ReplicaSet, and
+// one job at a time the API server's latency, not the client's rate limit,
+// would set the pace.
+const applyParallelism = 8
+
+// applyActions patches the trainer ReplicaSets of actions, up to
+// applyParallelism jobs at once, every scale-down before any scale-up (see
+// [applyOrder]), and logs each instead with a dry run. A rebalancing
+// scale-up whose room was to come from a scale-down that failed is skipped:
+// its pods would only wait, and the next plan decides again.
 func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAction, objects map[string]*v1.TrainingJob, now time.Time) applied {
 	done := applied{scaled: map[string]*v1.ScaleRecord{}, failed: map[string]bool{}}
-	givenBack := true // every rebalancing scale-down applied
-	for _, act := range applyOrder(actions) {
-		if a.cfg.DryRun {
+	ordered := applyOrder(actions)
+	if a.cfg.DryRun {
+		for _, act := range ordered {
 			a.log.Info("dry run: would scale trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
-			continue
 		}
-		if act.Cause == planner.CauseRebalance && act.To > act.From && !givenBack {
-			done.failed[act.Job] = true
-			a.log.Info("not scaling up: a rebalancing scale-down it was to take the room of failed", "job", act.Job, "from", act.From, "to", act.To)
-			continue
-		}
-		if err := a.apply(ctx, objects[act.Job], act); err != nil {
-			if act.Cause == planner.CauseRebalance && act.To < act.From {
-				givenBack = false
+		return done
+	}
+	var mu sync.Mutex // guards done and givenBack
+	givenBack := true // every rebalancing scale-down applied
+	downs := 0
+	for downs < len(ordered) && ordered[downs].To < ordered[downs].From {
+		downs++
+	}
+	for _, wave := range [][]planner.ScaleAction{ordered[:downs], ordered[downs:]} {
+		var g errgroup.Group
+		g.SetLimit(applyParallelism)
+		for _, act := range wave {
+			if act.Cause == planner.CauseRebalance && act.To > act.From && !givenBack {
+				done.failed[act.Job] = true
+				a.log.Info("not scaling up: a rebalancing scale-down it was to take the room of failed", "job", act.Job, "from", act.From, "to", act.To)
+				continue
 			}
-			done.failed[act.Job] = true
-			a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
-			continue
+			g.Go(func() error {
+				err := a.apply(ctx, objects[act.Job], act)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					if act.Cause == planner.CauseRebalance && act.To < act.From {
+						givenBack = false
+					}
+					done.failed[act.Job] = true
+					a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
+					return nil
+				}
+				done.scaled[act.Job] = &v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
+				return nil
+			})
 		}
-		done.scaled[act.Job] = &v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
+		_ = g.Wait() // the scale-ups wait for the scale-downs whose room they take
 	}
 	return done
 }

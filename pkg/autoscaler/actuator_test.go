@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,8 +278,10 @@ func drain(r *record.FakeRecorder) []string {
 	}
 }
 
-// fakeMetrics keeps what the autoscaler reports.
+// fakeMetrics keeps what the autoscaler reports; Scaled and ScaleFailed
+// are called by several jobs' scalings at once.
 type fakeMetrics struct {
+	mu        sync.Mutex
 	planned   [][]planner.Job
 	snaps     []snapshot.Snapshot
 	scaled    []planner.ScaleAction
@@ -294,6 +297,8 @@ type fakeMetrics struct {
 func (r *fakeMetrics) Teams(shares []planner.TeamShare) { r.teams = append(r.teams, shares) }
 
 func (r *fakeMetrics) ScaleFailed(act planner.ScaleAction, lost bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.failed = append(r.failed, act)
 	r.lost = append(r.lost, lost)
 }
@@ -310,7 +315,11 @@ func (r *fakeMetrics) Planned(_ time.Duration, snap snapshot.Snapshot, jobs []pl
 	r.snaps = append(r.snaps, snap)
 }
 
-func (r *fakeMetrics) Scaled(act planner.ScaleAction) { r.scaled = append(r.scaled, act) }
+func (r *fakeMetrics) Scaled(act planner.ScaleAction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scaled = append(r.scaled, act)
+}
 
 // TestRunOnceReportsToTheMetrics: every cycle is reported with the jobs it
 // planned for; only applied actions count as scaled.

@@ -254,9 +254,11 @@ func TestWebBurstStopsNoMoreTrainersThanItNeeds(t *testing.T) {
 	assert.LessOrEqual(t, preempted+yielded, 40+20, "kube-scheduler's preemptions and EDL's yields add up")
 	// The ReplicaSet controller re-creates the victims as the scheduler's
 	// deletions land; EDL gives back those that cannot be placed in the
-	// next plans: a woken one and the ticks after it.
+	// next plans: a woken one and the ticks after it, within 3 intervals —
+	// the woken plan and the 3 ticks of that window (a woken plan may run in
+	// the second of a tick).
 	for job, n := range givenBack {
-		assert.LessOrEqual(t, n, 3, "%s gave back re-created trainers in %d plans: %+v", job, n, downs)
+		assert.LessOrEqual(t, n, 4, "%s gave back re-created trainers in %d plans: %+v", job, n, downs)
 	}
 	assert.LessOrEqual(t, lastBack.Sub(firstBack), 3*interval, "the give-backs are spread over many plans: %+v", downs)
 }

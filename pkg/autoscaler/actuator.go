@@ -278,7 +278,9 @@ func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAc
 		g.SetLimit(applyParallelism)
 		for _, act := range wave {
 			if act.Cause == planner.CauseRebalance && act.To > act.From && !givenBack {
+				mu.Lock() // the wave's scale-ups already started write done too
 				done.failed[act.Job] = true
+				mu.Unlock()
 				a.log.Info("not scaling up: a rebalancing scale-down it was to take the room of failed", "job", act.Job, "from", act.From, "to", act.To)
 				continue
 			}

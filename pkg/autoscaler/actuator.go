@@ -178,10 +178,12 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *p
 	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
 	case err == nil:
+		a.writtenMu.Lock()
 		if a.written == nil {
 			a.written = map[string]time.Time{}
 		}
 		a.written[writtenKey(job)] = now
+		a.writtenMu.Unlock()
 		a.log.Debug("recorded what limits the job", "job", e.Job, "limit", e.Limit, "message", e.Message)
 		return nil
 	case apierrors.IsNotFound(err):
@@ -213,7 +215,10 @@ func (a *Autoscaler) scalingCondition(job *v1.TrainingJob, e *planner.Explanatio
 		if old.Message == cond.Message {
 			return cond, i, false
 		}
-		if last, ok := a.written[writtenKey(job)]; ok && now.Sub(last) < FigureRefresh {
+		a.writtenMu.Lock()
+		last, ok := a.written[writtenKey(job)]
+		a.writtenMu.Unlock()
+		if ok && now.Sub(last) < FigureRefresh {
 			return cond, i, false // only the figures moved, and recently
 		}
 	}
@@ -321,9 +326,11 @@ func applyOrder(actions []planner.ScaleAction) []planner.ScaleAction {
 
 // recordScalings writes what limits each planned job (its Scaling
 // condition) with the scaling applied to it, if any, and the scaling alone
-// for a job scaled but not explained. It skips a job whose scaling failed,
-// whose condition would describe what did not happen, and a job being
-// preempted; a dry run writes nothing.
+// for a job scaled but not explained, applyParallelism jobs at once: after
+// a yield to a burst every job has a status to write, and one job at a time
+// the API server's latency would delay the next plan by seconds. It skips a
+// job whose scaling failed, whose condition would describe what did not
+// happen, and a job being preempted; a dry run writes nothing.
 func (a *Autoscaler) recordScalings(ctx context.Context, d planner.Decision, objects map[string]*v1.TrainingJob, done applied, now time.Time) {
 	if a.cfg.DryRun {
 		return
@@ -341,22 +348,31 @@ func (a *Autoscaler) recordScalings(ctx context.Context, d planner.Decision, obj
 		}
 	}
 	a.written = written
+	var g errgroup.Group
+	g.SetLimit(applyParallelism)
 	for _, e := range d.Jobs {
 		if done.failed[e.Job] || stopped[e.Job] {
 			continue
 		}
 		record := done.scaled[e.Job]
 		delete(done.scaled, e.Job)
-		switch err := a.recordStatus(ctx, objects[e.Job], &e, record, now); {
-		case errors.Is(err, errStale):
-			a.log.Debug("the job changed while its limit was recorded; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
-		case err != nil:
-			a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
-		}
+		g.Go(func() error {
+			switch err := a.recordStatus(ctx, objects[e.Job], &e, record, now); {
+			case errors.Is(err, errStale):
+				a.log.Debug("the job changed while its limit was recorded; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+			case err != nil:
+				a.log.Warn("recording what limits the job failed; the next plan retries", "job", e.Job, "limit", e.Limit, "err", err)
+			}
+			return nil
+		})
 	}
 	for job, record := range done.scaled { // scaled, and not explained: the record alone
-		if err := a.recordScale(ctx, objects[job], record); err != nil {
-			a.log.Warn("recording the scaling failed", "job", job, "err", err)
-		}
+		g.Go(func() error {
+			if err := a.recordScale(ctx, objects[job], record); err != nil {
+				a.log.Warn("recording the scaling failed", "job", job, "err", err)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 }

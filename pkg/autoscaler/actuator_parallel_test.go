@@ -16,12 +16,15 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 )
 
 // slowAPI answers every request after delay, as an API server under load
-// would, and keeps the most ReplicaSet patches it had in flight at once.
+// would, and keeps the most patches of one resource (ReplicaSets unless
+// resource says) it had in flight at once.
 type slowAPI struct {
-	delay time.Duration
+	delay    time.Duration
+	resource string
 
 	mu             sync.Mutex
 	inFlight, most int
@@ -29,8 +32,12 @@ type slowAPI struct {
 }
 
 func (s *slowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rs := r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/replicasets/")
-	if rs {
+	resource := s.resource
+	if resource == "" {
+		resource = "replicasets"
+	}
+	rs := strings.Contains(r.URL.Path, "/replicasets/")
+	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/"+resource+"/") {
 		s.mu.Lock()
 		s.inFlight++
 		s.patched = append(s.patched, r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:])
@@ -41,8 +48,11 @@ func (s *slowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(s.delay)
 	w.Header().Set("Content-Type", "application/json")
 	kind := `"apiVersion":"v1","kind":"Pod"`
-	if rs {
+	switch {
+	case rs:
 		kind = `"apiVersion":"apps/v1","kind":"ReplicaSet"`
+	case strings.Contains(r.URL.Path, "/trainingjobs/"):
+		kind = `"apiVersion":"paddlepaddle.org/v1","kind":"TrainingJob"`
 	}
 	_, _ = w.Write([]byte(`{` + kind + `,"metadata":{"name":"x"}}`))
 }
@@ -82,4 +92,36 @@ func TestAPlanScalesSeveralJobsAtOnce(t *testing.T) {
 	assert.Equal(t, "f-trainer", api.patched[len(names)-1], "the scale-up after every scale-down")
 	// One job after the other, one patch would be in flight at a time.
 	assert.GreaterOrEqual(t, api.most, 2, "the scale-downs at once")
+}
+
+// TestAPlanRecordsSeveralStatusesAtOnce: after a yield every job scaled has
+// a status to write; the writes go out together, not one job after the
+// other (which delayed the next plan by seconds on a 1,000-node cluster).
+func TestAPlanRecordsSeveralStatusesAtOnce(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	var groups [][]runtime.Object
+	for _, n := range names {
+		groups = append(groups, elasticJob(n, 1, 10, 4))
+	}
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, objects(groups...)...)
+	api := &slowAPI{delay: 100 * time.Millisecond, resource: "trainingjobs"}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	f.scaler.tjClient = tjclient.NewForConfigOrDie(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+
+	var d planner.Decision
+	jobs := map[string]*v1.TrainingJob{}
+	done := applied{scaled: map[string]*v1.ScaleRecord{}, failed: map[string]bool{}}
+	for _, n := range names {
+		job, err := f.tjInf.Paddlepaddle().V1().TrainingJobs().Lister().TrainingJobs("ns").Get(n)
+		require.NoError(t, err)
+		jobs["ns/"+n] = job
+		d.Jobs = append(d.Jobs, planner.Explanation{Job: "ns/" + n, Limit: planner.LimitAtMax, Message: "at its maximum"})
+		done.scaled["ns/"+n] = &v1.ScaleRecord{From: 4, To: 10}
+	}
+	f.scaler.recordScalings(t.Context(), d, jobs, done, time.Now())
+
+	assert.Len(t, api.patched, len(names), "a status write for every job")
+	// One job after the other, one write would be in flight at a time.
+	assert.GreaterOrEqual(t, api.most, 2, "the status writes at once")
 }

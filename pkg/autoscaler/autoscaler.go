@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	log "github.com/inconshreveable/log15"
@@ -146,8 +147,10 @@ type Autoscaler struct {
 
 	// written is when each job's Scaling condition was last written (by
 	// job key and UID), so that figures that move with every pod do not
-	// rewrite it every cycle; see recordStatus. Only RunOnce touches it.
-	written map[string]time.Time
+	// rewrite it every cycle; see recordStatus. Only RunOnce touches it,
+	// from the goroutines that write a plan's statuses, under writtenMu.
+	writtenMu sync.Mutex
+	written   map[string]time.Time
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.

@@ -189,7 +189,14 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 	}
 	kubeInformers, jobInformers := w.KubeInformers, w.JobInformers
 
-	recorder, stopEvents, err := eventRecorder(kubeClient)
+	// Events have a client and a rate limit of their own, as
+	// kube-scheduler's do: a yield that scales a hundred jobs records an
+	// event for each, and they must not delay the scalings' own writes.
+	eventClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("create event client: %w", err)
+	}
+	recorder, stopEvents, err := eventRecorder(eventClient)
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,8 @@ const maxWakeDelay = time.Second
 // waker wakes the autoscaler between its ticks for the events a plan acts
 // on at once: a pod that outranks trainers turning unschedulable (the plan
 // yields to it before kube-scheduler preempts trainers one pod at a time),
-// and room freeing (a bound pod gone or finished, a node joining), which
-// the plan hands out. Its handlers only signal; they never plan or call the
+// and room freeing (a bound pod of no TrainingJob gone, a bound pod
+// finished, a node joining), which the plan hands out. Its handlers only signal; they never plan or call the
 // API. The signal is a channel of one: a burst of events is one wake.
 type waker struct {
 	kick chan struct{}
@@ -107,8 +107,19 @@ func (w *waker) onPod(oldObj, newObj interface{}) {
 	}
 }
 
+// onPodDelete wakes a plan for a bound pod of no TrainingJob deleted: room
+// the last plan did not plan for. A trainer or pserver deleted is most often
+// a plan's own scale-down or move, whose room that plan already gave out
+// (or kube-scheduler's preemption, whose room its preemptor takes); a plan
+// woken for each of those put the takers' new trainers ahead of an arriving
+// job's pods in kube-controller-manager's and kube-scheduler's queues. The
+// room of a job deleted whole is planned on the next tick.
 func (w *waker) onPodDelete(obj interface{}) {
-	if pod, ok := cluster.PodOf(obj); ok && holdsRoom(pod) {
+	pod, ok := cluster.PodOf(obj)
+	if !ok || !holdsRoom(pod) {
+		return
+	}
+	if _, _, member := v1.JobOf(pod.Labels); !member {
 		w.poke()
 	}
 }

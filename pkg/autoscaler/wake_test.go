@@ -133,8 +133,17 @@ func TestEventsWakeOnePlanPerInterval(t *testing.T) {
 	assert.Never(t, func() bool { return f.clock.Waiters() != 1 || f.scaler.wake.events.Load() != 2 }, 100*time.Millisecond, time.Millisecond,
 		"a pod of a lower priority wakes nothing")
 
+	create(builders.RolePod(builders.Job("a", "ns"), v1.RoleTrainer, "a-trainer-0", builders.OnNode("n-1")))
+	store := f.kubeInf.Core().V1().Pods().Informer().GetStore()
+	inCache := func() bool { _, ok, _ := store.GetByKey("ns/a-trainer-0"); return ok }
+	require.Eventually(t, inCache, 5*time.Second, time.Millisecond, "the trainer in the cache")
+	require.NoError(t, f.kube.CoreV1().Pods("ns").Delete(ctx, "a-trainer-0", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return !inCache() }, 5*time.Second, time.Millisecond, "the trainer gone from the cache")
+	assert.Never(t, func() bool { return f.clock.Waiters() != 1 }, 100*time.Millisecond, time.Millisecond,
+		"a trainer deleted (a plan's own scale-down or move) wakes nothing")
+
 	require.NoError(t, f.kube.CoreV1().Pods("ns").Delete(ctx, "batch", metav1.DeleteOptions{}))
-	waiters(2, "a bound pod deleted frees room and wakes a plan")
+	waiters(2, "a bound pod of no job deleted frees room and wakes a plan")
 	f.clock.Step(delay)
 	planned(4, "the woken plan runs")
 }

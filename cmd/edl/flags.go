@@ -152,7 +152,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.DurationVar(&o.startDeadline, "start_deadline", a.StartDeadline.Duration, "with -gang_admission, an admitted job whose minimum is not all running this long after its admission goes back to the queue, its room and quota released (0 waits for ever)")
 	fs.IntVar(&o.startRetries, "start_retries", *a.StartRetries, "times a job that did not start within -start_deadline is admitted again, after a backoff that doubles from a minute; after the last it stays queued until suspended and resumed")
 	fs.StringVar(&o.gpuResources, "gpu_resources", strings.Join(d.GPUResources, ","), "comma-separated extended resources counted as GPUs, in the cluster snapshot and in the trainers' PADDLE_INIT_USE_GPU and PADDLE_INIT_TRAINER_COUNT")
-	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (client-side rate limit)")
+	fs.Float64Var(&o.kubeAPIQPS, "kube_api_qps", *d.KubeAPIQPS, "requests per second edl sends the API server, beyond its watches (the client-side rate limit of each of its clients: core and apps APIs, TrainingJobs, events, the leader-election Lease)")
 	fs.IntVar(&o.kubeAPIBurst, "kube_api_burst", *d.KubeAPIBurst, "requests edl may send at once above -kube_api_qps")
 	fs.StringVar(&o.httpAddr, "http_addr", *d.HTTPAddr, "address of the HTTP server for /metrics, /healthz and /readyz; empty disables it")
 	fs.BoolVar(&o.secureMetrics, "secure_metrics", *d.SecureMetrics, "serve -http_addr over TLS with a self-signed certificate, and /metrics only to a bearer token the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview)")

@@ -35,8 +35,9 @@ type EDLConfiguration struct {
 	// clients the API server authenticates and authorizes (get on the
 	// non-resource URL /metrics).
 	SecureMetrics *bool `json:"secureMetrics,omitempty"`
-	// KubeAPIQPS and KubeAPIBurst are the client-side rate limit of the
-	// requests to the API server.
+	// KubeAPIQPS and KubeAPIBurst are the client-side rate limit of each of
+	// edl's clients of the API server (core and apps APIs, TrainingJobs,
+	// events, the leader-election Lease).
 	KubeAPIQPS   *float64 `json:"kubeAPIQPS,omitempty"`
 	KubeAPIBurst *int     `json:"kubeAPIBurst,omitempty"`
 

@@ -57,20 +57,28 @@ func (s *slowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{` + kind + `,"metadata":{"name":"x"}}`))
 }
 
-// TestAPlanScalesSeveralJobsAtOnce: a yield scales down every job with
-// trainers where the pods may go; the jobs' patches are sent together, not
-// one job after the other, each scale-up after every scale-down.
-func TestAPlanScalesSeveralJobsAtOnce(t *testing.T) {
+// slowJobs is a fixture of six elastic jobs at 4 trainers, a to f, and the
+// URL of api, a slow API server to point one of its clients at.
+func slowJobs(t *testing.T, api *slowAPI) (*actuatorFixture, []string, string) {
+	t.Helper()
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	var groups [][]runtime.Object
 	for _, n := range names {
 		groups = append(groups, elasticJob(n, 1, 10, 4))
 	}
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, objects(groups...)...)
-	api := &slowAPI{delay: 100 * time.Millisecond}
 	srv := httptest.NewServer(api)
-	defer srv.Close()
-	f.scaler.kubeClient = kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	t.Cleanup(srv.Close)
+	return f, names, srv.URL
+}
+
+// TestAPlanScalesSeveralJobsAtOnce: a yield scales down every job with
+// trainers where the pods may go; the jobs' patches are sent together, not
+// one job after the other, each scale-up after every scale-down.
+func TestAPlanScalesSeveralJobsAtOnce(t *testing.T) {
+	api := &slowAPI{delay: 100 * time.Millisecond}
+	f, names, url := slowJobs(t, api)
+	f.scaler.kubeClient = kubernetes.NewForConfigOrDie(&rest.Config{Host: url, QPS: 1000, Burst: 1000})
 
 	var actions []planner.ScaleAction
 	jobs := map[string]*v1.TrainingJob{}
@@ -98,16 +106,9 @@ func TestAPlanScalesSeveralJobsAtOnce(t *testing.T) {
 // a status to write; the writes go out together, not one job after the
 // other (which delayed the next plan by seconds on a 1,000-node cluster).
 func TestAPlanRecordsSeveralStatusesAtOnce(t *testing.T) {
-	names := []string{"a", "b", "c", "d", "e", "f"}
-	var groups [][]runtime.Object
-	for _, n := range names {
-		groups = append(groups, elasticJob(n, 1, 10, 4))
-	}
-	f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, objects(groups...)...)
 	api := &slowAPI{delay: 100 * time.Millisecond, resource: "trainingjobs"}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	f.scaler.tjClient = tjclient.NewForConfigOrDie(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	f, names, url := slowJobs(t, api)
+	f.scaler.tjClient = tjclient.NewForConfigOrDie(&rest.Config{Host: url, QPS: 1000, Burst: 1000})
 
 	var d planner.Decision
 	jobs := map[string]*v1.TrainingJob{}

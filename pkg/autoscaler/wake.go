@@ -22,8 +22,9 @@ const maxWakeDelay = time.Second
 // on at once: a pod that outranks trainers turning unschedulable (the plan
 // yields to it before kube-scheduler preempts trainers one pod at a time),
 // and room freeing (a bound pod of no TrainingJob gone, a bound pod
-// finished, a node joining), which the plan hands out. Its handlers only signal; they never plan or call the
-// API. The signal is a channel of one: a burst of events is one wake.
+// finished, a node joining), which the plan hands out. Its handlers only
+// signal; they never plan or call the API. The signal is a channel of one:
+// a burst of events is one wake.
 type waker struct {
 	kick chan struct{}
 	// lowest is the lowest priority of the elastic jobs the last plan saw:

@@ -57,3 +57,23 @@ func TestRunOnceTakesNothingWhenTheGiverFails(t *testing.T) {
 	assert.Equal(t, []string{"b-trainer"}, replicaSetPatches(f), "a's scale-up is not applied")
 	assert.Empty(t, drain(f.recorder), "and neither is recorded")
 }
+
+// TestWokenPlansKeepToTheMovesRate: a plan moves the rate's share of the
+// time since the last plan, so that the plans events wake between two ticks
+// do not add to -max_moves_per_second; the first plan, and any plan after a
+// pause, an interval's.
+func TestWokenPlansKeepToTheMovesRate(t *testing.T) {
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: 2 * time.Second, MaxMovesPerSecond: 10})
+	moves := func() int32 { return f.scaler.options(f.clock.Now()).MaxRebalancePerCycle }
+	assert.EqualValues(t, 20, moves(), "the first plan: an interval's")
+	f.scaler.RunOnce(context.Background())
+	f.clock.Step(500 * time.Millisecond)
+	assert.EqualValues(t, 5, moves(), "a plan woken half a second after the tick")
+	f.scaler.RunOnce(context.Background())
+	f.clock.Step(1500 * time.Millisecond)
+	assert.EqualValues(t, 15, moves(), "the next tick: the rest of the interval")
+	f.scaler.RunOnce(context.Background())
+	assert.EqualValues(t, 1, moves(), "at once after a plan: one, never none")
+	f.clock.Step(time.Minute)
+	assert.EqualValues(t, 20, moves(), "after a pause, never more than an interval's")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	log "github.com/inconshreveable/log15"
@@ -69,9 +70,10 @@ type Config struct {
 	CoolDown        time.Duration
 	MaxGrowPerCycle int32
 	RebalanceGap    float64
-	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move in
-	// one plan, per second of the interval ([planner.MovesPerCycle]); 0
-	// means planner.DefaultMovesPerSecond.
+	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
+	// second: a plan moves this many per second since the plan before, at
+	// most an interval's ([planner.MovesPerCycle]); 0 means
+	// planner.DefaultMovesPerSecond.
 	MaxMovesPerSecond float64
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
@@ -151,6 +153,11 @@ type Autoscaler struct {
 	// from the goroutines that write a plan's statuses, under writtenMu.
 	writtenMu sync.Mutex
 	written   map[string]time.Time
+
+	// lastPlan is when RunOnce last planned (UnixNano; 0 before the first
+	// plan): a plan's moves are the rate's share of the time since, so that
+	// woken plans do not add to it. Explain reads it from another goroutine.
+	lastPlan atomic.Int64
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.
@@ -221,6 +228,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// 3. Plan: a pure decision that reads no clock and calls no API.
 	opts := a.options(now)
 	opts.Teams = in.teams.planned
+	a.lastPlan.Store(now.UnixNano())
 	decision := planner.Decide(snap, in.jobs, in.queue, opts)
 	a.wake.planned(in.jobs)
 	if a.cfg.Metrics != nil {

@@ -61,9 +61,10 @@ type AutoscalerConfiguration struct {
 	// RebalanceGap is the fulfillment gap between jobs of a priority above
 	// which the more fulfilled gives trainers back (0 < x <= 1; 1 is off).
 	RebalanceGap *float64 `json:"rebalanceGap,omitempty"`
-	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move, per
-	// second of the interval, in one plan: a move is one pod
-	// kube-controller-manager deletes and one it creates (x > 0).
+	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
+	// second: a plan moves this many per second since the plan before, at
+	// most an interval's. A move is one pod kube-controller-manager deletes
+	// and one it creates (x > 0).
 	MaxMovesPerSecond *float64 `json:"maxMovesPerSecond,omitempty"`
 	// DryRun plans and logs, and changes nothing.
 	DryRun *bool `json:"dryRun,omitempty"`

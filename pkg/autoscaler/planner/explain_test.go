@@ -172,10 +172,13 @@ func explainCases() []explainCase {
 			messages: map[string][]string{"a": {"still held by pods that are terminating"}},
 		},
 		{
-			name:     "yielded to priority: stuck trainers give up the room a pod of a higher priority waits for",
-			nodes:    one,
-			jobs:     []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0"), unschedulableTrainers(2))},
-			others:   []otherPod{{name: "web", priority: 1000, req: res(4, 1, 0), nominated: "n-0"}},
+			name:   "yielded to priority: stuck trainers give up the room a pod of a higher priority waits for",
+			nodes:  one,
+			jobs:   []Job{newJob("a", withRange(1, 10), runningOn("n-0", "n-0", "n-0", "n-0"), unschedulableTrainers(2))},
+			others: []otherPod{{name: "web", priority: 1000, req: res(4, 1, 0), nominated: "n-0"}},
+			// The nominated pod fills the node: at the default threshold the
+			// load phase would take a running trainer too.
+			opts:     Options{MaxLoadDesired: 1},
 			want:     map[string]Limit{"a": LimitYieldedToPriority},
 			messages: map[string][]string{"a": {"gives back 2 trainers, to 4 of 1..10 for 1 pod of priority up to 1000 (ns/web)"}},
 			check: func(t *testing.T, e map[string]Explanation) {

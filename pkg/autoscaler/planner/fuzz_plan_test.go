@@ -245,6 +245,10 @@ func shrinkJustified(snap snapshot.Snapshot, jobs []Job, j Job, opts Options) bo
 	}
 	lp := poolsOf(snap, jobs)
 	load, total := lp.base(snap)
+	soon := soonBound(snap, jobs)
+	for k := range load {
+		load[k] = load[k].plus(soon)
+	}
 	for _, n := range snap.Nodes {
 		for _, t := range n.Terminating {
 			if t.Trainer || !opts.Now.After(t.Deadline.Add(SettleSlack)) {

@@ -131,6 +131,33 @@ func (lp loadPools) index(job string) int {
 
 // over reports whether some resource of load exceeds the threshold of
 // total.
+// soonBound is at most what the load phase counts besides the bound pods:
+// the pods and trainers a plan may give room, which bind within seconds —
+// every pending pod and every trainer of a job not scheduled yet. It is
+// added to every pool's load, as a pending pod may run in any.
+func soonBound(snap snapshot.Snapshot, jobs []Job) vec {
+	var v vec
+	planned := map[string]bool{}
+	for _, j := range jobs {
+		planned[j.Key] = true
+		placed := 0
+		for _, t := range j.Trainers {
+			if t.Node != "" {
+				placed++
+			}
+		}
+		for range max(0, int(j.Current)-placed) {
+			v = v.plus(vecOf(j.Request).max0())
+		}
+	}
+	for _, p := range snap.Pending {
+		if !(p.Trainer && planned[p.Job]) {
+			v = v.plus(vecOf(p.Request).max0())
+		}
+	}
+	return v
+}
+
 func over(load, total vec, threshold float64) bool {
 	for r := range numRes {
 		if float64(load[r]) > threshold*float64(total[r]) {

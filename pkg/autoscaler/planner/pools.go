@@ -140,6 +140,22 @@ func (p *plan) expect(n int, r vec) {
 	}
 }
 
+// bindsSoon counts r, a pending pod or trainer the plan gave room on node n
+// (a kept trainer not scheduled yet, a pod kube-scheduler nominated n for, one
+// that fits, one a yield made room for), in the load the shrinking phases
+// test: it binds within seconds, and the load phase keeps max_load_desired's
+// headroom in this plan — where a trainer not scheduled yet goes first, and
+// stops nothing — rather than trimming running trainers for it a few plans
+// later, once it is bound. Growth's load counts it already, or still counts
+// the trainers removed for it.
+func (p *plan) bindsSoon(n int, r vec) {
+	pl := p.poolAt(n)
+	pl.requested = pl.requested.plus(r)
+	if pl != p.all {
+		p.all.requested = p.all.requested.plus(r)
+	}
+}
+
 // relieve takes r, which pods on node n hold and which is going, from the
 // load the shrinking phases test, of its pool and of the whole cluster.
 func (p *plan) relieve(n int, r vec) {

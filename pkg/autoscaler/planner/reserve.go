@@ -101,6 +101,7 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 				v.node = int32(n) // #nosec G115 -- a node index: far fewer than 2^31
 				p.fit.take(n, v.req)
 				p.expect(n, v.req)
+				p.bindsSoon(n, v.req)
 				j.placed++
 			} else {
 				j.starved = true
@@ -130,12 +131,14 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 		if n, ok := p.nodeIdx[pod.NominatedNode]; ok {
 			p.fit.take(int(n), req)
 			p.expect(int(n), req)
+			p.bindsSoon(int(n), req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}
 		if n := p.fit.firstFit(req, p.classes.set(pod.Placement)); n >= 0 {
 			p.fit.take(n, req)
 			p.expect(n, req)
+			p.bindsSoon(n, req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}

@@ -102,11 +102,16 @@ func (s *sim) check(snap snapshot.Snapshot, jobs []Job, acts []ScaleAction) {
 }
 
 // loads are, per pool (poolsOf), the requests of the pods bound to counted
-// nodes, less those being deleted, over the pool's allocatable; the last is
-// the whole cluster's.
+// nodes, less those being deleted, and at most what binds within seconds
+// (soonBound), over the pool's allocatable; the last is the whole
+// cluster's.
 func (s *sim) loads(snap snapshot.Snapshot, jobs []Job) (loadPools, [][numRes]float64) {
 	lp := poolsOf(snap, jobs)
 	used, total := make([]vec, lp.count+1), make([]vec, lp.count+1)
+	soon := soonBound(snap, jobs)
+	for k := range used {
+		used[k] = soon
+	}
 	for _, n := range s.nodes {
 		k, counted := lp.of[n.name]
 		if n.cordoned || !counted {

@@ -48,10 +48,12 @@ func (p *plan) yieldToPods(claims []*snapshot.PendingPod) {
 			// Room an earlier pod's yield left over: growth's load
 			// still counts the trainers removed, as for makeRoom.
 			p.fit.take(n, req)
+			p.bindsSoon(n, req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}
-		if p.makeRoom(c, req) {
+		if n, ok := p.makeRoomAt(c, req); ok {
+			p.bindsSoon(n, req)
 			p.waiting = append(p.waiting, pod)
 			continue
 		}

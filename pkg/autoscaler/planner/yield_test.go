@@ -67,6 +67,17 @@ func TestBulkYield(t *testing.T) {
 			want:   map[string]int32{"a": 7},
 		}},
 		{planCase: planCase{
+			name:  "the pods yielded to count as load: the same plan keeps max_load_desired's headroom",
+			nodes: n4,
+			// 31 of 32 CPU: at the threshold of 0.97, 1 CPU free on n-3.
+			jobs:   []Job{newJob("a", withRange(1, 32), withRequest(res(1, 1, 0)), spread(31, n4))},
+			others: pendingPods(1, 1000, res(3, 1, 0)),
+			// Two trainers on n-3 make room for the pod; once it binds the
+			// load is 32 of 32, so a third goes in this plan rather than
+			// in one after the pod is bound.
+			want: map[string]int32{"a": 28},
+		}},
+		{planCase: planCase{
 			name:  "bulk yield never goes below a minimum",
 			nodes: n4,
 			opts:  Options{MaxLoadDesired: 1},

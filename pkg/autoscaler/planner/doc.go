@@ -34,8 +34,9 @@
 //     whole lower-priority jobs where [Options.Preemption] allows (across
 //     teams only for a team within its guarantee);
 //  4. keep the share of the jobs admitted but not all running yet;
-//  5. yield to load above max_load_desired and give up trainers no node can
-//     hold;
+//  5. yield to load above max_load_desired — the bound pods and the pods
+//     steps 1 and 2 gave room, which bind within seconds — and give up
+//     trainers no node can hold;
 //  6. rebalance between jobs of one priority whose fulfillment is too far
 //     apart;
 //  7. grow the least fulfilled jobs into what is left;

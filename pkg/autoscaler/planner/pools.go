@@ -140,14 +140,16 @@ func (p *plan) expect(n int, r vec) {
 	}
 }
 
-// bindsSoon counts r, a pending pod or trainer the plan gave room on node n
-// (a kept trainer not scheduled yet, a pod kube-scheduler nominated n for, one
-// that fits, one a yield made room for), in the load the shrinking phases
-// test: it binds within seconds, and the load phase keeps max_load_desired's
-// headroom in this plan — where a trainer not scheduled yet goes first, and
-// stops nothing — rather than trimming running trainers for it a few plans
-// later, once it is bound. Growth's load counts it already, or still counts
-// the trainers removed for it.
+// bindsSoon counts r, a pending pod the plan gave room on node n (one
+// kube-scheduler nominated n for, one that fits, one a yield made room
+// for), in the load the shrinking phases test: it binds within seconds, and
+// the load phase keeps max_load_desired's headroom in this plan rather than
+// trimming for it a plan or two later, once it is bound. Growth's load
+// counts it already, or still counts the trainers removed for it. The kept
+// trainers not scheduled yet are not counted: growth placed them within the
+// threshold, and trimming them when pods of a higher priority arrived
+// between two plans would hold their jobs in the cool-down while the others
+// grow.
 func (p *plan) bindsSoon(n int, r vec) {
 	pl := p.poolAt(n)
 	pl.requested = pl.requested.plus(r)

@@ -101,7 +101,6 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 				v.node = int32(n) // #nosec G115 -- a node index: far fewer than 2^31
 				p.fit.take(n, v.req)
 				p.expect(n, v.req)
-				p.bindsSoon(n, v.req)
 				j.placed++
 			} else {
 				j.starved = true

@@ -476,9 +476,7 @@ func (p *plan) removeNext(j *jobState) {
 		if v.bound {
 			p.goes(int(n), v.req)
 		} else {
-			// Its reservation, and the load it would have been.
-			p.free[n] = p.free[n].plus(v.req)
-			p.relieve(int(n), v.req)
+			p.free[n] = p.free[n].plus(v.req) // its reservation
 		}
 		p.fit.set(int(n), p.free[n])
 	}

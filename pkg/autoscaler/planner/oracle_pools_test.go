@@ -129,8 +129,6 @@ func (lp loadPools) index(job string) int {
 	return lp.count
 }
 
-// over reports whether some resource of load exceeds the threshold of
-// total.
 // soonBound is at most what the load phase counts besides the bound pods:
 // the pods and trainers a plan may give room, which bind within seconds —
 // every pending pod and every trainer of a job not scheduled yet. It is
@@ -158,6 +156,8 @@ func soonBound(snap snapshot.Snapshot, jobs []Job) vec {
 	return v
 }
 
+// over reports whether some resource of load exceeds the threshold of
+// total.
 func over(load, total vec, threshold float64) bool {
 	for r := range numRes {
 		if float64(load[r]) > threshold*float64(total[r]) {

@@ -33,7 +33,7 @@ type admitFor struct {
 // room nobody holds or waits for (after reserve and yieldToPods served
 // what waits for a node, which comes first), else by taking trainers above
 // their minimum from running jobs of a lower or its own priority, the
-// minimum rule's way (makeRoom), else, with Options.Preemption, by stopping
+// minimum rule's way (makeRoomAt), else, with Options.Preemption, by stopping
 // whole the fewest running jobs of a lower priority ([plan.preempt]). A job that
 // does not fit takes nothing, not even what a part of it would fit in, and
 // waits.
@@ -274,7 +274,7 @@ func (p *plan) fitGang(q *QueuedJob, pods []gangPod, need vec, what string) (str
 }
 
 // placeGang places the pods in order, each on the first node with room that
-// it may use or, with c, on a node makeRoom frees for it; it returns the
+// it may use or, with c, on a node makeRoomAt frees for it; it returns the
 // index of the first pod that found no room (-1 when all did) and the nodes
 // of those placed.
 func (p *plan) placeGang(pods []gangPod, placed []int, c *claim) (int, []int) {

@@ -46,7 +46,7 @@ func (p *plan) yieldToPods(claims []*snapshot.PendingPod) {
 		}
 		if n := p.fit.firstFit(req, c.elig); n >= 0 {
 			// Room an earlier pod's yield left over: growth's load
-			// still counts the trainers removed, as for makeRoom.
+			// still counts the trainers removed, as for makeRoomAt.
 			p.fit.take(n, req)
 			p.bindsSoon(n, req)
 			p.waiting = append(p.waiting, pod)
@@ -173,15 +173,9 @@ func (p *plan) yieldable(j *jobState, c claim) bool {
 		((j.priority < c.priority && !c.never) || (c.share && j.priority == c.priority))
 }
 
-// makeRoom removes trainers of the jobs c may take from so that req fits on
-// one node, and places the pod there. It reports false, changing nothing,
-// when no node can be freed enough.
-func (p *plan) makeRoom(c claim, req vec) bool {
-	_, ok := p.makeRoomAt(c, req)
-	return ok
-}
-
-// makeRoomAt is makeRoom, also returning the node it freed.
+// makeRoomAt removes trainers of the jobs c may take from so that req fits
+// on one node, places the pod there and returns that node. It reports false,
+// changing nothing, when no node can be freed enough.
 func (p *plan) makeRoomAt(c claim, req vec) (int, bool) {
 	best := p.cheapestEviction(c, req)
 	if best == nil {

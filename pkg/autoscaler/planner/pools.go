@@ -151,11 +151,7 @@ func (p *plan) expect(n int, r vec) {
 // between two plans would hold their jobs in the cool-down while the others
 // grow.
 func (p *plan) bindsSoon(n int, r vec) {
-	pl := p.poolAt(n)
-	pl.requested = pl.requested.plus(r)
-	if pl != p.all {
-		p.all.requested = p.all.requested.plus(r)
-	}
+	p.relieve(n, vec{}.minus(r)) // relieve's opposite
 }
 
 // relieve takes r, which pods on node n hold and which is going, from the

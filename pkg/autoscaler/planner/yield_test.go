@@ -78,6 +78,15 @@ func TestBulkYield(t *testing.T) {
 			want: map[string]int32{"a": 28},
 		}},
 		{planCase: planCase{
+			name:  "a pod that fits in the idle room counts as load before it binds",
+			nodes: n4,
+			// 31 of 32 CPU; the pod takes n-3's last CPU, and the load phase
+			// gives that much back in this plan, not once the pod is bound.
+			jobs:   []Job{newJob("a", withRange(1, 32), withRequest(res(1, 1, 0)), spread(31, n4))},
+			others: pendingPods(1, 1000, res(1, 1, 0)),
+			want:   map[string]int32{"a": 30},
+		}},
+		{planCase: planCase{
 			name:  "bulk yield never goes below a minimum",
 			nodes: n4,
 			opts:  Options{MaxLoadDesired: 1},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	log "github.com/inconshreveable/log15"
@@ -70,9 +71,8 @@ type Config struct {
 	MaxGrowPerCycle int32
 	RebalanceGap    float64
 	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
-	// second: a plan moves what this rate brought since the plan before plus
-	// what the plans before left unmoved, at most an interval's
-	// ([planner.MovesPerCycle], moveBudget); 0 means
+	// second: a plan moves this many per second since the plan before, at
+	// most an interval's ([planner.MovesPerCycle]); 0 means
 	// planner.DefaultMovesPerSecond.
 	MaxMovesPerSecond float64
 	// DryRun plans and logs, and patches nothing.
@@ -154,10 +154,10 @@ type Autoscaler struct {
 	writtenMu sync.Mutex
 	written   map[string]time.Time
 
-	// moves is what the plans' moves leave of -max_moves_per_second's
-	// budget, so that woken plans do not add to the rate. Explain reads it
-	// from another goroutine.
-	moves moveBudget
+	// lastPlan is when RunOnce last planned (UnixNano; 0 before the first
+	// plan): a plan's moves are the rate's share of the time since, so that
+	// woken plans do not add to it. Explain reads it from another goroutine.
+	lastPlan atomic.Int64
 }
 
 // New returns an Autoscaler reading cfg's tracker and informers.
@@ -228,8 +228,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	// 3. Plan: a pure decision that reads no clock and calls no API.
 	opts := a.options(now)
 	opts.Teams = in.teams.planned
+	a.lastPlan.Store(now.UnixNano())
 	decision := planner.Decide(snap, in.jobs, in.queue, opts)
-	a.moves.spend(now, a.cfg.Interval, a.cfg.MaxMovesPerSecond, decision.Moved)
 	a.wake.planned(in.jobs)
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Planned(a.clock.Since(now), snap, in.jobs)

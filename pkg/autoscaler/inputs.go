@@ -91,8 +91,21 @@ func (a *Autoscaler) options(now time.Time) planner.Options {
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 
-		MaxRebalancePerCycle: a.moves.allowance(now, a.cfg.Interval, a.cfg.MaxMovesPerSecond),
+		MaxRebalancePerCycle: planner.MovesPerCycle(a.sinceLastPlan(now), a.cfg.MaxMovesPerSecond),
 	}
+}
+
+// sinceLastPlan is the time a plan at now stands for, for the moves it may
+// make: since the last plan, at most an interval (the first plan's is one).
+// A plan an event woke between two ticks moves the rate's share of the time
+// since the tick, and the next tick's the rest, so that
+// -max_moves_per_second holds however many plans run.
+func (a *Autoscaler) sinceLastPlan(now time.Time) time.Duration {
+	last := a.lastPlan.Load()
+	if last == 0 {
+		return a.cfg.Interval
+	}
+	return max(0, min(a.cfg.Interval, now.Sub(time.Unix(0, last))))
 }
 
 // elasticJobs are the Running jobs with min-instance < max-instance whose

@@ -182,13 +182,6 @@ func FuzzPlan(f *testing.F) {
 		require.Equal(t, wantJobs, jobs, "Plan mutated the jobs")
 		assertWellFormed(t, snap, jobs, opts, actions)
 		assert.Equal(t, actions, Plan(snap, jobs, opts), "Plan is not deterministic")
-		var given int32
-		for _, a := range actions {
-			if a.Cause == CauseRebalance && a.To < a.From {
-				given += a.From - a.To
-			}
-		}
-		assert.Equal(t, given, d.Moved, "the moves the decision counts: %v", actions)
 
 		seen := map[string]bool{}
 		for _, a := range actions {

@@ -60,10 +60,10 @@ func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decis
 	p.trimStuck()
 	p.startGrowth()
 	p.shareOut(queue)
-	moved := p.rebalance()
+	p.rebalance()
 	p.grow()
 	actions := p.actions()
-	d.Actions, d.Jobs, d.Moved = actions, p.explanations(actions), moved
+	d.Actions, d.Jobs = actions, p.explanations(actions)
 	if p.teams != nil {
 		d.Teams = p.shares()
 	}

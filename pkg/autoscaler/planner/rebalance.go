@@ -19,18 +19,13 @@ const DefaultRebalanceGap = 0.1
 const DefaultMovesPerSecond = 10
 
 // MovesPerCycle is Options.MaxRebalancePerCycle for plans interval apart:
-// MovesPerSecond(perSecond) moves per second, at least 1.
+// perSecond moves per second (DefaultMovesPerSecond when not positive), at
+// least 1.
 func MovesPerCycle(interval time.Duration, perSecond float64) int32 {
-	return int32(max(1, min(interval.Seconds()*MovesPerSecond(perSecond), 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
-}
-
-// MovesPerSecond is the moves rate perSecond sets: DefaultMovesPerSecond
-// when it is not positive.
-func MovesPerSecond(perSecond float64) float64 {
 	if perSecond <= 0 {
-		return DefaultMovesPerSecond
+		perSecond = DefaultMovesPerSecond
 	}
-	return perSecond
+	return int32(max(1, min(interval.Seconds()*perSecond, 1<<30))) // #nosec G115 -- clamped to [1, 2^30]
 }
 
 // rebalance moves capacity between the running jobs of one priority and
@@ -46,12 +41,11 @@ func MovesPerSecond(perSecond float64) float64 {
 // next plans, so that each wave is one the ReplicaSet controller carries
 // out within an interval. Without this phase a job that arrives when the
 // cluster is full keeps its minimum for as long as the earlier jobs run.
-// It returns how many trainers it and reclaim moved.
-func (p *plan) rebalance() int32 {
+func (p *plan) rebalance() {
 	gap := p.rebalanceGap()
 	for _, j := range p.jobs {
 		if j.shrunk > 0 {
-			return 0 // this plan yields already: one kind of change at a time
+			return // this plan yields already: one kind of change at a time
 		}
 	}
 	// A job that growth can serve from idle capacity takes nothing.
@@ -129,7 +123,6 @@ levels:
 			}
 		}
 	}
-	return m.count
 }
 
 // takesFirst reports whether one of the jobs growth serves before the taker

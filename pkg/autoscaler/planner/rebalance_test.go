@@ -203,7 +203,6 @@ func TestRebalanceCapped(t *testing.T) {
 			}
 		}
 		assert.LessOrEqual(t, given, int32(limit), "round %d: %v", round, d.Actions)
-		assert.Equal(t, given, d.Moved, "round %d: the moves the decision counts", round)
 		for _, e := range d.Jobs {
 			if strings.Contains(e.Message, "rebalancing may move in one") {
 				capped++

@@ -112,9 +112,6 @@ type Decision struct {
 	// Teams are the teams' shares after the plan, by name; none without
 	// Options.Teams.
 	Teams []TeamShare
-	// Moved is how many trainers rebalancing and reclaim moved, at most
-	// Options.MaxRebalancePerCycle.
-	Moved int32
 }
 
 // ScaleAction is one decision of a plan: set the job's trainer replicas from

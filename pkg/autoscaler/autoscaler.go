@@ -192,7 +192,7 @@ func New(cfg Config) *Autoscaler {
 	if cfg.NodeInformer != nil {
 		nodes = cfg.NodeInformer.Informer()
 	}
-	if err := a.wake.register(pods, nodes); err != nil {
+	if err := a.wake.register(pods, nodes, cfg.JobInformer.Informer()); err != nil {
 		// Only a stopped informer refuses a handler: plan on the ticks.
 		a.log.Warn("planning on the interval only", "err", err)
 	}

@@ -21,8 +21,9 @@ const maxWakeDelay = time.Second
 // waker wakes the autoscaler between its ticks for the events a plan acts
 // on at once: a pod that outranks trainers turning unschedulable (the plan
 // yields to it before kube-scheduler preempts trainers one pod at a time),
-// and room freeing (a bound pod of no TrainingJob gone, a bound pod
-// finished, a node joining), which the plan hands out. Its handlers only
+// room freeing (a bound pod of no TrainingJob gone, a bound pod finished, a
+// node joining), which the plan hands out, and a TrainingJob turning Queued
+// (the plan admits it) or, elastic, Running (the plan grows it). Its handlers only
 // signal; they never plan or call the API. The signal is a channel of one:
 // a burst of events is one wake.
 type waker struct {
@@ -69,9 +70,9 @@ func (w *waker) planned(jobs []planner.Job) {
 	w.lowest.Store(lowest)
 }
 
-// register adds the waker's handlers to the pod and node informers; either
-// may be nil.
-func (w *waker) register(pods, nodes cache.SharedIndexInformer) error {
+// register adds the waker's handlers to the pod, node and TrainingJob
+// informers; any may be nil.
+func (w *waker) register(pods, nodes, jobs cache.SharedIndexInformer) error {
 	if pods != nil {
 		if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj interface{}) { w.onPod(nil, obj) },
@@ -89,7 +90,49 @@ func (w *waker) register(pods, nodes cache.SharedIndexInformer) error {
 			return err
 		}
 	}
+	if jobs != nil {
+		if _, err := jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { w.onJob(nil, obj) },
+			UpdateFunc: w.onJob,
+		}); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// onJob wakes a plan for a TrainingJob that turned Queued or, elastic,
+// Running ([jobWakes]).
+func (w *waker) onJob(oldObj, newObj interface{}) {
+	job, ok := newObj.(*v1.TrainingJob)
+	if !ok {
+		return
+	}
+	var was v1.TrainingJobPhase
+	if old, ok := oldObj.(*v1.TrainingJob); ok {
+		was = old.Status.Phase
+	}
+	if jobWakes(was, job) {
+		w.poke()
+	}
+}
+
+// jobWakes reports whether a job's change of phase from was (empty for a
+// job first seen) is one a plan acts on at once: it turned Queued, and gang
+// admission admits it as soon as its minimum fits; or it is elastic and
+// turned Running, and growth grows it into the idle room. On the ticks
+// alone, each waited half an interval on average: a job arriving on a
+// cluster with room was admitted, and then grown, a tick later each.
+func jobWakes(was v1.TrainingJobPhase, job *v1.TrainingJob) bool {
+	switch now := job.Status.Phase; {
+	case now == was:
+		return false
+	case now == v1.PhaseQueued:
+		return true
+	case now == v1.PhaseRunning:
+		return job.Spec.Trainer.MinInstance < job.Spec.Trainer.MaxInstance
+	}
+	return false
 }
 
 func (w *waker) onPod(oldObj, newObj interface{}) {

@@ -81,6 +81,35 @@ func TestWakesOnUpdate(t *testing.T) {
 	}
 }
 
+// TestJobWakes: a TrainingJob turning Queued, or turning Running when it is
+// elastic, wakes a plan; any other change of a job wakes none.
+func TestJobWakes(t *testing.T) {
+	job := func(phase v1.TrainingJobPhase, opts ...builders.JobOption) *v1.TrainingJob {
+		return builders.Job("a", "ns", append(opts, builders.JobPhase(phase, "", ""))...)
+	}
+	for _, tc := range []struct {
+		name string
+		was  v1.TrainingJobPhase
+		job  *v1.TrainingJob
+		want bool
+	}{
+		{name: "a job first seen Queued: admission", job: job(v1.PhaseQueued), want: true},
+		{name: "a job sent back to the queue", was: v1.PhaseCreating, job: job(v1.PhaseQueued), want: true},
+		{name: "a queued job's position changes", was: v1.PhaseQueued, job: job(v1.PhaseQueued)},
+		{name: "an elastic job turns Running: growth", was: v1.PhaseCreating, job: job(v1.PhaseRunning), want: true},
+		{name: "a job first seen Running (a restart)", job: job(v1.PhaseRunning), want: true},
+		{name: "a job of a fixed size turns Running", was: v1.PhaseCreating, job: job(v1.PhaseRunning, builders.Trainers(4, 4))},
+		{name: "a running job's status is rewritten", was: v1.PhaseRunning, job: job(v1.PhaseRunning)},
+		{name: "a job starts creating", was: v1.PhaseQueued, job: job(v1.PhaseCreating)},
+		{name: "a job succeeds", was: v1.PhaseRunning, job: job(v1.PhaseSucceeded)},
+		{name: "a job is new, before the controller's first status", job: job("")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, jobWakes(tc.was, tc.job))
+		})
+	}
+}
+
 // TestEventsWakeOnePlanPerInterval runs the loop on a fake clock with the
 // fake clientset's informers: a plan runs at once and every interval; an
 // unschedulable pod of a higher priority, or a bound pod deleted, wakes one
@@ -146,4 +175,13 @@ func TestEventsWakeOnePlanPerInterval(t *testing.T) {
 	waiters(2, "a bound pod of no job deleted frees room and wakes a plan")
 	f.clock.Step(delay)
 	planned(4, "the woken plan runs")
+
+	f.clock.Step(interval - delay)
+	planned(5, "the tick")
+	queued := builders.Job("q", "ns", builders.JobPhase(v1.PhaseQueued, v1.ReasonWaitingForAdmission, ""))
+	_, err := f.tj.PaddlepaddleV1().TrainingJobs("ns").Create(ctx, queued, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waiters(2, "a job submitted to the queue wakes a plan, which admits it")
+	f.clock.Step(delay)
+	planned(6, "the woken plan runs")
 }

@@ -302,7 +302,11 @@ func (a *Autoscaler) runningJobs() ([]planner.RunningJob, map[string]*v1.Trainin
 			(tj.Status.Phase != v1.PhaseRunning && tj.Status.Phase != v1.PhaseCreating) {
 			continue
 		}
-		running = append(running, planner.RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time})
+		r := planner.RunningJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: tj.CreationTimestamp.Time}
+		if tj.Status.Phase == v1.PhaseRunning {
+			r.MinPods = tj.Spec.Trainer.MinInstance + tj.Spec.Pserver.MinInstance
+		}
+		running = append(running, r)
 		objects[key(tj)] = tj
 	}
 	return running, objects

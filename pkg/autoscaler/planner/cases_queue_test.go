@@ -281,6 +281,29 @@ func TestDecidePreemption(t *testing.T) {
 		assert.Len(t, d.Preempted, 2, "8 CPU: low's 7 above its minimum are not enough; a and b are stopped instead")
 		assert.Equal(t, int32(8), toOf(d.Actions, low), "low keeps its trainers")
 	})
+	t.Run("a running job whose pods the snapshot does not hold yet: no one is stopped in its place", func(t *testing.T) {
+		seen := []RunningJob{{Key: "ns/a", Priority: 0, Created: t0, MinPods: 1}, {Key: "ns/b", Priority: 0, Created: t0.Add(time.Minute), MinPods: 1},
+			{Key: "ns/c", Priority: 10, Created: t0, MinPods: 1}}
+		small := queued("ns/high", 0, queuedPriority(100), gang(false, 0, res(1, 1, 0), 1, res(4, 1, 0)))
+		d := decideQueue(t, build(), nil, Queue{Jobs: []QueuedJob{small}, Running: seen}, opts)
+		require.Len(t, d.Preempted, 1, "every job's minimum in the snapshot")
+		assert.Equal(t, "ns/b", d.Preempted[0].Job)
+
+		late := append(seen[:3:3], RunningJob{Key: "ns/d", Priority: 0, Created: t0.Add(time.Hour), MinPods: 2})
+		d = decideQueue(t, build(), nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
+		assert.Empty(t, d.Preempted, "d, the newest, Running and none of its pods seen: b is not stopped in its place")
+		assert.Empty(t, d.Admitted)
+
+		snap := build()
+		runningWhole(&snap, "ns/d", otherPod{name: "d-ps", node: "n-0", req: res(1, 1, 0)})
+		d = decideQueue(t, snap, nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
+		assert.Empty(t, d.Preempted, "one of d's two pods seen")
+
+		late[3].MinPods = 0 // not Running yet: its pods may still be pending
+		d = decideQueue(t, build(), nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
+		require.Len(t, d.Preempted, 1)
+		assert.Equal(t, "ns/b", d.Preempted[0].Job, "a job holding nothing frees nothing")
+	})
 	t.Run("off, the job waits", func(t *testing.T) {
 		d := decideQueue(t, build(), nil, Queue{Jobs: []QueuedJob{high}, Running: running}, Options{Now: t0})
 		assert.Empty(t, d.Preempted)

@@ -34,8 +34,8 @@ type preemptResult struct {
 // its own priority are never stopped. It reports false, changing nothing,
 // when even stopping every candidate would not make it fit.
 func (p *plan) preempt(q *QueuedJob, pods []gangPod, need vec, what string, running []RunningJob) (preemptResult, bool) {
-	cands := p.candidates(q, need, running)
-	if len(cands) == 0 {
+	cands, unseen := p.candidates(q, need, running)
+	if len(cands) == 0 || unseen {
 		return preemptResult{}, false
 	}
 	saved := p.save()
@@ -128,12 +128,13 @@ func (p *plan) stopAndPlace(q *QueuedJob, pods []gangPod, victims []*candidate, 
 // candidates are the running jobs q may stop: of a lower priority, holding
 // room on a node, not shrunk or stopped already in this plan, and, of
 // another team, only as [plan.mayStopAcrossTeams] allows; lowest priority
-// first, then newest first.
-func (p *plan) candidates(q *QueuedJob, need vec, running []RunningJob) []*candidate {
+// first, then newest first. unseen reports a job q may stop whose pods the
+// snapshot does not hold yet ([RunningJob.MinPods]): which jobs to stop
+// cannot be chosen without its room.
+func (p *plan) candidates(q *QueuedJob, need vec, running []RunningJob) (out []*candidate, unseen bool) {
 	if p.stopped == nil {
 		p.stopped = map[string]bool{}
 	}
-	var out []*candidate
 	seen := map[string]bool{}
 	for i := range running {
 		r := &running[i]
@@ -141,6 +142,9 @@ func (p *plan) candidates(q *QueuedJob, need vec, running []RunningJob) []*candi
 			continue
 		}
 		seen[r.Key] = true
+		if p.boundPods(r) < r.MinPods {
+			unseen = true
+		}
 		c := &candidate{in: r, job: p.byKey[r.Key]}
 		if j := c.job; j != nil {
 			if j.shrunk > 0 || j.grown > 0 {
@@ -164,7 +168,25 @@ func (p *plan) candidates(q *QueuedJob, need vec, running []RunningJob) []*candi
 	slices.SortStableFunc(out, func(a, b *candidate) int {
 		return cmp.Or(cmp.Compare(a.in.Priority, b.in.Priority), b.in.Created.Compare(a.in.Created), strings.Compare(a.in.Key, b.in.Key))
 	})
-	return out
+	return out, unseen
+}
+
+// boundPods counts the pods of a running job that the snapshot holds bound
+// to a node, counted or not.
+func (p *plan) boundPods(r *RunningJob) int32 {
+	trainers := p.snap.Trainers[r.Key]
+	if j := p.byKey[r.Key]; j != nil {
+		trainers = j.in.Trainers
+	}
+	var n int32
+	for _, pods := range [][]TrainerPod{trainers, p.snap.Servers[r.Key]} {
+		for _, t := range pods {
+			if t.Node != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // boundRoom appends the room the bound pods hold on counted nodes.

@@ -52,6 +52,13 @@ type RunningJob struct {
 	// Created is the job's creationTimestamp: of equal priorities, the
 	// newest job is stopped first.
 	Created time.Time
+	// MinPods is how many pods a job in phase Running has bound at least:
+	// its minimum trainers and pservers (0 for a job not Running yet). A
+	// Running job the snapshot holds fewer of is one whose pods the pod
+	// informer has not delivered yet — the job informer can report a job
+	// Running before — and preemption waits a plan for them rather than
+	// stop another job in its place.
+	MinPods int32
 }
 
 // QueuedJob is a TrainingJob that waits for admission: its ReplicaSets

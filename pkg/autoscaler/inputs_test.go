@@ -46,3 +46,26 @@ func TestArrivingJobsAreTheAdmittedOnesNotRunningYet(t *testing.T) {
 	assert.Equal(t, int32(4), a.Max)
 	assert.Equal(t, planner.Resources{CPUMilli: 1000, MemoryMega: 1024}, a.Request)
 }
+
+// TestRunningJobsCarryTheirMinimum: with preemption, the running jobs
+// preemption may stop carry how many pods a Running job has bound at least
+// (its minimum trainers and pservers), and 0 for a job not Running yet, so
+// that a plan does not stop another job in the place of one whose pods the
+// snapshot has not caught up with.
+func TestRunningJobsCarryTheirMinimum(t *testing.T) {
+	created := time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC)
+	admitted := func(objs []runtime.Object, phase v1.TrainingJobPhase) []runtime.Object {
+		job := objs[0].(*v1.TrainingJob)
+		job.Status.Phase, job.Status.Conditions = phase, nil
+		return objs
+	}
+	objs := objects(admitted(queuedJob("running", 3, created), v1.PhaseRunning), admitted(queuedJob("creating", 2, created), v1.PhaseCreating),
+		queuedJob("queued", 2, created), []runtime.Object{node("n1", "64", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, GangAdmission: true, Preemption: true}, objs...)
+	queue, _, _ := f.scaler.queue(f.scaler.tracker.InquiryResource(), created)
+	minPods := map[string]int32{}
+	for _, r := range queue.Running {
+		minPods[r.Key] = r.MinPods
+	}
+	assert.Equal(t, map[string]int32{"ns/running": 3 + 1, "ns/creating": 0}, minPods)
+}

@@ -16,8 +16,9 @@ import (
 // queueFrom decodes, from the fuzz input read backwards, a queue beside the
 // scenario of scenarioFrom: queued jobs in three namespaces, quotas on CPU
 // requests and pods (some below a minimum's hard need), the running jobs
-// preemption may stop (the planned jobs and the other jobs' pods), whether
-// preemption is on, and whether the namespaces are teams.
+// preemption may stop (the planned jobs and the other jobs' pods, and
+// sometimes a Running job whose pods the snapshot does not hold yet),
+// whether preemption is on, and whether the namespaces are teams.
 func queueFrom(data []byte, snap *snapshot.Snapshot, jobs []Job, others []otherPod, opts *Options) Queue {
 	rev := slices.Clone(data)
 	slices.Reverse(rev)
@@ -79,6 +80,11 @@ func queueFrom(data []byte, snap *snapshot.Snapshot, jobs []Job, others []otherP
 			Request:   Resources{CPUMilli: int64(500 * f.intn(5)), MemoryMega: int64(512 * f.intn(3)), GPU: int64(f.intn(4) / 3)},
 			Placement: placements[f.intn(len(placements))]})
 	}
+	if f.intn(4) == 0 {
+		// Running, the newest, and none of its pods in the snapshot yet.
+		q.Running = append(q.Running, RunningJob{Key: "ns/unseen", Priority: priorities[f.intn(len(priorities))],
+			Created: t0.Add(time.Hour), MinPods: int32(1 + f.intn(3))})
+	}
 	return q
 }
 
@@ -127,6 +133,12 @@ func FuzzQueue(f *testing.F) {
 		require.Equal(t, d, Decide(snap, jobs, queue, opts), "Decide is not deterministic")
 		if !opts.Preemption {
 			assert.Empty(t, d.Preempted)
+		}
+		if i := slices.IndexFunc(queue.Running, func(r RunningJob) bool { return r.Key == "ns/unseen" }); i >= 0 && len(opts.Teams) == 0 {
+			for _, p := range d.Preempted {
+				assert.LessOrEqual(t, p.ByPriority, queue.Running[i].Priority,
+					"%s stopped for %s while ns/unseen, of a lower priority, is Running and its pods are not in the snapshot", p.Job, p.By)
+			}
 		}
 		for _, a := range queue.Arriving {
 			_, acted := actionFor(d.Actions, a.Key)

@@ -23,9 +23,9 @@ const maxWakeDelay = time.Second
 // yields to it before kube-scheduler preempts trainers one pod at a time),
 // room freeing (a bound pod of no TrainingJob gone, a bound pod finished, a
 // node joining), which the plan hands out, and a TrainingJob turning Queued
-// (the plan admits it) or, elastic, Running (the plan grows it). Its handlers only
-// signal; they never plan or call the API. The signal is a channel of one:
-// a burst of events is one wake.
+// (the plan admits it) or, elastic, Running (the plan grows it). Its
+// handlers only signal; they never plan or call the API. The signal is a
+// channel of one: a burst of events is one wake.
 type waker struct {
 	kick chan struct{}
 	// lowest is the lowest priority of the elastic jobs the last plan saw:

@@ -299,6 +299,13 @@ func TestDecidePreemption(t *testing.T) {
 		d = decideQueue(t, snap, nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
 		assert.Empty(t, d.Preempted, "one of d's two pods seen")
 
+		cordoned := build()
+		runningWhole(&cordoned, "ns/d", otherPod{name: "d-ps", node: "cordoned-0", req: res(1, 1, 0)},
+			otherPod{name: "d-tr", node: "cordoned-0", req: res(1, 1, 0)})
+		d = decideQueue(t, cordoned, nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
+		require.Len(t, d.Preempted, 1, "d's pods seen, bound to a node that does not count (cordoned, NotReady)")
+		assert.Equal(t, "ns/b", d.Preempted[0].Job, "d holds no room a pod could use: b frees it")
+
 		late[3].MinPods = 0 // not Running yet: its pods may still be pending
 		d = decideQueue(t, build(), nil, Queue{Jobs: []QueuedJob{small}, Running: late}, opts)
 		require.Len(t, d.Preempted, 1)

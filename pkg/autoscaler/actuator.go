@@ -71,11 +71,28 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 	return nil
 }
 
-// recordScale writes the scaling alone into the job's status (lastScale),
-// with no precondition: the cooldown reads it, so it must not be lost to a
-// race the Scaling condition lost.
-func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, record *v1.ScaleRecord) error {
-	status, err := json.Marshal(map[string]any{"status": map[string]any{"lastScale": record}})
+// scaling is what a job's status records of a scaling applied: the
+// decision (lastScale) and, for a scale-down that stops a trainer that was
+// scheduled, the start of the job's cool-down (lastScaleDown).
+type scaling struct {
+	record   v1.ScaleRecord
+	coolDown bool
+}
+
+func scalingOf(act planner.ScaleAction, now time.Time) *scaling {
+	return &scaling{record: v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason},
+		coolDown: act.StartsCoolDown()}
+}
+
+// recordScale writes the scaling alone into the job's status (lastScale,
+// lastScaleDown), with no precondition: the cooldown reads it, so it must
+// not be lost to a race the Scaling condition lost.
+func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, s *scaling) error {
+	fields := map[string]any{"lastScale": s.record}
+	if s.coolDown {
+		fields["lastScaleDown"] = s.record.Time
+	}
+	status, err := json.Marshal(map[string]any{"status": fields})
 	if err != nil {
 		return err
 	}
@@ -138,7 +155,7 @@ func writtenKey(job *v1.TrainingJob) string {
 // resourceVersion it read and keeps the conditions it does not own, so it
 // never drops this one either. A lost race is retried by the next plan;
 // the record is then written alone (recordScale).
-func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *planner.Explanation, record *v1.ScaleRecord, now time.Time) error {
+func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *planner.Explanation, record *scaling, now time.Time) error {
 	if job == nil {
 		return nil
 	}
@@ -169,7 +186,10 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *p
 		}
 	}
 	if record != nil {
-		ops = append(ops, map[string]any{"op": "add", "path": "/status/lastScale", "value": record})
+		ops = append(ops, map[string]any{"op": "add", "path": "/status/lastScale", "value": record.record})
+		if record.coolDown {
+			ops = append(ops, map[string]any{"op": "add", "path": "/status/lastScaleDown", "value": record.record.Time})
+		}
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -247,7 +267,7 @@ func ScalingCondition(e *planner.Explanation, generation int64, now time.Time) m
 // applied is what applyActions did: the scalings applied, as the job's
 // status records them, and the jobs whose scaling failed or was skipped.
 type applied struct {
-	scaled map[string]*v1.ScaleRecord
+	scaled map[string]*scaling
 	failed map[string]bool
 }
 
@@ -264,7 +284,7 @@ const applyParallelism = 8
 // scale-up whose room was to come from a scale-down that failed is skipped:
 // its pods would only wait, and the next plan decides again.
 func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAction, objects map[string]*v1.TrainingJob, now time.Time) applied {
-	done := applied{scaled: map[string]*v1.ScaleRecord{}, failed: map[string]bool{}}
+	done := applied{scaled: map[string]*scaling{}, failed: map[string]bool{}}
 	ordered := applyOrder(actions)
 	if a.cfg.DryRun {
 		for _, act := range ordered {
@@ -301,7 +321,7 @@ func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAc
 					a.log.Warn("scaling trainers failed; the next plan retries", "job", act.Job, "from", act.From, "to", act.To, "err", err)
 					return nil
 				}
-				done.scaled[act.Job] = &v1.ScaleRecord{Time: metav1.NewTime(now), From: act.From, To: act.To, Reason: act.Reason}
+				done.scaled[act.Job] = scalingOf(act, now)
 				return nil
 			})
 		}

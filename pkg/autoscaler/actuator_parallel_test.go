@@ -112,13 +112,13 @@ func TestAPlanRecordsSeveralStatusesAtOnce(t *testing.T) {
 
 	var d planner.Decision
 	jobs := map[string]*v1.TrainingJob{}
-	done := applied{scaled: map[string]*v1.ScaleRecord{}, failed: map[string]bool{}}
+	done := applied{scaled: map[string]*scaling{}, failed: map[string]bool{}}
 	for _, n := range names {
 		job, err := f.tjInf.Paddlepaddle().V1().TrainingJobs().Lister().TrainingJobs("ns").Get(n)
 		require.NoError(t, err)
 		jobs["ns/"+n] = job
 		d.Jobs = append(d.Jobs, planner.Explanation{Job: "ns/" + n, Limit: planner.LimitAtMax, Message: "at its maximum"})
-		done.scaled["ns/"+n] = &v1.ScaleRecord{From: 4, To: 10}
+		done.scaled["ns/"+n] = &scaling{record: v1.ScaleRecord{From: 4, To: 10}}
 	}
 	f.scaler.recordScalings(t.Context(), d, jobs, done, time.Now())
 

@@ -141,8 +141,8 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 			Placement: snapshot.PlacementOf(template),
 		}
 		job.Request, job.Limits = a.tracker.AdmittedPodRequestAndLimits(tj.Namespace, template)
-		if last := tj.Status.LastScale; last != nil && last.To < last.From {
-			job.LastScaleDown = last.Time.Time
+		if t := tj.Status.LastScaleDown; t != nil {
+			job.LastScaleDown = t.Time
 		}
 		jobs = append(jobs, job)
 		objects[job.Key] = tj

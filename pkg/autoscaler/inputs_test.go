@@ -69,3 +69,22 @@ func TestRunningJobsCarryTheirMinimum(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int32{"ns/running": 3 + 1, "ns/creating": 0}, minPods)
 }
+
+// TestElasticJobsCoolDownFromLastScaleDown: the planner's cool-down starts
+// at status.lastScaleDown; a lastScale that gave up only trainers no node
+// took, with no lastScaleDown, starts none.
+func TestElasticJobsCoolDownFromLastScaleDown(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC))
+	gaveUp := &v1.ScaleRecord{Time: at, From: 3, To: 2, Reason: "scale down by 1 (1 not yet scheduled): …"}
+	objs := objects(
+		elasticJob("cooling", 1, 10, 2, func(j *v1.TrainingJob) { j.Status.LastScale, j.Status.LastScaleDown = gaveUp, &at }),
+		elasticJob("free", 1, 10, 2, func(j *v1.TrainingJob) { j.Status.LastScale = gaveUp }),
+		[]runtime.Object{node("n1", "64", "64Gi")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
+	jobs, _ := f.scaler.elasticJobs()
+	last := map[string]time.Time{}
+	for _, j := range jobs {
+		last[j.Key] = j.LastScaleDown
+	}
+	assert.Equal(t, map[string]time.Time{"ns/cooling": at.Time, "ns/free": {}}, last)
+}

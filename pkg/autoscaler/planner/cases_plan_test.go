@@ -359,6 +359,21 @@ func planCases() []planCase {
 			want:   map[string]int32{"rich": 3},
 		},
 		{
+			// short runs 1 replica of its minimum of 2, and has two
+			// unschedulable trainers: the ReplicaSet controller deletes one.
+			// Only the one it keeps claims room; counting both took two of
+			// rich's trainers, or made the load rule trim for room that
+			// would never be used (FuzzPlan corpus entry 4e5ba0895a0b8af9).
+			name:  "a trainer the ReplicaSet is deleting claims no room for its job's minimum",
+			nodes: twoFull,
+			jobs: []Job{
+				newJob("rich", withRange(1, 4), withRequest(res(4, 1, 0)), spread(4, twoFull)),
+				newJob("short", withRange(2, 4), withCurrent(1), withRequest(res(4, 1, 0)), unschedulableTrainers(2)),
+			},
+			opts: Options{MaxLoadDesired: 2},
+			want: map[string]int32{"rich": 3},
+		},
+		{
 			name:  "nobody gives back below min for a job that cannot start",
 			nodes: twoFull,
 			jobs: []Job{

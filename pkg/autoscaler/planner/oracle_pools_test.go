@@ -129,23 +129,29 @@ func (lp loadPools) index(job string) int {
 	return lp.count
 }
 
-// soonBound is at most what the load phase counts besides the bound pods:
+// soonBound is at least what the load phase counts besides the bound pods:
 // the pods and trainers a plan may give room, which bind within seconds —
-// every pending pod and every trainer of a job not scheduled yet. It is
-// added to every pool's load, as a pending pod may run in any.
+// every pending pod and every trainer of a job not scheduled yet, each at
+// the largest of the job's request and its pods' (a pod created before the
+// template changed asks what it asks). It is added to every pool's load,
+// as a pending pod may run in any.
 func soonBound(snap snapshot.Snapshot, jobs []Job) vec {
 	var v vec
 	planned := map[string]bool{}
 	for _, j := range jobs {
 		planned[j.Key] = true
 		placed := 0
+		largest := vecOf(j.Request).max0()
 		for _, t := range j.Trainers {
 			if t.Node != "" {
 				placed++
 			}
+			for r := range numRes {
+				largest[r] = max(largest[r], vecOf(t.Request)[r])
+			}
 		}
 		for range max(0, int(j.Current)-placed) {
-			v = v.plus(vecOf(j.Request).max0())
+			v = v.plus(largest)
 		}
 	}
 	for _, p := range snap.Pending {

@@ -68,10 +68,18 @@ func (p *plan) reserve(pending []snapshot.PendingPod) []*snapshot.PendingPod {
 		}
 	}
 	// An elastic job's trainers beyond Min are opportunistic: nobody yields
-	// for them. Up to Min they are the job's right to run.
+	// for them. Up to Min they are the job's right to run — those it keeps:
+	// an unschedulable trainer the ReplicaSet controller is deleting (more
+	// pods than replicas) claims nothing.
 	belowMin := make(map[string]int64, len(p.jobs))
 	for _, j := range p.jobs {
-		belowMin[j.key] = max(0, j.min-j.placed)
+		var kept int64
+		for k := j.next; k < len(j.victims); k++ {
+			if j.victims[k].unsched {
+				kept++
+			}
+		}
+		belowMin[j.key] = min(kept, max(0, j.min-j.placed))
 	}
 	for i := range pending {
 		ws = append(ws, waiter{priority: pending[i].Priority, pod: &pending[i]})

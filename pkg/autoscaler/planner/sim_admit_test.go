@@ -49,7 +49,7 @@ func (s *sim) gangCycle() []ScaleAction {
 		j := s.job(a.Job)
 		s.mark(a)
 		j.replicas = a.To
-		if a.To < a.From {
+		if a.StartsCoolDown() {
 			j.scaleDown = s.now()
 		}
 	}

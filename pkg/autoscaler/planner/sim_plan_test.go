@@ -31,7 +31,7 @@ func (s *sim) cycle() []ScaleAction {
 		j := s.job(a.Job)
 		s.mark(a)
 		j.replicas = a.To
-		if a.To < a.From {
+		if a.StartsCoolDown() {
 			j.scaleDown = s.now()
 		}
 	}

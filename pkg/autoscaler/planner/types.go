@@ -46,7 +46,8 @@ type Job struct {
 	// with their own requests, which may differ from Request after a template
 	// change.
 	Trainers []TrainerPod
-	// LastScaleDown is when the job was last scaled down; zero for never.
+	// LastScaleDown is when a scale-down of the job last stopped a trainer
+	// that was scheduled (ScaleAction.StartsCoolDown); zero for never.
 	LastScaleDown time.Time
 }
 
@@ -137,6 +138,17 @@ type ScaleAction struct {
 	// plan freed is where it planned it. The other trainers the scale-down
 	// removes (for load, by rebalancing) are any the controller chooses.
 	Remove []string `json:"remove,omitempty"`
+	// Unscheduled is, for a scale-down, how many of the trainers it removes
+	// are not scheduled yet: the ReplicaSet controller deletes those first.
+	Unscheduled int32 `json:"unscheduled,omitempty"`
+}
+
+// StartsCoolDown reports whether the action is a scale-down that stops a
+// trainer kube-scheduler has bound to a node: the job is then not grown for
+// Options.CoolDown (Job.LastScaleDown is its time). Giving up trainers that
+// were never scheduled stops nothing that runs, and starts no cool-down.
+func (a ScaleAction) StartsCoolDown() bool {
+	return a.To < a.From && a.Unscheduled < a.From-a.To
 }
 
 // JobsFromSnapshot returns copies of jobs with Trainers filled from snap, so

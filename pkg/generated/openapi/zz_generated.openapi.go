@@ -969,6 +969,12 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobStatus(ref common.ReferenceCallb
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord"),
 						},
 					},
+					"lastScaleDown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastScaleDown is when the autoscaler last removed trainers of the job of which at least one was scheduled: the job is not grown for cooldownCycles intervals after it. Giving up trainers that no node took stops nothing that runs, and leaves it as it was.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 					"requeues": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Requeues counts the times the autoscaler sent the job back to the queue because its minimum was not all running within the start deadline of its admission. Suspending the job resets it.",

@@ -320,6 +320,13 @@ type TrainingJobStatus struct {
 	// +optional
 	LastScale *ScaleRecord `json:"lastScale,omitempty"`
 
+	// LastScaleDown is when the autoscaler last removed trainers of the job
+	// of which at least one was scheduled: the job is not grown for
+	// cooldownCycles intervals after it. Giving up trainers that no node
+	// took stops nothing that runs, and leaves it as it was.
+	// +optional
+	LastScaleDown *metav1.Time `json:"lastScaleDown,omitempty"`
+
 	// Requeues counts the times the autoscaler sent the job back to the
 	// queue because its minimum was not all running within the start
 	// deadline of its admission. Suspending the job resets it.

@@ -267,6 +267,10 @@ func (in *TrainingJobStatus) DeepCopyInto(out *TrainingJobStatus) {
 		*out = new(ScaleRecord)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LastScaleDown != nil {
+		in, out := &in.LastScaleDown, &out.LastScaleDown
+		*out = (*in).DeepCopy()
+	}
 	if in.RetryAfter != nil {
 		in, out := &in.RetryAfter, &out.RetryAfter
 		*out = (*in).DeepCopy()

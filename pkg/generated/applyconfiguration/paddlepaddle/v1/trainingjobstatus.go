@@ -47,6 +47,11 @@ type TrainingJobStatusApplyConfiguration struct {
 	Trainers *ReplicaStatusApplyConfiguration `json:"trainers,omitempty"`
 	// LastScale is the autoscaler's last decision for this job.
 	LastScale *ScaleRecordApplyConfiguration `json:"lastScale,omitempty"`
+	// LastScaleDown is when the autoscaler last removed trainers of the job
+	// of which at least one was scheduled: the job is not grown for
+	// cooldownCycles intervals after it. Giving up trainers that no node
+	// took stops nothing that runs, and leaves it as it was.
+	LastScaleDown *apismetav1.Time `json:"lastScaleDown,omitempty"`
 	// Requeues counts the times the autoscaler sent the job back to the
 	// queue because its minimum was not all running within the start
 	// deadline of its admission. Suspending the job resets it.
@@ -136,6 +141,14 @@ func (b *TrainingJobStatusApplyConfiguration) WithTrainers(value *ReplicaStatusA
 // If called multiple times, the LastScale field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithLastScale(value *ScaleRecordApplyConfiguration) *TrainingJobStatusApplyConfiguration {
 	b.LastScale = value
+	return b
+}
+
+// WithLastScaleDown sets the LastScaleDown field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastScaleDown field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithLastScaleDown(value apismetav1.Time) *TrainingJobStatusApplyConfiguration {
+	b.LastScaleDown = &value
 	return b
 }
 

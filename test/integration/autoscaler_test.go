@@ -313,6 +313,12 @@ func TestLateJobStartsAndSharesTheCluster(t *testing.T) {
 	joined := strings.Join(scaled, "\n")
 	assert.Contains(t, joined, "1 job below their minimum", "the early job made room for the late one's minimum")
 	assert.Contains(t, joined, "the least fulfilled job of priority 100", "the early job gave back to the late one")
+	// It gave back trainers that ran: its cool-down starts there, and the
+	// API server keeps the field (the CRD's status schema has it).
+	early, err := c.tj.PaddlepaddleV1().TrainingJobs(c.ns).Get(ctx, "early", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, early.Status.LastScaleDown, "status.lastScaleDown of the job that gave back running trainers")
+	assert.False(t, early.Status.LastScaleDown.After(time.Now()), "%v", early.Status.LastScaleDown)
 	// The late job took that room in the plan that gave it back: no idle
 	// room is left that growth could have given it.
 	events, err = c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=late"})

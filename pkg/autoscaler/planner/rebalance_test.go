@@ -109,33 +109,16 @@ func rebalanceCases() []planCase {
 		},
 		{
 			// stuck's trainer of 20 CPU fits on no node: the plan gives it
-			// up, which stops nothing that runs, and still moves rich's
-			// trainers to poor as in the first case.
-			name:  "a plan that gives up only trainers never scheduled still rebalances",
+			// up, and moves nothing else (one kind of change at a time).
+			name:  "a plan that gives up trainers no node took moves nothing",
 			nodes: full,
 			jobs: []Job{
 				newJob("rich", fill(10)), newJob("poor", fill(1)),
 				newJob("stuck", withRange(0, 10), withRequest(res(20, 1, 0)), unschedulableTrainers(1)),
 			},
-			opts: opts,
-			want: map[string]int32{"rich": 6, "poor": 5, "stuck": 0},
-			reasons: map[string][]string{
-				"rich":  {"scale down by 4: fulfillment 1 (10 of 1..10 trainers placed)"},
-				"stuck": {"scale down by 1 (1 not yet scheduled)"},
-			},
-		},
-		{
-			// rich's 11th trainer fits nowhere and is given up; rich is then
-			// the most fulfilled, but gives nothing in the plan that shrank it.
-			name:  "a job that gave up a trainer never scheduled gives nothing in that plan",
-			nodes: full,
-			jobs: []Job{
-				newJob("rich", withRange(1, 20), fill(10), unschedulableTrainers(1)),
-				newJob("poor", fill(1)),
-			},
 			opts:    opts,
-			want:    map[string]int32{"rich": 10},
-			reasons: map[string][]string{"rich": {"scale down by 1 (1 not yet scheduled)"}},
+			want:    map[string]int32{"stuck": 0},
+			reasons: map[string][]string{"stuck": {"scale down by 1 (1 not yet scheduled)"}},
 		},
 		{
 			// web (priority 1000, 2 CPU) waits: mid's one running trainer on
@@ -177,6 +160,31 @@ func TestRebalance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGivingUpUnscheduledTrainersStartsNoCoolDown: a job whose trainer no
+// node took gives it up, which stops nothing that runs; the plan after
+// (within what a cool-down would be) it takes its part from the most
+// fulfilled job. Cooling down, it would leave every move to the other jobs
+// of its priority, and get its part back from them a cool-down later.
+func TestGivingUpUnscheduledTrainersStartsNoCoolDown(t *testing.T) {
+	jobs := []Job{
+		newJob("rich", spread(10, full)),
+		newJob("poor", withRange(1, 20), spread(1, full), unschedulableTrainers(1)),
+	}
+	opts := Options{MaxLoadDesired: 1, Now: t0, CoolDown: time.Minute}
+	actions := Plan(clusterOf(full, jobs), jobs, opts)
+	assertWellFormed(t, clusterOf(full, jobs), jobs, opts, actions)
+	require.Len(t, actions, 1, "%v", actions)
+	assert.Equal(t, ScaleAction{Job: "poor", From: 2, To: 1, Unscheduled: 1}, ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Unscheduled: actions[0].Unscheduled})
+	assert.False(t, actions[0].StartsCoolDown())
+
+	jobs = applyPlanAt(jobs, actions, opts.Now)
+	opts.Now = t0.Add(time.Second)
+	actions = Plan(clusterOf(full, jobs), jobs, opts)
+	assertWellFormed(t, clusterOf(full, jobs), jobs, opts, actions)
+	assert.Equal(t, map[string]int32{"rich": 4, "poor": 7}, map[string]int32{"rich": toOf(actions, jobs[0]), "poor": toOf(actions, jobs[1])},
+		"poor takes its part in the next plan: %v", actions)
 }
 
 // earlyAndLate is six nodes of 7 CPU, each full: three trainers of each of

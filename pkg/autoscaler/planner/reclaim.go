@@ -33,15 +33,15 @@ const (
 )
 
 // mayGive reports whether j has a trainer above its minimum that runs on a
-// node, was promised nothing and gave up no trainer before rebalancing.
+// node and was promised nothing.
 func (j *jobState) mayGive() bool {
-	return j.slack() > 0 && j.victims[j.next].bound && j.promised == 0 && !j.shrankBefore
+	return j.slack() > 0 && j.victims[j.next].bound && j.promised == 0
 }
 
 // mayTake reports whether j could take one more trainer that growth would
 // not give it from idle room.
 func (j *jobState) mayTake() bool {
-	return !j.growsFromIdle && !j.coolingDown && !j.unschedulable && !j.starved && !j.shrankBefore && j.desired+j.promised < j.max
+	return !j.growsFromIdle && !j.coolingDown && !j.unschedulable && !j.starved && j.desired+j.promised < j.max
 }
 
 // aheadOf are the jobs of a priority above priority that growth could grow:

@@ -144,7 +144,6 @@ type growState struct {
 // rebalanceState is the job's part in [plan.rebalance].
 type rebalanceState struct {
 	growsFromIdle bool      // growth can serve it from idle capacity: rebalance gives it nothing
-	shrankBefore  bool      // an earlier phase gave up trainers of it: it neither gives nor takes
 	promised      int64     // trainers rebalance freed room for, added to desired in the same plan
 	takerAt       int       // index in rebalance's heap of takers, -1 when not in it
 	promisedBy    *jobState // the first job rebalance freed room for it from

@@ -190,7 +190,9 @@ func applyPlan(jobs []Job, actions []ScaleAction) []Job {
 				for range a.From - a.To {
 					j.Trainers = removeOne(j.Trainers, a.Remove)
 				}
-				j.LastScaleDown = t0
+				if a.StartsCoolDown() {
+					j.LastScaleDown = t0
+				}
 			}
 			j.Current = a.To
 		}

@@ -51,7 +51,10 @@ func (a *Autoscaler) pastStartDeadline(tj *v1.TrainingJob, c *metav1.Condition, 
 		(r.Status == metav1.ConditionTrue || r.LastTransitionTime.After(admitted)) {
 		return false
 	}
-	return now.Sub(admitted) > a.cfg.StartDeadline
+	// The API server keeps a condition's time to the second, cut down: the
+	// job was admitted before the end of that second, and the deadline runs
+	// from there, so that no job is requeued before its deadline.
+	return now.Sub(admitted.Truncate(time.Second).Add(time.Second)) > a.cfg.StartDeadline
 }
 
 // mayAdmitAgain reports whether a queued job is not waiting out the

@@ -107,3 +107,20 @@ func TestBackoffDoublesToItsCap(t *testing.T) {
 	assert.Equal(t, MaxStartBackoff, backoff(7))
 	assert.Equal(t, MaxStartBackoff, backoff(1000))
 }
+
+// TestStartDeadlineRunsFromTheEndOfTheAdmissionSecond: the API server keeps
+// the Queued condition's time cut down to the second, so a job admitted at
+// 12:00:00.9 reads as admitted at 12:00:00; the deadline runs from the end
+// of that second, never from before the admission (the integration test of
+// the start deadline saw a job requeued 7.96 s after its admission, with a
+// deadline of 8 s).
+func TestStartDeadlineRunsFromTheEndOfTheAdmissionSecond(t *testing.T) {
+	stored := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	a := &Autoscaler{cfg: Config{StartDeadline: 8 * time.Second}}
+	job := &v1.TrainingJob{Status: v1.TrainingJobStatus{Phase: v1.PhasePending}}
+	c := &metav1.Condition{Type: v1.ConditionQueued, Status: metav1.ConditionFalse, Reason: v1.ReasonAdmitted,
+		LastTransitionTime: metav1.NewTime(stored)}
+	assert.False(t, a.pastStartDeadline(job, c, stored.Add(8500*time.Millisecond)), "7.6 s after an admission at 12:00:00.9")
+	assert.False(t, a.pastStartDeadline(job, c, stored.Add(9*time.Second)), "8 s after the end of the second")
+	assert.True(t, a.pastStartDeadline(job, c, stored.Add(9*time.Second+time.Millisecond)))
+}

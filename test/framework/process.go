@@ -212,3 +212,21 @@ func logFile(dir, name string) string {
 }
 
 var errStopped = errors.New("control plane is stopped")
+
+// PIDs are the process IDs of the components running now, by name (Etcd,
+// APIServer, ControllerManager, Scheduler, Kwok), for reading their /proc
+// files.
+func (cp *ControlPlane) PIDs() map[string]int {
+	cp.mu.Lock()
+	components := cp.components
+	cp.mu.Unlock()
+	pids := map[string]int{}
+	for _, p := range components {
+		p.mu.Lock()
+		if p.cmd != nil && p.cmd.Process != nil && !isClosed(p.done) {
+			pids[p.name] = p.cmd.Process.Pid
+		}
+		p.mu.Unlock()
+	}
+	return pids
+}

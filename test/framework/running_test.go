@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestControlPlane(t *testing.T) {
 	// With a kwok configuration of its own, as make scale starts it.
 	plane := StartForTest(t, Options{Nodes: []NodeSpec{nodes}, KwokPodParallelism: 8})
 	t.Run("versions", func(t *testing.T) { testVersions(t, plane, nodes) })
+	t.Run("PIDs", func(t *testing.T) { testPIDs(t, plane) })
 	t.Run("ReplicaSet pods run on kwok nodes", func(t *testing.T) { testReplicaSetPodsRunOnKwokNodes(t, plane) })
 	t.Run("kwok exit stage", func(t *testing.T) { testKwokExitStage(t, plane) })
 	t.Run("informer recovers after an API server restart", func(t *testing.T) { testInformerRecoversAfterAPIServerRestart(t, plane) })
@@ -58,6 +60,18 @@ func testVersions(t *testing.T, plane *ControlPlane, nodes NodeSpec) {
 	require.NoError(t, err)
 	for i := range nodes.Count {
 		assert.Contains(t, out, fmt.Sprintf("node/%s-%d", nodes.Name, i))
+	}
+}
+
+func testPIDs(t *testing.T, plane *ControlPlane) {
+	pids := plane.PIDs()
+	assert.Len(t, pids, 5)
+	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler, Kwok} {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pids[name]))
+		if assert.NoError(t, err, name) {
+			// The kernel keeps 15 bytes of a command's name.
+			assert.Equal(t, name[:min(len(name), 15)], strings.TrimSpace(string(comm)))
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTicks is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on
@@ -82,6 +83,60 @@ func ParseStatCPU(stat string) (float64, error) {
 		ticks += n
 	}
 	return float64(ticks) / clockTicks, nil
+}
+
+// ParseMachineBusy returns the CPU time all cores of the machine spent
+// busy, in seconds, from /proc/stat: its first line's user, nice, system,
+// irq, softirq and steal times (everything but idle and iowait; guest time
+// is inside user and nice already).
+func ParseMachineBusy(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: first line %q: want cpu and at least 8 times", line)
+	}
+	var ticks int64
+	for _, k := range []int{1, 2, 3, 6, 7, 8} { // user nice system; irq softirq steal
+		n, err := strconv.ParseInt(fields[k], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: CPU time %q: %w", fields[k], err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / clockTicks, nil
+}
+
+// Machine names the whole machine among a CPUReading's processes.
+const Machine = "the machine"
+
+// CPUReading is the CPU time, in seconds, the machine (Machine) and each
+// process read spent busy up to At.
+type CPUReading struct {
+	At  time.Time
+	CPU map[string]float64
+}
+
+// ReadCPU reads the machine's busy time and that of the processes named in
+// pids. A process that has exited is left out.
+func ReadCPU(pids map[string]int) (CPUReading, error) {
+	r := CPUReading{At: time.Now(), CPU: make(map[string]float64, len(pids)+1)}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUReading{}, err
+	}
+	if r.CPU[Machine], err = ParseMachineBusy(string(stat)); err != nil {
+		return CPUReading{}, err
+	}
+	for name, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		if r.CPU[name], err = ParseStatCPU(string(stat)); err != nil {
+			return CPUReading{}, err
+		}
+	}
+	return r, nil
 }
 
 func numCPU() int { return runtime.NumCPU() }

@@ -141,6 +141,7 @@ func Markdown(r *Result, command string) string {
 	}
 	b.WriteString("\n")
 	b.WriteString(FiguresMarkdown(r.Settles))
+	b.WriteString(CoresMarkdown(r.Settles, numCPU(), Components))
 	for _, s := range r.Settles {
 		if len(s.Timeline) == 0 {
 			continue

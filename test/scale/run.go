@@ -236,16 +236,24 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	origin := edl.Started()
 	at := func(t time.Time) time.Duration { return t.Sub(origin) }
 
-	// Sample edl's /proc files and the cluster's pods every second.
+	// Sample edl's /proc files, the CPU time of the machine and of each
+	// process, and the cluster's pods every second.
 	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		sampErr error
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		sampErr  error
+		readings []CPUReading
 	)
+	pids := cp.PIDs()
+	pids["edl"] = edl.Pid()
 	sampCtx, stopSampling := context.WithCancel(runCtx)
 	wg.Go(func() {
 		wait.UntilWithContext(sampCtx, func(context.Context) {
 			p, err := ReadProc(edl.Pid())
+			var r CPUReading
+			if err == nil {
+				r, err = ReadCPU(pids)
+			}
 			s, _ := w.state(0, 0)
 			mu.Lock()
 			defer mu.Unlock()
@@ -253,6 +261,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 				sampErr = err
 				return
 			}
+			readings = append(readings, r)
 			res.Samples = append(res.Samples, Sample{At: at(time.Now()), RSS: p.RSS, CPU: p.CPU, Pods: s.Pods})
 			res.Pods = max(res.Pods, s.Pods)
 		}, time.Second)
@@ -394,6 +403,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := FillFigures(res.Settles, w.webTimes(), w.preemptions(), requests); err != nil {
 		return nil, err
 	}
+	FillCores(res.Settles, readings)
 	res.Buckets = BucketRequests(requests, origin, end, BucketWidth)
 	res.LoadAfter = loadavg()
 	res.Wall = time.Since(began)

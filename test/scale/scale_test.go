@@ -49,6 +49,29 @@ func TestParseStatCPU(t *testing.T) {
 	require.ErrorContains(t, err, `CPU time "x"`)
 }
 
+func TestParseMachineBusy(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice:
+	// busy is 100+20+30 + 6+7+8 ticks; idle and iowait are not.
+	busy, err := ParseMachineBusy("cpu  100 20 30 400 50 6 7 8 9 1\ncpu0 50 10 15 200 25 3 3 4 0 0\n")
+	require.NoError(t, err)
+	assert.InDelta(t, 1.71, busy, 1e-9)
+
+	_, err = ParseMachineBusy("intr 1 2 3 4 5 6 7 8 9\n")
+	require.ErrorContains(t, err, "want cpu and at least 8 times")
+	_, err = ParseMachineBusy("cpu 1 2 3 4 5\n")
+	require.ErrorContains(t, err, "want cpu and at least 8 times")
+	_, err = ParseMachineBusy("cpu 1 2 3 4 5 x 7 8\n")
+	require.ErrorContains(t, err, `CPU time "x"`)
+}
+
+func TestReadCPUOfThisMachineAndProcess(t *testing.T) {
+	r, err := ReadCPU(map[string]int{"self": os.Getpid(), "gone": math.MaxInt32})
+	require.NoError(t, err)
+	assert.Positive(t, r.CPU[Machine])
+	assert.Contains(t, r.CPU, "self")
+	assert.NotContains(t, r.CPU, "gone", "a process that is not there is left out")
+}
+
 func TestReadProcOfThisProcess(t *testing.T) {
 	s, err := ReadProc(os.Getpid())
 	require.NoError(t, err)
@@ -215,7 +238,8 @@ func TestSummariesMakeOneTableBySize(t *testing.T) {
 // result.json, and -from writes the docs from it; the cycle histogram's +Inf
 // bound is no JSON number.
 func TestResultRoundTripsThroughJSON(t *testing.T) {
-	in := &Result{Config: DefaultConfig, Pods: 7, Settles: []Settle{{Name: "fill", Settled: true, EDL: time.Second}},
+	in := &Result{Config: DefaultConfig, Pods: 7, Settles: []Settle{{Name: "fill", Settled: true, EDL: time.Second,
+		Figures: StepFigures{Measured: true, Cores: map[string]float64{Machine: 1.95, "edl": 0.09}}}},
 		Cycle: Histogram{Bounds: []float64{0.001, 0.01, math.Inf(1)}, Counts: []uint64{1, 3, 4}, Count: 4, Sum: 0.05}}
 	b, err := json.Marshal(in)
 	require.NoError(t, err)

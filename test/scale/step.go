@@ -48,6 +48,9 @@ type StepFigures struct {
 	Floor time.Duration
 	// Measured is false in the results of runs made before these figures.
 	Measured bool
+	// Cores is the CPU the machine (Machine) and each component used in
+	// the step, in cores on average ([CoresIn]); nil in runs made before it.
+	Cores map[string]float64 `json:",omitempty"`
 }
 
 // Window is a step's stretch of time, [Start, End).
@@ -194,6 +197,79 @@ func fillFigures(settles []Settle, web []PodTimes, preempted []time.Time, reques
 		f.Floor = Floor(f.Removed, f.WebPending.N, controllerQPS, schedulerQPS)
 		f.Measured = true
 	}
+}
+
+// Components are the processes whose CPU a run reads, in the order of the
+// report's columns: the control plane's and edl.
+var Components = []string{framework.APIServer, framework.Etcd, framework.Scheduler, framework.ControllerManager, framework.Kwok, "edl"}
+
+// CoresIn is the CPU the machine and each process used over w, in cores
+// on average: the difference between the first reading in w and the last,
+// over the time between them. It is nil when w holds fewer than two
+// readings; a process missing from either is left out.
+func CoresIn(readings []CPUReading, w Window) map[string]float64 {
+	var first, last *CPUReading
+	for i := range readings {
+		r := &readings[i]
+		if r.At.Before(w.Start) || r.At.After(w.End) {
+			continue
+		}
+		if first == nil {
+			first = r
+		}
+		last = r
+	}
+	if first == nil || !last.At.After(first.At) {
+		return nil
+	}
+	span := last.At.Sub(first.At).Seconds()
+	cores := map[string]float64{}
+	for name, end := range last.CPU {
+		if start, ok := first.CPU[name]; ok {
+			cores[name] = (end - start) / span
+		}
+	}
+	return cores
+}
+
+// FillCores sets each settle's Cores from readings over its window.
+func FillCores(settles []Settle, readings []CPUReading) {
+	for i := range settles {
+		settles[i].Figures.Cores = CoresIn(readings, StepWindow(settles[i]))
+	}
+}
+
+// CoresMarkdown is the table of the CPU the machine and the components used
+// in each step, of the machine's cores; empty when no step has it.
+func CoresMarkdown(settles []Settle, cores int, components []string) string {
+	var b strings.Builder
+	for _, s := range settles {
+		c := s.Figures.Cores
+		if c == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "The CPU used in each step, from the step until it settled (from /proc; cores on average, of the machine's %d):\n\n", cores)
+			b.WriteString("| step | " + Machine + " | " + strings.Join(components, " | ") + " |\n|---|---:|" + strings.Repeat("---:|", len(components)) + "\n")
+		}
+		fmt.Fprintf(&b, "| %s | %s |", s.Name, coresCell(c, Machine))
+		for _, name := range components {
+			fmt.Fprintf(&b, " %s |", coresCell(c, name))
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func coresCell(cores map[string]float64, name string) string {
+	c, ok := cores[name]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", c)
 }
 
 // FiguresMarkdown is the table of the steps' figures, and what its floor is;

@@ -219,3 +219,40 @@ func indexOf(s []string, v string) int {
 	}
 	return -1
 }
+
+func TestCoresInAStepsWindow(t *testing.T) {
+	t0 := at(0)
+	reading := func(sec int, machine, apiServer float64, more ...float64) CPUReading {
+		r := CPUReading{At: t0.Add(time.Duration(sec) * time.Second), CPU: map[string]float64{Machine: machine, framework.APIServer: apiServer}}
+		if len(more) > 0 {
+			r.CPU["edl"] = more[0]
+		}
+		return r
+	}
+	readings := []CPUReading{reading(0, 0, 0), reading(1, 10, 1), reading(2, 11, 2, 5), reading(3, 13, 2.5, 6), reading(5, 20, 3, 7)}
+
+	// The first and last readings inside [1 s, 3 s]: 3 s of machine time and
+	// 1.5 of kube-apiserver's over 2 s; edl, missing from the first, is left out.
+	got := CoresIn(readings, Window{Start: t0.Add(time.Second), End: t0.Add(3 * time.Second)})
+	assert.Equal(t, map[string]float64{Machine: 1.5, framework.APIServer: 0.75}, got)
+
+	assert.Nil(t, CoresIn(readings, Window{Start: t0.Add(4 * time.Second), End: t0.Add(5 * time.Second)}), "one reading in the window")
+	assert.Nil(t, CoresIn(readings, Window{Start: t0.Add(6 * time.Second), End: t0.Add(9 * time.Second)}), "none")
+
+	settles := []Settle{{Name: "up", Start: t0.Add(2 * time.Second), Total: 2 * time.Second}, {Name: "later", Start: t0.Add(time.Minute)}}
+	FillCores(settles, readings)
+	// The window runs a second past the settle: the readings at 2 s and 5 s.
+	cores := settles[0].Figures.Cores
+	assert.Len(t, cores, 3)
+	assert.InDelta(t, 3.0, cores[Machine], 1e-9)
+	assert.InDelta(t, 1.0/3, cores[framework.APIServer], 1e-9)
+	assert.InDelta(t, 2.0/3, cores["edl"], 1e-9)
+	assert.Nil(t, settles[1].Figures.Cores)
+
+	table := CoresMarkdown(settles, 2, []string{framework.APIServer, "edl"})
+	assert.Contains(t, table, "of the machine's 2")
+	assert.Contains(t, table, "| step | the machine | kube-apiserver | edl |\n|---|---:|---:|---:|\n")
+	assert.Contains(t, table, "| up | 3.00 | 0.33 | 0.67 |\n")
+	assert.NotContains(t, table, "later", "a step without readings has no row")
+	assert.Empty(t, CoresMarkdown(settles[1:], 2, Components), "no table without readings")
+}

@@ -72,8 +72,8 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 }
 
 // scaling is what a job's status records of a scaling applied: the
-// decision (lastScale) and, for a scale-down that stops a trainer that was
-// scheduled, the start of the job's cool-down (lastScaleDown).
+// decision (lastScale) and, for a scale-down, the start of the job's
+// cool-down (lastScaleDown).
 type scaling struct {
 	record   v1.ScaleRecord
 	coolDown bool

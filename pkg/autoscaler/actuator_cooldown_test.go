@@ -16,12 +16,11 @@ import (
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
-// TestRunOnceStartsACoolDownOnlyForTrainersThatRan: a scale-down that stops
-// a trainer kube-scheduler bound records status.lastScaleDown at the plan's
-// time, and the next plans read the cool-down from it; giving up a trainer
-// no node took records the decision (lastScale) and leaves lastScaleDown
-// as it was.
-func TestRunOnceStartsACoolDownOnlyForTrainersThatRan(t *testing.T) {
+// TestRunOnceRecordsTheCoolDownOfEveryScaleDown: a scale-down records
+// status.lastScaleDown at the plan's time, and the next plans read the
+// cool-down from it — one that stops a trainer kube-scheduler bound and
+// one that gives up a trainer no node took alike; a scale-up records none.
+func TestRunOnceRecordsTheCoolDownOfEveryScaleDown(t *testing.T) {
 	t.Run("a trainer that ran", func(t *testing.T) {
 		f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, rebalanced()...)
 		actions := f.scaler.RunOnce(context.Background())
@@ -47,6 +46,6 @@ func TestRunOnceStartsACoolDownOnlyForTrainersThatRan(t *testing.T) {
 		job := f.waitForJob("stuck", func(j *v1.TrainingJob) bool { return j.Status.LastScale != nil })
 		assert.Equal(t, int32(2), job.Status.LastScale.To)
 		require.NotNil(t, job.Status.LastScaleDown)
-		assert.True(t, job.Status.LastScaleDown.Time.Equal(earlier.Time), "the earlier scale-down's time stays")
+		assert.True(t, job.Status.LastScaleDown.Time.Equal(f.clock.Now()), "at the plan's time, not the earlier scale-down's")
 	})
 }

@@ -971,7 +971,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobStatus(ref common.ReferenceCallb
 					},
 					"lastScaleDown": {
 						SchemaProps: spec.SchemaProps{
-							Description: "LastScaleDown is when the autoscaler last removed trainers of the job of which at least one was scheduled: the job is not grown for cooldownCycles intervals after it. Giving up trainers that no node took stops nothing that runs, and leaves it as it was.",
+							Description: "LastScaleDown is when the autoscaler last removed trainers of the job, trainers no node took included: the job is not grown for cooldownCycles intervals after it.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},

@@ -320,10 +320,9 @@ type TrainingJobStatus struct {
 	// +optional
 	LastScale *ScaleRecord `json:"lastScale,omitempty"`
 
-	// LastScaleDown is when the autoscaler last removed trainers of the job
-	// of which at least one was scheduled: the job is not grown for
-	// cooldownCycles intervals after it. Giving up trainers that no node
-	// took stops nothing that runs, and leaves it as it was.
+	// LastScaleDown is when the autoscaler last removed trainers of the job,
+	// trainers no node took included: the job is not grown for
+	// cooldownCycles intervals after it.
 	// +optional
 	LastScaleDown *metav1.Time `json:"lastScaleDown,omitempty"`
 

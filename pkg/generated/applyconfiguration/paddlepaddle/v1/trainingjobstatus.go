@@ -47,10 +47,9 @@ type TrainingJobStatusApplyConfiguration struct {
 	Trainers *ReplicaStatusApplyConfiguration `json:"trainers,omitempty"`
 	// LastScale is the autoscaler's last decision for this job.
 	LastScale *ScaleRecordApplyConfiguration `json:"lastScale,omitempty"`
-	// LastScaleDown is when the autoscaler last removed trainers of the job
-	// of which at least one was scheduled: the job is not grown for
-	// cooldownCycles intervals after it. Giving up trainers that no node
-	// took stops nothing that runs, and leaves it as it was.
+	// LastScaleDown is when the autoscaler last removed trainers of the job,
+	// trainers no node took included: the job is not grown for
+	// cooldownCycles intervals after it.
 	LastScaleDown *apismetav1.Time `json:"lastScaleDown,omitempty"`
 	// Requeues counts the times the autoscaler sent the job back to the
 	// queue because its minimum was not all running within the start

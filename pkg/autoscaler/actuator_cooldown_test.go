@@ -41,8 +41,8 @@ func TestRunOnceRecordsTheCoolDownOfEveryScaleDown(t *testing.T) {
 		f := newActuatorFixture(t, Config{MaxLoadDesired: 1, Interval: time.Second}, objects(stuck, []runtime.Object{node("n1", "2", "64Gi")})...)
 		actions := f.scaler.RunOnce(context.Background())
 		require.Len(t, actions, 1)
-		assert.Equal(t, planner.ScaleAction{Job: "ns/stuck", From: 3, To: 2, Unscheduled: 1},
-			planner.ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Unscheduled: actions[0].Unscheduled})
+		assert.Equal(t, planner.ScaleAction{Job: "ns/stuck", From: 3, To: 2, Nodes: []string{""}},
+			planner.ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Nodes: actions[0].Nodes}, "the trainer no node took goes")
 		job := f.waitForJob("stuck", func(j *v1.TrainingJob) bool { return j.Status.LastScale != nil })
 		assert.Equal(t, int32(2), job.Status.LastScale.To)
 		require.NotNil(t, job.Status.LastScaleDown)

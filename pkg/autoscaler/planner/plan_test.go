@@ -117,7 +117,7 @@ func TestScaleDownNamesTheNodesTrainersLeave(t *testing.T) {
 	actions := Plan(clusterOf(ns, jobs, others...), jobs, Options{})
 	require.Len(t, actions, 1)
 	// The unschedulable trainer first, then the newest: t3 on n-1.
-	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"}, Unscheduled: 1, Cause: CauseLoad,
+	assert.Equal(t, ScaleAction{Job: "a", From: 5, To: 3, Nodes: []string{"", "n-1"}, Cause: CauseLoad,
 		Reason: "scale down by 2 (1 not yet scheduled): CPU load 1 above max_load_desired 0.97"}, actions[0])
 }
 

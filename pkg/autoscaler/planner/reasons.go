@@ -17,8 +17,7 @@ func (p *plan) actions() []ScaleAction {
 			continue
 		}
 		// #nosec G115 -- desired stays within [Min, Max], both int32.
-		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes, Remove: j.picked,
-			Unscheduled: int32(j.unscheduledShrunk)} // #nosec G115 -- at most From − To
+		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes, Remove: j.picked}
 		switch {
 		case j.promised > 0:
 			a.Reason, a.Cause = p.takeReason(j), CauseRebalance

@@ -175,7 +175,8 @@ func TestGivingUpUnscheduledTrainersStartsACoolDown(t *testing.T) {
 	actions := Plan(clusterOf(full, jobs), jobs, opts)
 	assertWellFormed(t, clusterOf(full, jobs), jobs, opts, actions)
 	require.Len(t, actions, 1, "%v", actions)
-	assert.Equal(t, ScaleAction{Job: "poor", From: 2, To: 1, Unscheduled: 1}, ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Unscheduled: actions[0].Unscheduled})
+	assert.Equal(t, ScaleAction{Job: "poor", From: 2, To: 1, Nodes: []string{""}}, ScaleAction{Job: actions[0].Job, From: actions[0].From, To: actions[0].To, Nodes: actions[0].Nodes},
+		"poor gives up its trainer no node took")
 	assert.True(t, actions[0].StartsCoolDown())
 
 	jobs = applyPlanAt(jobs, actions, opts.Now)

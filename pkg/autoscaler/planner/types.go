@@ -138,9 +138,6 @@ type ScaleAction struct {
 	// plan freed is where it planned it. The other trainers the scale-down
 	// removes (for load, by rebalancing) are any the controller chooses.
 	Remove []string `json:"remove,omitempty"`
-	// Unscheduled is, for a scale-down, how many of the trainers it removes
-	// are not scheduled yet: the ReplicaSet controller deletes those first.
-	Unscheduled int32 `json:"unscheduled,omitempty"`
 }
 
 // StartsCoolDown reports whether the action is a scale-down: the job is

@@ -137,19 +137,26 @@ func (c elasticCluster) roomFor(ctx context.Context, milliCPU int64) (int, error
 	return n, nil
 }
 
-// preemptions counts the pods kube-scheduler preempted in the namespace:
-// its Preempted events.
-func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) int {
+// preemptions counts the pods kube-scheduler preempted in the namespace
+// (its Preempted events) and the time of the last one.
+func (c elasticCluster) preemptions(t *testing.T, ctx context.Context) (n int, last time.Time) {
 	t.Helper()
 	events, err := c.kube.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Preempted"})
 	require.NoError(t, err)
-	n := 0
 	for _, e := range events.Items {
-		if e.InvolvedObject.Kind == "Pod" {
-			n += int(max(1, e.Count))
+		if e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		n += int(max(1, e.Count))
+		at := e.LastTimestamp.Time
+		if e.EventTime.Time.After(at) {
+			at = e.EventTime.Time
+		}
+		if at.After(last) {
+			last = at
 		}
 	}
-	return n
+	return n, last
 }
 
 // TestWebBurstStopsNoMoreTrainersThanItNeeds fills 20 kwok nodes of 4 CPUs with
@@ -211,7 +218,7 @@ func TestWebBurstStopsNoMoreTrainersThanItNeeds(t *testing.T) {
 	require.NoError(t, err, "trainers stayed pending: %v\n%s", after, c.describe(ctx))
 
 	downs := c.scaleDowns(t, ctx, step)
-	preempted := c.preemptions(t, ctx)
+	preempted, lastPreempted := c.preemptions(t, ctx)
 	yielded, givenBack := 0, map[string]int{}
 	var firstBack, lastBack time.Time
 	for _, d := range downs {
@@ -230,8 +237,8 @@ func TestWebBurstStopsNoMoreTrainersThanItNeeds(t *testing.T) {
 	for _, d := range downs {
 		lines = append(lines, fmt.Sprintf("%s -%d at +%.0fs (yield %v, give-back %v)", d.job, d.by, d.at.Sub(step).Seconds(), d.yield, d.giveBack))
 	}
-	t.Logf("web pods bound %.1fs after the step; trainers %v -> %v; trainers preempted by kube-scheduler: %d, yielded by EDL: %d; scale-downs: %s",
-		took.Seconds(), before, after, preempted, yielded, strings.Join(lines, ", "))
+	t.Logf("web pods bound %.1fs after the step; trainers %v -> %v; trainers preempted by kube-scheduler: %d (the last at +%.0fs), yielded by EDL: %d; scale-downs: %s",
+		took.Seconds(), before, after, preempted, lastPreempted.Sub(step).Seconds(), yielded, strings.Join(lines, ", "))
 
 	// 40 CPUs for the web pods and 0.4 for the pservers: 39 trainers stay
 	// at most.
@@ -256,11 +263,19 @@ func TestWebBurstStopsNoMoreTrainersThanItNeeds(t *testing.T) {
 	// deletions land; EDL gives back those that cannot be placed in the
 	// next plans: a woken one and the ticks after it, within 3 intervals —
 	// the woken plan and the 3 ticks of that window (a woken plan may run in
-	// the second of a tick).
+	// the second of a tick). The window opens at the first give-back, or at
+	// kube-scheduler's last preemption if that came later: on a busy
+	// machine the scheduler may take seconds to work through the burst, and
+	// victims it preempts late are re-created late.
 	for job, n := range givenBack {
 		assert.LessOrEqual(t, n, 4, "%s gave back re-created trainers in %d plans: %+v", job, n, downs)
 	}
-	assert.LessOrEqual(t, lastBack.Sub(firstBack), 3*interval, "the give-backs are spread over many plans: %+v", downs)
+	opens := firstBack
+	if lastPreempted.After(opens) {
+		opens = lastPreempted
+	}
+	assert.LessOrEqual(t, lastBack.Sub(opens), 3*interval,
+		"the give-backs are spread over many plans after kube-scheduler's last preemption at +%.0fs: %+v", lastPreempted.Sub(step).Seconds(), downs)
 }
 
 // TestYieldsOnlyForPodsItCanHelp fills 4 kwok nodes of 4 CPUs with
@@ -311,5 +326,6 @@ func TestYieldsOnlyForPodsItCanHelp(t *testing.T) {
 	after, err := c.trainerReplicas(ctx, jobs)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "trainers went for pods they could not help\n%s", c.describe(ctx))
-	assert.Zero(t, c.preemptions(t, ctx), "kube-scheduler preempted trainers")
+	preempted, _ := c.preemptions(t, ctx)
+	assert.Zero(t, preempted, "kube-scheduler preempted trainers")
 }

@@ -72,7 +72,8 @@ type Config struct {
 	RebalanceGap    float64
 	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
 	// second: a plan moves this many per second since the plan before, at
-	// most an interval's ([planner.MovesPerCycle]); 0 means
+	// most an interval's ([planner.MovesPerCycle]), rebalancing alone half
+	// of it; 0 means
 	// planner.DefaultMovesPerSecond.
 	MaxMovesPerSecond float64
 	// DryRun plans and logs, and patches nothing.

@@ -63,8 +63,8 @@ type AutoscalerConfiguration struct {
 	RebalanceGap *float64 `json:"rebalanceGap,omitempty"`
 	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
 	// second: a plan moves this many per second since the plan before, at
-	// most an interval's. A move is one pod kube-controller-manager deletes
-	// and one it creates (x > 0).
+	// most an interval's, rebalancing alone half of it. A move is one pod
+	// kube-controller-manager deletes and one it creates (x > 0).
 	MaxMovesPerSecond *float64 `json:"maxMovesPerSecond,omitempty"`
 	// DryRun plans and logs, and changes nothing.
 	DryRun *bool `json:"dryRun,omitempty"`
@@ -100,7 +100,9 @@ const DefaultRebalanceGap = 0.1
 // DefaultMaxMovesPerSecond is the default of autoscaler.maxMovesPerSecond:
 // kube-controller-manager's ReplicaSet controller sends about 20 requests
 // a second at its default client QPS, and a move is two of them, so the
-// moves of one plan are done before the next. It equals
+// moves of one plan are done before the next; rebalancing makes half of
+// them at most and leaves the rest of the rate to the pods of jobs
+// starting. It equals
 // planner.DefaultMovesPerSecond, which a test checks.
 const DefaultMaxMovesPerSecond = 10.0
 

@@ -74,7 +74,7 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 				j.teamNote, j.reclaimWith.team.team.name)
 		}
 		if j.capped != nil {
-			e.Message += fmt.Sprintf("; this plan moved the %d trainers rebalancing may move in one, more follow in the next", p.opts.MaxRebalancePerCycle)
+			e.Message += fmt.Sprintf("; this plan moved the %d trainers %s may move in one, more follow in the next", j.cappedAt, j.cappedIn)
 		}
 	case j.grown > 0 && j.desired >= j.max:
 		e.Limit, e.Message = LimitAtMax, fmt.Sprintf("grows by %d to its maximum, %s", j.grown, trainersOf(j))
@@ -98,8 +98,8 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 			j.min, resNames[r], loadText(e.Load, r), onPool(j.pool != p.all), ratio(p.threshold))
 	case j.capped != nil:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.capped.key, j.capped.fulfillment()
-		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s (fulfillment %s) is to give trainers back for it, but this plan moved the %d trainers rebalancing may move in one, more follow in the next",
-			trainersOf(j), ratio(e.Fulfillment), e.Other, ratio(e.OtherFulfillment), p.opts.MaxRebalancePerCycle)
+		e.Message = fmt.Sprintf("at %s (fulfillment %s): %s (fulfillment %s) is to give trainers back for it, but this plan moved the %d trainers %s may move in one, more follow in the next",
+			trainersOf(j), ratio(e.Fulfillment), e.Other, ratio(e.OtherFulfillment), j.cappedAt, j.cappedIn)
 	case j.unschedulable || j.starved:
 		p.explainNoFit(j, &e, p.fit, true)
 	case j.quotaHeld:

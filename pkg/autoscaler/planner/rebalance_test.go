@@ -86,10 +86,12 @@ func rebalanceCases() []planCase {
 			want:   map[string]int32{},
 		},
 		{
-			name:  "the moves of one plan stop at MaxRebalancePerCycle",
+			// Rebalancing may make half of a plan's moves: the other half
+			// of kube-controller-manager's rate is for jobs starting.
+			name:  "the moves of one plan stop at half of MaxRebalancePerCycle",
 			nodes: full,
 			jobs:  []Job{newJob("rich", fill(10)), newJob("poor", fill(1))},
-			opts:  Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 2},
+			opts:  Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 5},
 			// Without the cap rich would give 4 (the first case).
 			want: map[string]int32{"rich": 8, "poor": 3},
 			reasons: map[string][]string{
@@ -104,7 +106,7 @@ func rebalanceCases() []planCase {
 				newJob("rich-1", spread(10, nodes("n", 1, res(22, 64, 0)))), newJob("rich-2", spread(10, nodes("n", 1, res(22, 64, 0)))),
 				newJob("poor-1", spread(1, nodes("n", 1, res(22, 64, 0)))), newJob("poor-2", spread(1, nodes("n", 1, res(22, 64, 0)))),
 			},
-			opts: Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 3},
+			opts: Options{MaxLoadDesired: 1, MaxRebalancePerCycle: 6},
 			want: map[string]int32{"rich-1": 8, "rich-2": 9, "poor-1": 3, "poor-2": 2},
 		},
 		{
@@ -244,10 +246,10 @@ func TestRebalanceConverges(t *testing.T) {
 
 // TestRebalanceCapped: with MaxRebalancePerCycle the same jobs as
 // TestRebalanceConverges settle as close, over more plans, and no plan moves
-// more than the cap; a taker the cap left waiting says so.
+// more than half the cap; a taker the cap left waiting says so.
 func TestRebalanceCapped(t *testing.T) {
 	ns, jobs := earlyAndLate()
-	const limit = 2
+	const limit = 4
 	opts := Options{MaxLoadDesired: 1, CoolDown: 3 * time.Minute, MaxRebalancePerCycle: limit}
 	quiet, capped := 0, 0
 	for round := range 120 {
@@ -260,7 +262,7 @@ func TestRebalanceCapped(t *testing.T) {
 				given += a.From - a.To
 			}
 		}
-		assert.LessOrEqual(t, given, int32(limit), "round %d: %v", round, d.Actions)
+		assert.LessOrEqual(t, given, int32(limit/2), "round %d: %v", round, d.Actions)
 		for _, e := range d.Jobs {
 			if strings.Contains(e.Message, "rebalancing may move in one") {
 				capped++
@@ -306,6 +308,13 @@ func TestRebalanceCappedTakerWaits(t *testing.T) {
 	assert.Equal(t, LimitFairShare, waiting[0].Limit)
 	assert.Equal(t, "rich", waiting[0].Other)
 	assert.Contains(t, waiting[0].Message, "rich (fulfillment 0.889) is to give trainers back for it, but this plan moved the 1 trainers rebalancing may move in one")
+}
+
+func TestRebalanceMoves(t *testing.T) {
+	assert.Equal(t, int32(10), rebalanceMoves(20), "half")
+	assert.Equal(t, int32(1), rebalanceMoves(3), "half, rounded down")
+	assert.Equal(t, int32(1), rebalanceMoves(1), "at least one")
+	assert.Equal(t, int32(0), rebalanceMoves(0), "no cap stays no cap")
 }
 
 func TestMovesPerCycle(t *testing.T) {

@@ -5,12 +5,14 @@ package planner
 // takers (made at the first move: a taker is promised only room givers
 // free, since idle room next to it is growth's to hand out in the next
 // plan, before the giver's trainer has gone); each pool's growth load with
-// the moves (a giver and its taker share the node, so the pool); and how
-// many trainers moved, against Options.MaxRebalancePerCycle.
+// the moves (a giver and its taker share the node, so the pool); how
+// many trainers moved; and how many the phase moving them may reach
+// (rebalanceMoves, then Options.MaxRebalancePerCycle for reclaim).
 type moves struct {
 	freed, reserved []vec
 	load            []vec
-	count           int32
+	count, limit    int32
+	phase           string // "rebalancing" or "reclaim", for the explanations
 }
 
 func (p *plan) newMoves() *moves {
@@ -29,7 +31,7 @@ const (
 	noRoomForTaker              // the taker's trainer would not fit where the giver's leaves
 	takerOutOfQuota             // the taker's namespace has no quota for one more
 	overLoad                    // the pool would pass MaxLoadDesired
-	capped                      // the plan moved MaxRebalancePerCycle trainers already
+	capped                      // the plan moved the trainers its phase may move already
 )
 
 // mayGive reports whether j has a trainer above its minimum that runs on a
@@ -87,8 +89,8 @@ func (p *plan) move(m *moves, giver, taker *jobState, ahead []*jobState) moveOut
 	if !p.admits(&p.pools[pi], after, taker.req) {
 		return overLoad
 	}
-	if limit := p.opts.MaxRebalancePerCycle; limit > 0 && m.count >= limit {
-		taker.capped = giver
+	if m.limit > 0 && m.count >= m.limit {
+		taker.capped, taker.cappedAt, taker.cappedIn = giver, m.limit, m.phase
 		return capped
 	}
 	m.count++
@@ -135,6 +137,7 @@ func (p *plan) reclaim(m *moves) {
 	if p.teams == nil {
 		return
 	}
+	m.limit, m.phase = p.opts.MaxRebalancePerCycle, "rebalancing and reclaim"
 	levels, byLevel := p.levels(false)
 	for _, l := range levels {
 		ahead := p.aheadOf(l.priority)

@@ -153,6 +153,32 @@ func TestReclaimTakesABorrowedShareBackByShrinking(t *testing.T) {
 	}
 }
 
+// TestReclaimMayUseTheWholeCap: rebalancing makes half of a plan's moves at
+// most, reclaim all of them — its takers are the jobs of a team below its
+// share, which wait for the room. The cluster of
+// TestReclaimTakesABorrowedShareBackByShrinking with a cap of 10 moves: b
+// takes 10 trainers in one plan, and the explanation of the cap names
+// reclaim's limit.
+func TestReclaimMayUseTheWholeCap(t *testing.T) {
+	ns := nodes("n", 4, res(25, 100, 0))
+	a := newJob("a/big", withRange(10, 200), withRequest(res(1, 1, 0)), spread(96, ns))
+	b := newJob("b/new", withRange(1, 200), withRequest(res(1, 1, 0)), runningOn("n-0"))
+	jobs := []Job{a, b}
+	opts := Options{Now: t0, MaxRebalancePerCycle: 10,
+		Teams: []Team{{Name: "a", Namespaces: []string{"a"}, Weight: 1}, {Name: "b", Namespaces: []string{"b"}, Weight: 1}}}
+	snap := clusterOf(ns, jobs)
+	d := Decide(snap, jobs, Queue{}, opts)
+	assertWellFormed(t, snap, jobs, opts, d.Actions)
+	act, ok := actionFor(d.Actions, "b/new")
+	require.True(t, ok)
+	assert.Equal(t, int32(11), act.To, "b takes the whole cap: %s", act.Reason)
+	for _, e := range d.Jobs {
+		if e.Job == "b/new" {
+			assert.Contains(t, e.Message, "this plan moved the 10 trainers rebalancing and reclaim may move in one")
+		}
+	}
+}
+
 // TestReclaimStopsAtTheMinimumAndWithoutTeams: a team above its share whose
 // jobs are at their minimum gives nothing; without teams, the same cluster
 // is rebalanced by job, as before.

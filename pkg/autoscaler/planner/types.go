@@ -70,8 +70,10 @@ type Options struct {
 	// a single job sees per cycle, without starving the other jobs, which
 	// still get their turn by fulfillment.
 	MaxGrowPerCycle int32
-	// MaxRebalancePerCycle caps the trainers rebalancing moves in one plan,
-	// over all jobs; 0 means no cap. Each move is a pod deleted and one
+	// MaxRebalancePerCycle caps the trainers rebalancing and reclaim move in
+	// one plan, over all jobs; rebalancing alone moves at most half of it,
+	// so that half of kube-controller-manager's rate stays with the pods of
+	// jobs starting and growing; 0 means no cap. Each move is a pod deleted and one
 	// created by the ReplicaSet controller, and the room stays idle until
 	// both are done: moved in one wave, a hundred trainers idle the room of
 	// the last for as long as the controller takes over all of them.

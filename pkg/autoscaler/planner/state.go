@@ -147,9 +147,8 @@ type rebalanceState struct {
 	promised      int64     // trainers rebalance freed room for, added to desired in the same plan
 	takerAt       int       // index in rebalance's heap of takers, -1 when not in it
 	promisedBy    *jobState // the first job rebalance freed room for it from
-	// capped is the giver whose trainer rebalance or reclaim would have
-	// moved to it had the plan not reached cappedAt moves, the limit of
-	// the phase cappedIn.
+	// capped is the giver whose trainer rebalance or reclaim would have moved
+	// to it had the plan not reached cappedAt moves, phase cappedIn's limit.
 	capped   *jobState
 	cappedAt int32
 	cappedIn string

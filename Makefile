@@ -100,11 +100,21 @@ controlplane: ## build etcd, kube-apiserver, -controller-manager, -scheduler, kw
 # the same verdict on the same commit. New inputs are `make fuzz`'s to find.
 LONG_FUZZTIME ?= 5m
 
+# The tests on a real node (test/realnode) need root: as root, make test
+# installs what the node needs (hack/real-node-deps.sh), builds the images
+# and requires the tests to run (EDL_REQUIRE_REAL_NODE); as another user
+# they skip with the one line that says so. They run alone, after the other
+# integration packages: the node's pods need the machine's cores.
+REAL_NODE_TESTS := $(shell [ "$$(id -u)" = 0 ] && echo 1)
+
 .PHONY: test
-test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race, the fuzz corpora replayed), the integration tests on a real control plane, and make demo-check
+test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race, the fuzz corpora replayed), the integration tests on a real control plane, the real-node tests (as root), and make demo-check
 	hack/verify-codegen.sh
 	go test -race -count=1 ./cmd/... ./pkg/...
-	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/...
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m $$(go list ./test/... | grep -v /test/realnode)
+	$(if $(REAL_NODE_TESTS),hack/real-node-deps.sh && hack/images.sh build)
+	$(if $(REAL_NODE_TESTS),,@echo "the real-node tests skip: they need root")
+	$(if $(REAL_NODE_TESTS),EDL_REQUIRE_REAL_NODE=1) EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/realnode
 	$(MAKE) --no-print-directory demo-check
 
 .PHONY: fuzz

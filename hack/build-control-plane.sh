@@ -18,7 +18,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="${ROOT}/hack/tools"
-BINARIES=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl)
+BINARIES=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 
 # pin prints the version a tools module requires of a module. Reading the pins
 # from the go.mod files keeps them in one place; go mod edit parses go.mod
@@ -154,5 +154,7 @@ build kube-apiserver "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-apiserver "${K8S_
 build kube-controller-manager "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-controller-manager "${K8S_LDFLAGS}"
 build kube-scheduler "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-scheduler "${K8S_LDFLAGS}"
 build kubectl "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kubectl "${K8S_LDFLAGS}"
+build kubelet "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kubelet "${K8S_LDFLAGS}"
+build kube-proxy "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-proxy "${K8S_LDFLAGS}"
 echo "control plane built in $((SECONDS - START))s"
 echo "${BIN}"

@@ -18,6 +18,10 @@
 #   EDL_NODE_MEMORY      memory of each node             default 100Gi
 #   EDL_NODE_GPU         nvidia.com/gpu of each node     default 0
 #   EDL_NODE_PODS        pods per node                   default 110
+#   EDL_REAL_NODES       real nodes beside them (0 or 1) default 0; 1 adds real-0: kubelet,
+#                        containerd, kube-proxy and CoreDNS on this machine (root; installs
+#                        Debian's containerd, runc, CNI plugins and iptables, builds and loads
+#                        the images) and taints the kwok nodes kwok.x-k8s.io/node=fake:NoSchedule
 #   EDL_CONTROLPLANE_BIN control plane binaries          default: built by hack/build-control-plane.sh
 #
 # Files in the cluster's directory:
@@ -79,6 +83,10 @@ up() {
 		EDL_CONTROLPLANE_BIN="$("${ROOT}/hack/build-control-plane.sh" --print-dir)"
 	fi
 	export EDL_CONTROLPLANE_BIN
+	if [[ "${EDL_REAL_NODES:-0}" != 0 ]]; then
+		"${ROOT}/hack/real-node-deps.sh" >&2
+		"${ROOT}/hack/images.sh" build >&2
+	fi
 	echo "building test/cmd/localcluster"
 	(cd "${ROOT}" && go build -o "${DIR}/localcluster" ./test/cmd/localcluster)
 
@@ -92,6 +100,7 @@ up() {
 		-node-memory "${EDL_NODE_MEMORY:-100Gi}" \
 		-node-gpu "${EDL_NODE_GPU:-0}" \
 		-node-pods "${EDL_NODE_PODS:-110}" \
+		-real-nodes "${EDL_REAL_NODES:-0}" \
 		</dev/null >"${LOG}" 2>&1 &
 	local child=$! t0=${SECONDS}
 	# localcluster writes the kubeconfig once its nodes are Ready.
@@ -166,6 +175,11 @@ down() {
 		echo "killing leftover processes: ${left//$'\n'/ }"
 		# shellcheck disable=SC2086
 		kill -KILL ${left} 2>/dev/null || true
+	fi
+	# A real node's pods, mounts, interfaces and iptables rules outlive a
+	# localcluster that was killed: clean them (a no-op when there are none).
+	if [[ -x "${DIR}/localcluster" && -e /var/lib/edl-node && $(id -u) -eq 0 ]]; then
+		"${DIR}/localcluster" -clean-real-node
 	fi
 	rm -f "${PID_FILE}" "${KUBECONFIG_FILE}"
 }

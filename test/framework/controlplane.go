@@ -79,6 +79,15 @@ type Options struct {
 	// once (its podPlayStageParallelism, 4 by default): a scale run's
 	// thousands of pods starting and being deleted need more.
 	KwokPodParallelism uint
+	// RealNode adds the real node RealNodeName beside kwok's: containerd,
+	// kubelet, kube-proxy and CoreDNS on this machine, the images of
+	// ImageArchives preloaded, so that pods run as processes. It needs root
+	// and the tools RealNodeMissing names; one real node runs on a machine
+	// at a time, and a second Start that asks for one waits for it. The API
+	// server then listens on every address and advertises RealNodeIP, so
+	// that pods reach it through the kubernetes Service, and admits pods
+	// with their ServiceAccount's token.
+	RealNode bool
 }
 
 // ControlPlane is a running control plane. Its methods are safe for
@@ -101,6 +110,9 @@ type ControlPlane struct {
 	components []*process // in start order, etcd first
 	healthz    map[*process]string
 	etcdHealth string
+
+	real      *realNode
+	nodeProcs []*process // the real node's, containerd first
 
 	stopOnce sync.Once
 	stopErr  error
@@ -135,6 +147,16 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	track(cp)
+	if opts.RealNode {
+		if missing := RealNodeMissing(binDir); missing != "" {
+			_ = cp.Stop()
+			return nil, errors.New(missing)
+		}
+		if err := cp.lockRealNode(); err != nil {
+			_ = cp.Stop()
+			return nil, err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		if err := cp.prepare(opts); err != nil {
 			_ = cp.Stop()
@@ -197,6 +219,7 @@ func (cp *ControlPlane) prepare(opts Options) error {
 		kubeconfig:      filepath.Join(cp.Dir, "kubeconfig"),
 		kcmKubeconfig:   filepath.Join(cp.Dir, "controller-manager.kubeconfig"),
 		schedKubeconfig: filepath.Join(cp.Dir, "scheduler.kubeconfig"),
+		realNode:        opts.RealNode,
 	}
 	cp.server = l.server()
 	cp.Kubeconfig = l.kubeconfig
@@ -257,6 +280,19 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	cp.mu.Lock()
 	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
 	cp.mu.Unlock()
+	if cp.real != nil {
+		health, err := pickPorts(2)
+		if err != nil {
+			return err
+		}
+		if err := cp.real.writeConfigs(cp, health[0]); err != nil {
+			return err
+		}
+		nodeProcs := cp.realNodeProcesses(cp.real, newProcess)
+		cp.mu.Lock()
+		cp.nodeProcs = nodeProcs
+		cp.mu.Unlock()
+	}
 	cp.healthz = map[*process]string{
 		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", l.kcmPort),
 		scheduler: fmt.Sprintf("https://127.0.0.1:%d/healthz", l.schedPort),
@@ -292,6 +328,11 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 	}
 	if err := kw.exited(); err != nil {
 		return err
+	}
+	if cp.real != nil {
+		if err := cp.startRealNode(ctx, cp.nodeProcs); err != nil {
+			return err
+		}
 	}
 	return cp.AddNodes(ctx, opts.Nodes...)
 }
@@ -398,14 +439,15 @@ func (cp *ControlPlane) stop() error {
 	untrack(cp)
 
 	cp.stopComponents()
+	err := cp.stopRealNode()
 
 	cp.mu.Lock()
 	remove := cp.removeDir
 	cp.mu.Unlock()
 	if remove {
-		return os.RemoveAll(cp.Dir)
+		err = errors.Join(err, os.RemoveAll(cp.Dir))
 	}
-	return nil
+	return err
 }
 
 // stopComponents stops every process: the API server's clients first, so that
@@ -415,6 +457,7 @@ func (cp *ControlPlane) stopComponents() {
 	cp.mu.Lock()
 	components := cp.components
 	cp.mu.Unlock()
+	cp.stopNodeProcesses()
 	if len(components) == 0 {
 		return
 	}
@@ -466,7 +509,7 @@ func (cp *ControlPlane) BinDir() string { return cp.binDir }
 
 // LogTail returns the last n lines of one component's log (Etcd, APIServer, ...).
 func (cp *ControlPlane) LogTail(component string, n int) string {
-	for _, p := range cp.components {
+	for _, p := range cp.all() {
 		if p.name == component {
 			return p.tail(n)
 		}
@@ -478,7 +521,7 @@ func (cp *ControlPlane) LogTail(component string, n int) string {
 // header naming its file.
 func (cp *ControlPlane) LogTails(n int) string {
 	var b strings.Builder
-	for _, p := range cp.components {
+	for _, p := range cp.all() {
 		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
 	}
 	return b.String()

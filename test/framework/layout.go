@@ -27,6 +27,7 @@ type layout struct {
 	schedKubeconfig    string
 	schedConfig        string // a KubeSchedulerConfiguration, or "" for the defaults
 	kwokConfigs        []string
+	realNode           bool // the API server serves a real node's pods (Options.RealNode)
 }
 
 // server is the API server's URL.
@@ -53,10 +54,8 @@ func (l layout) etcdArgs() []string {
 // override the defaults.
 func (l layout) apiServerArgs(extra []string) []string {
 	p := l.pki
-	return append([]string{
+	args := []string{
 		"--etcd-servers=" + l.etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(l.apiPort),
 		"--tls-cert-file=" + p.servingCert,
 		"--tls-private-key-file=" + p.servingKey,
@@ -73,16 +72,35 @@ func (l layout) apiServerArgs(extra []string) []string {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + p.clients[userFrontProxy].cert,
 		"--proxy-client-key-file=" + p.clients[userFrontProxy].key,
-		// Pods need no service account tokens on kwok nodes, and without this
-		// plugin a pod created right after its namespace cannot fail for
-		// want of the namespace's default service account.
-		"--disable-admission-plugins=ServiceAccount",
-		// Endpoints may not hold a loopback address; nothing dials the
-		// kubernetes service here anyway.
-		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",
-	}, extra...)
+	}
+	if l.realNode {
+		// Pods reach the API server through the kubernetes Service, whose
+		// endpoint is the advertised address, with their ServiceAccount's
+		// token; logs and exec reach the kubelet at its InternalIP (the
+		// node's name resolves nowhere here).
+		args = append(args,
+			"--bind-address=0.0.0.0",
+			"--advertise-address="+RealNodeIP,
+			"--kubelet-preferred-address-types=InternalIP",
+			"--kubelet-client-certificate="+p.clients[userAdmin].cert,
+			"--kubelet-client-key="+p.clients[userAdmin].key,
+		)
+	} else {
+		args = append(args,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			// Pods need no service account tokens on kwok nodes, and without this
+			// plugin a pod created right after its namespace cannot fail for
+			// want of the namespace's default service account.
+			"--disable-admission-plugins=ServiceAccount",
+			// Endpoints may not hold a loopback address; nothing dials the
+			// kubernetes service here anyway.
+			"--endpoint-reconciler-type=none",
+		)
+	}
+	return append(args, extra...)
 }
 
 func (l layout) controllerManagerArgs(extra []string) []string {

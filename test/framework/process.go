@@ -217,9 +217,7 @@ var errStopped = errors.New("control plane is stopped")
 // APIServer, ControllerManager, Scheduler, Kwok), for reading their /proc
 // files.
 func (cp *ControlPlane) PIDs() map[string]int {
-	cp.mu.Lock()
-	components := cp.components
-	cp.mu.Unlock()
+	components := cp.all()
 	pids := map[string]int{}
 	for _, p := range components {
 		p.mu.Lock()

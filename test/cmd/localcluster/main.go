@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -42,11 +43,19 @@ func run() error {
 		memory  = flag.String("node-memory", "100Gi", "memory of each node")
 		gpu     = flag.Int64("node-gpu", 0, "nvidia.com/gpu of each node")
 		pods    = flag.Int("node-pods", framework.DefaultNodePods, "most pods per node")
-		timeout = flag.Duration("start-timeout", 3*time.Minute, "how long the start may take")
+		timeout = flag.Duration("start-timeout", 3*time.Minute, "how long the start may take (a real node's first start, which loads the images, gets 10 minutes more)")
+		real    = flag.Int("real-nodes", 0, "real nodes beside the kwok nodes: 0 or 1 (real-0: kubelet, containerd, kube-proxy and CoreDNS on this machine; needs root)")
+		clean   = flag.Bool("clean-real-node", false, "remove what a real node left on this machine (processes, mounts, interfaces, iptables rules) and exit")
 	)
 	flag.Parse()
+	if *clean {
+		return framework.CleanRealNode()
+	}
 	if *nodes < 0 {
 		return fmt.Errorf("-nodes must not be negative")
+	}
+	if *real < 0 || *real > 1 {
+		return fmt.Errorf("-real-nodes must be 0 or 1 (one real node per machine), not %d", *real)
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -74,13 +83,20 @@ func run() error {
 	defer stop()
 
 	spec := framework.NodeSpec{Name: "node", CPU: *cpu, Memory: *memory, GPU: *gpu, Pods: *pods, Count: *nodes}
+	if *real > 0 {
+		// Beside a real node, the kwok nodes carry kwok's own taint, so that
+		// what must really run (edl's Deployment, CoreDNS's clients) lands on
+		// the real node; a job that may run on phantoms tolerates it.
+		spec.Taints = []corev1.Taint{framework.KwokTaint}
+		*timeout += 10 * time.Minute
+	}
 	var specs []framework.NodeSpec
 	if *nodes > 0 {
 		specs = append(specs, spec)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, *timeout)
 	began := time.Now()
-	cp, err := framework.Start(startCtx, framework.Options{Dir: state, Nodes: specs})
+	cp, err := framework.Start(startCtx, framework.Options{Dir: state, Nodes: specs, RealNode: *real > 0})
 	cancel()
 	if err != nil {
 		return err
@@ -98,6 +114,9 @@ func run() error {
 	}
 	fmt.Printf("cluster up in %s with %d nodes (%s CPU, %s memory, %d GPU each)\n",
 		time.Since(began).Round(100*time.Millisecond), *nodes, *cpu, *memory, *gpu)
+	if *real > 0 {
+		fmt.Printf("real node %s at %s (kwok nodes tainted %s)\n", framework.RealNodeName, framework.RealNodeIP, framework.KwokTaint.ToString())
+	}
 	fmt.Printf("kubeconfig: %s\n", kubeconfig)
 	fmt.Printf("kubectl --kubeconfig %s get nodes\n", kubeconfig)
 	fmt.Printf("binaries: %s\n", cp.BinDir())

@@ -23,6 +23,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -147,12 +149,17 @@ func run() error {
 	if err := experiment.Install(ctx, kube, "default"); err != nil {
 		return err
 	}
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s for edl's Lease: %w", leaseNamespace, err)
+	}
 
 	edl, err := startEDL(edlBin, kubeconfig, o)
 	if err != nil {
 		return err
 	}
-	step("edl runs out of cluster (pid %d, autoscale interval %s), logging to %s", edl.Pid(), o.interval, filepath.Join(o.dir, "edl.log"))
+	step("edl runs out of cluster (pid %d, autoscale interval %s, leading with the Lease %s/edl-controller, where kubectl edl explain reads its options), logging to %s",
+		edl.Pid(), o.interval, leaseNamespace, filepath.Join(o.dir, "edl.log"))
 
 	rec, err := experiment.NewRecorder(cfg, "default")
 	if err != nil {
@@ -231,6 +238,12 @@ func run() error {
 		return err
 	}
 	if o.check {
+		// kubectl edl explain, as a user would run it, plans with the
+		// options of the edl that leads, not the defaults.
+		text, err := exec.CommandContext(ctx, edlBin, "explain", "-kubeconfig", kubeconfig, "-n", "default", "example").CombinedOutput() // #nosec G204 -- the edl under test
+		if err != nil || strings.Contains(string(text), "no Lease") {
+			return fmt.Errorf("edl explain (%v) does not read the leader's options:\n%s", err, text)
+		}
 		if err := check(res); err != nil {
 			return fmt.Errorf("the demo's figures are out of bounds:\n%w", err)
 		}
@@ -259,7 +272,7 @@ func startEDL(bin, kubeconfig string, o options) (*framework.EDL, error) {
 			return nil, fmt.Errorf("edl already runs (pid %d, %s); stop it with make cluster-down", p, pidFile)
 		}
 	}
-	edl, err := framework.StartEDL(framework.EDLOptions{Binary: bin, Args: experiment.EDLArgs(kubeconfig, o.interval, experiment.On),
+	edl, err := framework.StartEDL(framework.EDLOptions{Binary: bin, Args: productionArgs(experiment.EDLArgs(kubeconfig, o.interval, experiment.On)),
 		LogPath: filepath.Join(o.dir, "edl.log"), Detach: true})
 	if err != nil {
 		return nil, err
@@ -272,6 +285,24 @@ func startEDL(bin, kubeconfig string, o options) (*framework.EDL, error) {
 		return nil, fmt.Errorf("edl exited at once (%v); end of %s:\n%s", err, filepath.Join(o.dir, "edl.log"), edl.Tail(20))
 	}
 	return edl, nil
+}
+
+// leaseNamespace is where the demo's edl holds its Lease, as the Deployment
+// of edl_controller.yaml does.
+const leaseNamespace = "paddlecloud"
+
+// productionArgs turns the experiments' edl arguments into production's:
+// leader election on, the Lease in paddlecloud, where edl publishes its
+// options, so that kubectl edl explain plans with the demo's interval
+// rather than warning that no Lease is held and planning with the defaults.
+func productionArgs(args []string) []string {
+	out := make([]string, 0, len(args)+3)
+	for _, a := range args {
+		if a != "-leader_elect=false" {
+			out = append(out, a)
+		}
+	}
+	return append(out, "-leader_elect=true", "-leader_elect_namespace", leaseNamespace)
 }
 
 func alive(pid int) bool {

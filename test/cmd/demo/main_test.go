@@ -96,3 +96,16 @@ func TestSummarizeAndCheck(t *testing.T) {
 	bad.jobs = bad.jobs[:2]
 	assert.ErrorContains(t, check(bad), "2 jobs seen, want 3")
 }
+
+// TestProductionArgs: the demo's edl runs with leader election in
+// paddlecloud, as the Deployment does, so that kubectl edl explain reads the
+// options it publishes on its Lease.
+func TestProductionArgs(t *testing.T) {
+	args := productionArgs(experiment.EDLArgs("kc", 2*time.Second, experiment.On))
+	assert.NotContains(t, args, "-leader_elect=false")
+	assert.Contains(t, args, "-leader_elect=true")
+	i := slices.Index(args, "-leader_elect_namespace")
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, "paddlecloud", args[i+1])
+	assert.Contains(t, strings.Join(args, " "), "-autoscale_interval 2s")
+}

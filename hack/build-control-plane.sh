@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane that EDL's integration tests and local
 # cluster run: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kwok and kubectl, all from Go modules pinned in hack/tools/{k8s,etcd,kwok}.
+# kwok and kubectl, and what a real node runs beside them: kubelet,
+# kube-proxy and CoreDNS, all from Go modules pinned in
+# hack/tools/{k8s,etcd,kwok,coredns}.
 #
 # Usage:
 #   hack/build-control-plane.sh              build what is missing; last line is the bin dir
@@ -18,7 +20,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="${ROOT}/hack/tools"
-BINARIES=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
+BINARIES=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy coredns)
 
 # pin prints the version a tools module requires of a module. Reading the pins
 # from the go.mod files keeps them in one place; go mod edit parses go.mod
@@ -31,13 +33,14 @@ pin() { # dir module
 K8S_VERSION="$(pin "${TOOLS}/k8s" k8s.io/kubernetes)"
 ETCD_VERSION="$(pin "${TOOLS}/etcd" go.etcd.io/etcd/server/v3)"
 KWOK_VERSION="$(pin "${TOOLS}/kwok" sigs.k8s.io/kwok)"
-if [[ -z "${K8S_VERSION}" || -z "${ETCD_VERSION}" || -z "${KWOK_VERSION}" ]]; then
+COREDNS_VERSION="$(pin "${TOOLS}/coredns" github.com/coredns/coredns)"
+if [[ -z "${K8S_VERSION}" || -z "${ETCD_VERSION}" || -z "${KWOK_VERSION}" || -z "${COREDNS_VERSION}" ]]; then
 	echo "cannot read pinned versions from ${TOOLS}/*/go.mod" >&2
 	exit 1
 fi
 
-HASH="$(cd "${TOOLS}" && cat k8s/go.mod k8s/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum | sha256sum | cut -c1-12)"
-KEY="k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-${HASH}"
+HASH="$(cd "${TOOLS}" && cat k8s/go.mod k8s/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum coredns/go.mod coredns/go.sum coredns/main.go | sha256sum | cut -c1-12)"
+KEY="k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-coredns-${COREDNS_VERSION}-${HASH}"
 CACHE="${EDL_CACHE_DIR:-${HOME}/.cache/edl}"
 BIN="${CACHE}/controlplane-${KEY}/bin"
 
@@ -130,8 +133,8 @@ wait_for() { # pid secs
 
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
-echo "building control plane (kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) into ${BIN}"
-for d in etcd kwok k8s; do
+echo "building control plane (kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, coredns ${COREDNS_VERSION}) into ${BIN}"
+for d in etcd kwok k8s coredns; do
 	echo "  downloading the modules of hack/tools/${d} ..."
 	(cd "${TOOLS}/${d}" && go mod download)
 done
@@ -156,5 +159,6 @@ build kube-scheduler "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-scheduler "${K8S_
 build kubectl "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kubectl "${K8S_LDFLAGS}"
 build kubelet "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kubelet "${K8S_LDFLAGS}"
 build kube-proxy "${TOOLS}/k8s" k8s.io/kubernetes/cmd/kube-proxy "${K8S_LDFLAGS}"
+build coredns "${TOOLS}/coredns" . "-s -w -X github.com/coredns/coredns/coremain.GitCommit=${COREDNS_VERSION}"
 echo "control plane built in $((SECONDS - START))s"
 echo "${BIN}"

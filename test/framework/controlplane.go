@@ -281,11 +281,13 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
 	cp.mu.Unlock()
 	if cp.real != nil {
-		health, err := pickPorts(2)
+		ports, err := pickPorts(4)
 		if err != nil {
 			return err
 		}
-		if err := cp.real.writeConfigs(cp, health[0]); err != nil {
+		r := cp.real
+		r.dnsHealth, r.dnsReady, r.proxyHealth, r.proxyMetrics = ports[0], ports[1], ports[2], ports[3]
+		if err := r.writeConfigs(cp); err != nil {
 			return err
 		}
 		nodeProcs := cp.realNodeProcesses(cp.real, newProcess)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,7 @@ const (
 	RealNodeName = "real-0"
 	// RealNodeLabel marks the real node (value "true"), for a nodeSelector.
 	RealNodeLabel = "edl.paddlepaddle.org/real-node"
-	// RealNodeIP is the node's InternalIP, on a dummy interface of its own:
+	// RealNodeIP is the node's InternalIP, on an interface of its own:
 	// kube-apiserver advertises it to the pods (the kubernetes Service),
 	// kubelet and CoreDNS listen on it.
 	RealNodeIP = "10.245.0.1"
@@ -47,7 +48,7 @@ const (
 	RealNodeSocket = realNodeRun + "/containerd/containerd.sock"
 	// PauseImage is the image every pod's sandbox runs (containerd's
 	// sandbox_image); hack/images.sh builds it from the kubelet module.
-	PauseImage = "registry.k8s.io/pause:3.10"
+	PauseImage = "registry.k8s.io/pause:3.10.2"
 )
 
 // KwokTaint is kwok's taint for fake nodes: beside a real node they carry
@@ -100,13 +101,16 @@ type realNode struct {
 	dir     string // configuration files and logs, in the control plane's Dir
 	lock    *os.File
 	sysctls map[string]string // their values before the start, restored by stop
+	// ports of CoreDNS's health and ready, and kube-proxy's healthz and
+	// metrics, on 127.0.0.1.
+	dnsHealth, dnsReady, proxyHealth, proxyMetrics int
 }
 
 func (r *realNode) path(name string) string { return filepath.Join(r.dir, name) }
 
 // writeConfigs writes containerd's, the CNI network's, kubelet's, CoreDNS's
 // and the kubeconfig every node component uses.
-func (r *realNode) writeConfigs(cp *ControlPlane, healthPort int) error {
+func (r *realNode) writeConfigs(cp *ControlPlane) error {
 	if err := os.MkdirAll(filepath.Join(realNodeVar, "cni"), 0o755); err != nil {
 		return err
 	}
@@ -115,7 +119,7 @@ func (r *realNode) writeConfigs(cp *ControlPlane, healthPort int) error {
 		filepath.Join(realNodeVar, "cni", "10-edl.conflist"): cniConfig,
 		r.path("kubelet.yaml"): fmt.Sprintf(kubeletConfig, cp.pki.caCert, DNSServiceIP, RealNodeIP,
 			"unix://"+RealNodeSocket),
-		r.path("Corefile"): fmt.Sprintf(corefile, RealNodeIP, healthPort, healthPort+1, cp.Kubeconfig),
+		r.path("Corefile"): fmt.Sprintf(corefile, RealNodeIP, r.dnsHealth, r.dnsReady, cp.Kubeconfig),
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil { // #nosec G306 -- a test node's configuration
@@ -141,6 +145,7 @@ state = "` + realNodeRun + `/containerd/state"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "` + PauseImage + `"
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -242,8 +247,8 @@ func (cp *ControlPlane) realNodeProcesses(r *realNode, newProcess func(name stri
 		"--hostname-override=" + RealNodeName,
 		"--proxy-mode=iptables",
 		"--cluster-cidr=" + realPodCIDR,
-		"--metrics-bind-address=127.0.0.1:0",
-		"--healthz-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.proxyMetrics),
+		"--healthz-bind-address=127.0.0.1:" + strconv.Itoa(r.proxyHealth),
 		// Leave the machine's conntrack sysctls as they are.
 		"--conntrack-max-per-core=0",
 		"--conntrack-tcp-timeout-established=0",
@@ -280,7 +285,15 @@ func (cp *ControlPlane) startRealNode(ctx context.Context, procs []*process) err
 			return err
 		}
 	}
-	return cp.waitNodeReady(ctx, kubelet)
+	if err := cp.waitNodeReady(ctx, kubelet); err != nil {
+		return err
+	}
+	// kube-proxy is healthy once it has written the Services' rules, and
+	// CoreDNS ready once it has listed them.
+	if err := cp.waitHealthy(ctx, proxy, fmt.Sprintf("http://127.0.0.1:%d/healthz", r.proxyHealth), time.Minute); err != nil {
+		return err
+	}
+	return cp.waitHealthy(ctx, dns, fmt.Sprintf("http://127.0.0.1:%d/ready", r.dnsReady), time.Minute)
 }
 
 // waitFile waits for path to exist while p runs.

@@ -54,7 +54,8 @@ func setUpHost(r *realNode) error {
 		}
 	}
 	for _, args := range [][]string{
-		{"link", "add", nodeLink, "type", "dummy"},
+		// A bridge with no port: this kernel has no dummy interfaces.
+		{"link", "add", nodeLink, "type", "bridge"},
 		{"addr", "add", RealNodeIP + "/32", "dev", nodeLink},
 		{"link", "set", nodeLink, "up"},
 	} {

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -47,10 +47,11 @@ var smallRole = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 // image's paddle_k8s): the pods get the environment docs/api.md lists, a
 // trainer reaches the master through its Service name, kubectl logs shows
 // each role; EDL grows the job to its maximum, explains it from the live
-// plan with the leader's options, and shrinks it: the trainers it marked are
-// the ones the ReplicaSet deletes, each gets SIGTERM and exits 0 within its
-// grace period, and the job goes on Running. Deleting the job stops every
-// process.
+// plan with the leader's options, gives a trainer back to a pod of higher
+// priority — the trainer it marked is the one the ReplicaSet deletes, it
+// gets SIGTERM and exits 0 within its grace period, and the job goes on
+// Running — and grows back once the pod is gone. Deleting the job stops
+// every process.
 func TestTrainersAreRealProcesses(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
@@ -109,29 +110,29 @@ func TestTrainersAreRealProcesses(t *testing.T) {
 	assert.Regexp(t, `(?m)^real \(Running`, string(text))
 	assert.Contains(t, string(text), "3 trainers")
 
-	// Shrink it: the pods EDL marks (the lowest pod-deletion-cost) are the
-	// ones that go, each stopping on its SIGTERM within the grace period.
+	// A higher-priority pod that fits once one trainer is gone: EDL gives
+	// that trainer back (the scheduler may not preempt: the pod's
+	// preemptionPolicy is Never). The trainer EDL marks is the one the
+	// ReplicaSet deletes, and it stops on its SIGTERM within its grace period.
 	costs, deleted := watchTrainers(t, cp, ns)
-	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Patch(ctx, "real", types.MergePatchType,
-		[]byte(`{"spec":{"trainer":{"max-instance":1}}}`), metav1.PatchOptions{})
-	require.NoError(t, err)
-	waitTrainers(t, cp, ns, 1)
+	web := higherPriorityPod(t, cp, ns, smallRole.Requests.Cpu().MilliValue()/2)
+	waitPod(t, cp, ns, web.Name, running)
+	waitTrainers(t, cp, ns, 2)
 	gone := deleted()
-	require.Len(t, gone, 2, "two trainers removed")
+	require.Len(t, gone, 1, "one trainer given back")
 	cost := costs()
-	for name := range gone {
-		for _, kept := range waitTrainers(t, cp, ns, 1) {
-			assert.LessOrEqual(t, cost[name], cost[kept.Name], "deleted %s (cost %d) was marked before kept %s (cost %d)", name, cost[name], kept.Name, cost[kept.Name])
-		}
-	}
 	grace := 30 * time.Second
 	for name, at := range gone {
+		assert.Equal(t, v1.DeletionCostRemove, strconv.FormatInt(cost[name], 10), "%s was marked for removal before its deletion", name)
 		lines := waitEvent(t, filepath.Join(events, name), "exit 0 (stopped)")
 		term := eventTime(t, lines, "got SIGTERM")
 		exit := eventTime(t, lines, "exit 0 (stopped)")
 		assert.False(t, term.Before(at.Add(-time.Second)), "%s got SIGTERM at %s, before its deletion at %s", name, term, at)
 		assert.Less(t, exit.Sub(at), grace, "%s exited within its grace period", name)
 	}
+	// The pod gone, EDL grows the job back to its maximum.
+	require.NoError(t, cp.Client.CoreV1().Pods(ns).Delete(ctx, web.Name, metav1.DeleteOptions{}))
+	waitTrainers(t, cp, ns, 3)
 	got, err := tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "real", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, v1.PhaseRunning, got.Status.Phase, "the removed trainers' exits are neither a success nor a failure")
@@ -285,4 +286,40 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// higherPriorityPod creates a pod on the real node, of a priority above the
+// trainers' and with preemptionPolicy Never, that asks for the node's free
+// CPU and extra millicores more: it fits only once EDL gives room back.
+func higherPriorityPod(t *testing.T, cp *framework.ControlPlane, ns string, extra int64) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	never := corev1.PreemptNever
+	_, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-web-" + ns}, Value: 1000, PreemptionPolicy: &never,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), "real-web-"+ns, metav1.DeleteOptions{})
+	})
+	node, err := cp.Client.CoreV1().Nodes().Get(ctx, framework.RealNodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	pods, err := cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + framework.RealNodeName})
+	require.NoError(t, err)
+	free := node.Status.Allocatable.Cpu().MilliValue()
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			free -= c.Resources.Requests.Cpu().MilliValue()
+		}
+	}
+	pod := shellPod("web", exampleImage(t), "exec sleep 3600", map[string]string{"app": "web"})
+	pod.Spec.PriorityClassName = "real-web-" + ns
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(free+extra, resource.DecimalSI)}
+	created, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return created
 }

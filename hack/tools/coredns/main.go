@@ -1,7 +1,8 @@
 // Command coredns is CoreDNS with only the plugins a local cluster's DNS
-// needs: the kubernetes plugin answers for cluster.local (Services and their
-// endpoints), errors and log report, health and ready serve probes, cache
-// keeps answers, and forward sends every other name to the host's resolvers.
+// needs: bind keeps it to the node's address, the kubernetes plugin answers
+// for cluster.local (Services and their endpoints), errors and log report,
+// health and ready serve probes, cache keeps answers, and forward sends
+// other names on, where a cluster has somewhere to send them.
 // Building the whole plugin set would pull every cloud provider's SDK.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/coremain"
 
+	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/forward"
@@ -19,7 +21,7 @@ import (
 )
 
 // directives is the order the plugins run in, as in CoreDNS's plugin.cfg.
-var directives = []string{"errors", "log", "health", "ready", "cache", "kubernetes", "forward"}
+var directives = []string{"bind", "errors", "log", "health", "ready", "cache", "kubernetes", "forward"}
 
 func init() { dnsserver.Directives = directives }
 

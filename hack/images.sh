@@ -17,7 +17,7 @@
 # The archives, one per image, in ${EDL_CACHE_DIR:-$HOME/.cache/edl}/images:
 #   edl-controller.oci.tar      docker.io/paddlepaddle/edl-controller:<VERSION>
 #                               (what the manifests run: kustomization.yaml's newTag is VERSION)
-#   pause.oci.tar               registry.k8s.io/pause:3.10 (containerd's sandbox_image)
+#   pause.oci.tar               registry.k8s.io/pause:3.10.2 (containerd's sandbox_image; the release of the pinned k8s.io/kubernetes build/pause)
 #   edl-torch-example.oci.tar   docker.io/paddlepaddle/edl-torch-example:<VERSION>
 # `load` imports every *.oci.tar there, so an image another script writes
 # there with hack/images (e.g. CoreDNS) is loaded too.
@@ -33,7 +33,7 @@ RELEASE="$(cat "${ROOT}/VERSION")"
 SOCK_DEFAULT="${EDL_CONTAINERD_SOCK:-/run/containerd/containerd.sock}"
 
 EDL_IMAGE="docker.io/paddlepaddle/edl-controller:${RELEASE}"
-PAUSE_IMAGE="registry.k8s.io/pause:3.10"
+PAUSE_IMAGE="registry.k8s.io/pause:3.10.2"
 TRAINER_IMAGE="docker.io/paddlepaddle/edl-torch-example:${RELEASE}"
 
 # The trainer's rootfs: Debian 13 for python3-torch 2.6 (torchrun's

@@ -34,6 +34,7 @@ def _patch(module):
             super().__init__(*args, **kwargs)
 
     TCPStore.__module__ = base.__module__
+    TCPStore.__qualname__ = base.__qualname__
     # The modules that took TCPStore while the package ran (rendezvous.py,
     # whose env:// stores torchrun's workers create) hold the original.
     for name, mod in list(sys.modules.items()):

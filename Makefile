@@ -34,6 +34,10 @@ build: ## build bin/edl, the kubectl plugin bin/kubectl-edl and its completion l
 image: ## docker build the controller image paddlepaddle/edl-controller:<the release in VERSION> (IMAGE= for another name), the tag the manifests run; edl -version prints it
 	docker build --build-arg VERSION=$(RELEASE) -t $(IMAGE):$(RELEASE) .
 
+.PHONY: images
+images: ## build the controller, pause and example trainer images as OCI archives in $(EDL_CACHE_DIR)/images (no Docker, no registry) and import them into a running containerd (EDL_CONTAINERD_SOCK, default /run/containerd/containerd.sock) (hack/images.sh)
+	hack/images.sh
+
 # make krew: the plugin for each platform, packed for krew, and the plugin
 # manifest with their checksums, in _output/krew (for the release RELEASE).
 KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64

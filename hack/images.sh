@@ -40,7 +40,15 @@ TRAINER_IMAGE="docker.io/paddlepaddle/edl-torch-example:${RELEASE}"
 # --local-addr; Debian 12 has 1.13). Only these packages and their hard
 # dependencies; no recommends, no docs, man pages or locales.
 SUITE=trixie
-MIRROR="${EDL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The Debian archive is the one this machine's apt uses (its first URI),
+# so that the rootfs comes from where every other package here comes from.
+host_mirror() {
+	local uri
+	uri="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)"
+	[[ -n "${uri}" ]] || uri="$(awk '$1 == "deb" && $2 !~ /^\[/ {print $2; exit} $1 == "deb" {print $3; exit}' /etc/apt/sources.list 2>/dev/null || true)"
+	echo "${uri}"
+}
+MIRROR="${EDL_DEBIAN_MIRROR:-$(host_mirror)}"
 PACKAGES=python3,python3-torch
 MMDEBSTRAP_ARGS=(
 	--variant=minbase
@@ -142,7 +150,8 @@ build() {
 	"${bld}/images" -out "${DIR}/pause.oci.tar" -name "${PAUSE_IMAGE}" \
 		-file "${bld}/pause:/pause:0755" -user 65535:65535 -entrypoint '["/pause"]'
 
-	# 3. The example trainer: the Debian rootfs, example/torch/train.py, and
+	# 3. The example trainer: the Debian rootfs, example/torch/train.py, the
+	# shell stand-in for the PaddlePaddle launcher (example/paddle_k8s), and
 	# edl_libuv_off (Debian's torch lacks libuv, which torchrun's stores ask
 	# for: see example/torch/edl_libuv_off.py).
 	build_rootfs
@@ -150,6 +159,7 @@ build() {
 	local torch="${ROOT}/example/torch" site=/usr/lib/python3/dist-packages
 	"${bld}/images" -out "${DIR}/edl-torch-example.oci.tar" -name "${TRAINER_IMAGE}" -base "${ROOTFS}" \
 		-file "${torch}/train.py:/workspace/train.py:0644" \
+		-file "${ROOT}/example/paddle_k8s:/usr/local/bin/paddle_k8s:0755" \
 		-file "${torch}/edl_libuv_off.py:${site}/edl_libuv_off.py:0644" \
 		-file "${torch}/edl_libuv_off.pth:${site}/edl_libuv_off.pth:0644" \
 		-workdir /workspace -env PYTHONUNBUFFERED=1 -env USE_LIBUV=0 -cmd '["python3","/workspace/train.py"]'

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -47,11 +47,11 @@ var smallRole = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 // image's paddle_k8s): the pods get the environment docs/api.md lists, a
 // trainer reaches the master through its Service name, kubectl logs shows
 // each role; EDL grows the job to its maximum, explains it from the live
-// plan with the leader's options, gives a trainer back to a pod of higher
-// priority — the trainer it marked is the one the ReplicaSet deletes, it
-// gets SIGTERM and exits 0 within its grace period, and the job goes on
-// Running — and grows back once the pod is gone. Deleting the job stops
-// every process.
+// plan with the leader's options, shrinks it when its maximum is lowered —
+// the trainers it marked are the ones the ReplicaSet deletes, each gets
+// SIGTERM and exits 0 within its grace period, and the job goes on
+// Running — and grows it back when the maximum is raised again. Deleting
+// the job stops every process.
 func TestTrainersAreRealProcesses(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
@@ -84,6 +84,7 @@ func TestTrainersAreRealProcesses(t *testing.T) {
 	// EDL grows the job into the idle node: three trainers, all running.
 	trainers := waitTrainers(t, cp, ns, 3)
 	pod := trainers[0]
+	waitEvent(t, filepath.Join(events, pod.Name), "master reached")
 	out := logs(t, cp, ns, pod.Name)
 	for _, want := range []string{
 		"PADDLE_JOB_NAME=real", "TRAINING_ROLE=TRAINER", "PADDLE_TRAINING_ROLE=TRAINER",
@@ -107,31 +108,40 @@ func TestTrainersAreRealProcesses(t *testing.T) {
 	text, err := exec.CommandContext(ctx, plugin, "explain", "--kubeconfig", cp.Kubeconfig, "-n", ns, "real").CombinedOutput() // #nosec G204 -- the built plugin
 	require.NoError(t, err, "%s", text)
 	assert.NotContains(t, string(text), "no Lease", "explain reads the running controller's options")
-	assert.Regexp(t, `(?m)^real \(Running`, string(text))
-	assert.Contains(t, string(text), "3 trainers")
+	assert.Regexp(t, `(?m)^`+ns+`/real \(Running`, string(text))
+	assert.Regexp(t, `trainers\s+3 asked for \(3 running\), min 1, max 3`, string(text))
 
-	// A higher-priority pod that fits once one trainer is gone: EDL gives
-	// that trainer back (the scheduler may not preempt: the pod's
-	// preemptionPolicy is Never). The trainer EDL marks is the one the
-	// ReplicaSet deletes, and it stops on its SIGTERM within its grace period.
-	costs, deleted := watchTrainers(t, cp, ns)
-	web := higherPriorityPod(t, cp, ns, smallRole.Requests.Cpu().MilliValue()/2)
-	waitPod(t, cp, ns, web.Name, running)
-	waitTrainers(t, cp, ns, 2)
+	// Shrink it to one trainer: the ones that go are the newest, as EDL
+	// ranks them (the oldest trainer has trained longest; on one node,
+	// without restarts, EDL leaves the ranking to the ReplicaSet's own and
+	// marks no pod-deletion-cost), and each stops on its SIGTERM within its
+	// grace period.
+	oldest := trainers[0]
+	for _, p := range trainers[1:] {
+		if p.CreationTimestamp.Before(&oldest.CreationTimestamp) {
+			oldest = p
+		}
+	}
+	deleted := watchDeletions(t, cp, ns)
+	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Patch(ctx, "real", types.MergePatchType,
+		[]byte(`{"spec":{"trainer":{"max-instance":1}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	kept := waitTrainers(t, cp, ns, 1)[0]
 	gone := deleted()
-	require.Len(t, gone, 1, "one trainer given back")
-	cost := costs()
+	require.Len(t, gone, 2, "two trainers removed")
+	assert.Equal(t, oldest.Name, kept.Name, "the oldest trainer stays")
 	grace := 30 * time.Second
 	for name, at := range gone {
-		assert.Equal(t, v1.DeletionCostRemove, strconv.FormatInt(cost[name], 10), "%s was marked for removal before its deletion", name)
 		lines := waitEvent(t, filepath.Join(events, name), "exit 0 (stopped)")
 		term := eventTime(t, lines, "got SIGTERM")
 		exit := eventTime(t, lines, "exit 0 (stopped)")
 		assert.False(t, term.Before(at.Add(-time.Second)), "%s got SIGTERM at %s, before its deletion at %s", name, term, at)
 		assert.Less(t, exit.Sub(at), grace, "%s exited within its grace period", name)
 	}
-	// The pod gone, EDL grows the job back to its maximum.
-	require.NoError(t, cp.Client.CoreV1().Pods(ns).Delete(ctx, web.Name, metav1.DeleteOptions{}))
+	// Room for three again: EDL grows it back.
+	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Patch(ctx, "real", types.MergePatchType,
+		[]byte(`{"spec":{"trainer":{"max-instance":3}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
 	waitTrainers(t, cp, ns, 3)
 	got, err := tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "real", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -183,16 +193,15 @@ func waitTrainers(t *testing.T, cp *framework.ControlPlane, ns string, n int) []
 	return pods
 }
 
-// watchTrainers records, from now on, each trainer's pod-deletion-cost as
-// EDL last set it before the pod's deletion (unset is 0), and the trainers
-// deleted, with when their deletion began.
-func watchTrainers(t *testing.T, cp *framework.ControlPlane, ns string) (costs func() map[string]int64, deleted func() map[string]time.Time) {
+// watchDeletions records, from now on, the trainers deleted, with when
+// their deletion began.
+func watchDeletions(t *testing.T, cp *framework.ControlPlane, ns string) func() map[string]time.Time {
 	t.Helper()
 	w, err := cp.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: selectorOf(map[string]string{v1.LabelTrainer: "real"})})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	var mu sync.Mutex
-	marks, gone := map[string]int64{}, map[string]time.Time{}
+	gone := map[string]time.Time{}
 	go func() {
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
@@ -200,27 +209,13 @@ func watchTrainers(t *testing.T, cp *framework.ControlPlane, ns string) (costs f
 				continue
 			}
 			mu.Lock()
-			_, seen := gone[p.Name]
-			if !seen {
-				c, _ := strconv.ParseInt(p.Annotations[v1.AnnotationDeletionCost], 10, 64)
-				marks[p.Name] = c
-			}
-			if !seen && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
+			if _, seen := gone[p.Name]; !seen && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
 				gone[p.Name] = time.Now()
 			}
 			mu.Unlock()
 		}
 	}()
-	costs = func() map[string]int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		out := map[string]int64{}
-		for k, v := range marks {
-			out[k] = v
-		}
-		return out
-	}
-	deleted = func() map[string]time.Time {
+	return func() map[string]time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		out := map[string]time.Time{}
@@ -229,7 +224,6 @@ func watchTrainers(t *testing.T, cp *framework.ControlPlane, ns string) (costs f
 		}
 		return out
 	}
-	return costs, deleted
 }
 
 // waitEvent waits until a trainer's event file has a line containing want
@@ -286,40 +280,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// higherPriorityPod creates a pod on the real node, of a priority above the
-// trainers' and with preemptionPolicy Never, that asks for the node's free
-// CPU and extra millicores more: it fits only once EDL gives room back.
-func higherPriorityPod(t *testing.T, cp *framework.ControlPlane, ns string, extra int64) *corev1.Pod {
-	t.Helper()
-	ctx := t.Context()
-	never := corev1.PreemptNever
-	_, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "real-web-" + ns}, Value: 1000, PreemptionPolicy: &never,
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), "real-web-"+ns, metav1.DeleteOptions{})
-	})
-	node, err := cp.Client.CoreV1().Nodes().Get(ctx, framework.RealNodeName, metav1.GetOptions{})
-	require.NoError(t, err)
-	pods, err := cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + framework.RealNodeName})
-	require.NoError(t, err)
-	free := node.Status.Allocatable.Cpu().MilliValue()
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			free -= c.Resources.Requests.Cpu().MilliValue()
-		}
-	}
-	pod := shellPod("web", exampleImage(t), "exec sleep 3600", map[string]string{"app": "web"})
-	pod.Spec.PriorityClassName = "real-web-" + ns
-	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(free+extra, resource.DecimalSI)}
-	created, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return created
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/paddlepaddle/edl/pkg/config"
 )
 
-// TestDocsConfigurationTableIsTheConfig compares docs/operations.md's
+// TestDocsConfigurationTableIsTheConfig compares docs/configuration.md's
 // table of the configuration's fields with pkg/config: the same fields in
 // the same order, each with its flag and its default.
 func TestDocsConfigurationTableIsTheConfig(t *testing.T) {
-	guide := readFile(t, "docs/operations.md")
+	guide := readFile(t, "docs/configuration.md")
 	rows := regexp.MustCompile("(?m)^\\| `([a-zA-Z.]+)` \\| `-([a-z_]+)` \\| `([^`]*)` \\|$").FindAllStringSubmatch(guide, -1)
 	defaults := config.Default()
 	var want, got []string

@@ -204,12 +204,12 @@ func edlFlags(t *testing.T) map[string]helpFlag {
 	return flags
 }
 
-// TestDocsFlagTableIsEDLsFlags compares the README's flag table with the
-// flags the built binary has: the same set, and each default -help prints
-// appears in its row.
+// TestDocsFlagTableIsEDLsFlags compares docs/configuration.md's flag table
+// with the flags the built binary has: the same set, and each default -help
+// prints appears in its row.
 func TestDocsFlagTableIsEDLsFlags(t *testing.T) {
 	flags := edlFlags(t)
-	readme := readFile(t, "README.md")
+	readme := readFile(t, "docs/configuration.md")
 	rows := map[string]string{}
 	for _, m := range regexp.MustCompile("(?m)^\\| `-([a-z_0-9]+)` \\|([^|]*)\\|").FindAllStringSubmatch(readme, -1) {
 		assert.NotContains(t, rows, m[1], "flag -%s has two rows", m[1])
@@ -220,15 +220,15 @@ func TestDocsFlagTableIsEDLsFlags(t *testing.T) {
 			continue
 		}
 		cell, ok := rows[name]
-		if !assert.True(t, ok, "README's flag table has no row for -%s", name) {
+		if !assert.True(t, ok, "docs/configuration.md's flag table has no row for -%s", name) {
 			continue
 		}
 		if f.def != "" {
-			assert.Contains(t, cell, "`"+f.def+"`", "README's default of -%s", name)
+			assert.Contains(t, cell, "`"+f.def+"`", "docs/configuration.md's default of -%s", name)
 		}
 	}
 	for name := range rows {
-		assert.Contains(t, flags, name, "README's flag table lists -%s, which edl does not have", name)
+		assert.Contains(t, flags, name, "docs/configuration.md's flag table lists -%s, which edl does not have", name)
 	}
 }
 

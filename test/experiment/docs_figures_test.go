@@ -121,7 +121,7 @@ func atEnd(r *Result) (util float64, trainers int, perJob string) {
 }
 
 // TestDocsTablesAreTheCSVs: the figures of the tables that come from the
-// samples — in docs/experiments.md (the full size) and in each size's
+// samples — in docs/experiments*.md (the full size) and in each size's
 // results.md and results-pools.md — are the means of the committed CSVs.
 func TestDocsTablesAreTheCSVs(t *testing.T) {
 	root, err := framework.ModuleRoot()
@@ -133,7 +133,7 @@ func TestDocsTablesAreTheCSVs(t *testing.T) {
 	}
 	full, fullRuns := summaries(t, "full")
 	quick, quickRuns := summaries(t, "quick")
-	assert.Greater(t, checkTables(t, "experiments.md", read("docs", "experiments.md"), full, fullRuns, true), 40)
+	assert.Greater(t, checkTables(t, "experiments*.md", experimentPages(t), full, fullRuns, true), 40)
 	for size, s := range map[string]map[string]Summary{"full": full, "quick": quick} {
 		runs := map[string]map[string]*Result{"full": fullRuns, "quick": quickRuns}[size]
 		for _, name := range []string{"results.md", "results-pools.md", "results-teams.md"} {
@@ -253,14 +253,28 @@ func checkTables(t *testing.T, page, text string, full map[string]Summary, runs 
 	return checked
 }
 
-// TestDocsHeadlineFiguresAreTheCSVs: the figures docs/experiments.md quotes
-// in its text are those of the committed CSVs they come from.
-func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
+// experimentPages are the pages of the full-size experiments, one after the
+// other: docs/experiments.md (experiments 1 and 2, the targets, the quick
+// size) and the page of each experiment of its own.
+func experimentPages(t *testing.T) string {
+	t.Helper()
 	root, err := framework.ModuleRoot()
 	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(root, "docs", "experiments.md"))
-	require.NoError(t, err)
-	text := strings.Join(strings.Fields(string(raw)), " ")
+	var text strings.Builder
+	for _, page := range []string{"experiments.md", "experiments-pools.md", "experiments-teams.md"} {
+		data, err := os.ReadFile(filepath.Join(root, "docs", page))
+		require.NoError(t, err)
+		text.Write(data)
+		text.WriteString("\n")
+	}
+	return text.String()
+}
+
+// TestDocsHeadlineFiguresAreTheCSVs: the figures docs/experiments.md and the
+// pages of experiments 3 and 4 quote in their text are those of the committed
+// CSVs they come from.
+func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
+	text := strings.Join(strings.Fields(experimentPages(t)), " ")
 	full, runs := summaries(t, "full")
 	quick, _ := summaries(t, "quick")
 	edl, off := full["training-edl"], full["training-no-edl"]
@@ -337,6 +351,6 @@ func TestDocsHeadlineFiguresAreTheCSVs(t *testing.T) {
 		fmt.Sprintf("at the full size experiment 3's CPU pool is %s points below it, experiment 1 %s (the ramp, above) and experiment 2 %s",
 			pts(cpu.MeanIdealTrainers, cpu.MeanUtilization), pts(edl.MeanIdealTrainers, edl.MeanUtilization), pts(shared.MeanIdealTrainers, shared.MeanUtilization)),
 	} {
-		assert.True(t, strings.Contains(text, want), "docs/experiments.md does not say %q", want)
+		assert.True(t, strings.Contains(text, want), "docs/experiments*.md do not say %q", want)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // job's Scaling condition.
 type Limit string
 
-// The closed set of limits; docs/autoscaler.md says which scenario produces
+// The closed set of limits; docs/kubectl-edl.md says which scenario produces
 // each.
 const (
 	// LimitAtMax: the job has max-instance trainers.

@@ -29,7 +29,7 @@ func TestTeamsOverManyCycles(t *testing.T) {
 			var jobs []Job
 			// One trainer size a run: a trainer larger than the ones a team
 			// above its share gives back takes room only where one of
-			// theirs frees enough (see docs/autoscaler.md#teams).
+			// theirs frees enough (see docs/teams.md).
 			cpu := float64(1 + rng.Intn(2))
 			free := make([]int64, len(ns)) // CPU left per node for the minimums
 			for i := range ns {

@@ -50,7 +50,7 @@ const (
 
 // The reasons of the Scaling condition: what limits an elastic job's
 // trainers. Each is one cause of the autoscaler's closed set
-// (docs/autoscaler.md, "Why a job has the trainers it has").
+// (docs/kubectl-edl.md, "The limits, one by one").
 const (
 	ScalingAtMax             = "AtMax"
 	ScalingAtMin             = "AtMin"

@@ -34,7 +34,8 @@ trainer exits with 143. Rank 0 prints one line an epoch:
 
     epoch=<n> loss=<f> world_size=<w> rank=<r> time=<unix seconds>
 
-and, at the end, final_loss=<f>; it then exits 0.
+and, at the end, final_loss=<f>; it then exits 0. It appends the same lines
+to train.log beside the checkpoint, so that they outlive the trainer pods.
 """
 import os
 import signal
@@ -76,6 +77,13 @@ def chunk(seed, step, c, features, w_true, b_true):
     return x, y
 
 
+def say(ckpt_dir, line):
+    """Print a line of rank 0's and append it to the log beside the checkpoint."""
+    print(line, flush=True)
+    with open(os.path.join(ckpt_dir, "train.log"), "a") as f:
+        f.write(line + "\n")
+
+
 def save(path, state):
     tmp = path + ".tmp"
     torch.save(state, tmp)
@@ -109,14 +117,16 @@ def main():
         saved = torch.load(ckpt)
         w, b, loss = saved["w"], saved["b"], saved.get("loss", loss)
         state = torch.tensor([saved["epoch"], saved["step"]], dtype=torch.int64)
-        print(f"resumed next_epoch={saved['epoch'] + 1} step={saved['step']} "
-              f"world_size={world} rank={rank}", flush=True)
+        say(ckpt_dir, f"resumed next_epoch={saved['epoch'] + 1} step={saved['step']} "
+                      f"world_size={world} rank={rank} time={time.time():.3f}")
     if distributed:
         for t in (w, b, state):
             dist.broadcast(t, 0)
     start_epoch, start_step = int(state[0]), int(state[1])
     if rank == 0:
         os.makedirs(ckpt_dir, exist_ok=True)
+        say(ckpt_dir, f"training world_size={world} rank={rank} epoch={start_epoch + 1} "
+                      f"step={start_step} time={time.time():.3f}")
 
     w_true, b_true = true_weights(features, seed)
     lr = 0.5
@@ -149,8 +159,8 @@ def main():
                 if rank == 0:
                     save(ckpt, {"epoch": epoch, "step": step + 1, "w": w, "b": b,
                                "loss": loss, "world_size": world})
-                    print(f"stopped epoch={epoch + 1} step={step + 1} world_size={world} "
-                          f"rank={rank} time={int(time.time())}", flush=True)
+                    say(ckpt_dir, f"stopped epoch={epoch + 1} step={step + 1} world_size={world} "
+                                  f"rank={rank} time={time.time():.3f}")
                 if distributed:
                     dist.destroy_process_group()
                 sys.exit(143)
@@ -159,11 +169,11 @@ def main():
         if rank == 0:
             save(ckpt, {"epoch": epoch + 1, "step": 0, "w": w, "b": b,
                            "loss": loss, "world_size": world})
-            print(f"epoch={epoch + 1} loss={loss:.6f} world_size={world} rank={rank} "
-                  f"time={int(time.time())}", flush=True)
+            say(ckpt_dir, f"epoch={epoch + 1} loss={loss:.6f} world_size={world} rank={rank} "
+                          f"time={time.time():.3f}")
 
     if rank == 0:
-        print(f"final_loss={loss:.6f}", flush=True)
+        say(ckpt_dir, f"final_loss={loss:.6f} time={time.time():.3f}")
     if distributed:
         dist.destroy_process_group()
 

@@ -201,10 +201,7 @@ func (a *Autoscaler) queuedJobs(now time.Time) ([]planner.QueuedJob, map[string]
 // pserver.min-instance pservers and trainer.min-instance trainers; false
 // while one of its ReplicaSets is missing.
 func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
-	roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
-	if tj.Spec.FaultTolerant {
-		roles = append(roles, v1.RoleMaster)
-	}
+	roles := tj.Spec.Roles()
 	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: queuedSince(tj),
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	var scoped []cluster.RolePods

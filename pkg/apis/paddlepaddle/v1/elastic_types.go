@@ -229,3 +229,17 @@ func (p ElasticPolicy) SlotsPerHost() int32 {
 	}
 	return valueOr(p.HostDiscovery.SlotsPerHost, DefaultSlotsPerHost)
 }
+
+// Roles are the roles a job runs, in the order the controller creates them:
+// a PaddlePaddle job's pservers and trainers, with a master when fault
+// tolerant; a PyTorch or Horovod job's master (the rendezvous store, the
+// launcher) and trainers.
+func (s *TrainingJobSpec) Roles() []Role {
+	switch {
+	case s.RestartsOnResize():
+		return []Role{RoleMaster, RoleTrainer}
+	case s.FaultTolerant:
+		return []Role{RoleMaster, RolePserver, RoleTrainer}
+	}
+	return []Role{RolePserver, RoleTrainer}
+}

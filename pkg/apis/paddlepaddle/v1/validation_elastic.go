@@ -16,9 +16,7 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	f := spec.FrameworkOrDefault()
 	switch f {
 	case FrameworkPaddlePaddle:
-		if reflect.ValueOf(spec.Pserver).IsZero() {
-			return append(errs, field.Required(pp, "pserver is required for a PaddlePaddle job (framework PaddlePaddle, the default)"))
-		}
+		// A missing pserver is one of 0 instances, which names the field.
 		errs = append(errs, instances(pp, spec.Pserver.MinInstance, spec.Pserver.MaxInstance)...)
 		errs = append(errs, resources(pp.Child("resources"), spec.Pserver.Resources)...)
 		if spec.ElasticPolicy != nil {

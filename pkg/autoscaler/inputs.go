@@ -88,6 +88,7 @@ func (a *Autoscaler) options(now time.Time) planner.Options {
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 		RebalanceGap:    a.cfg.RebalanceGap,
+		GrowMargin:      growMargin(a.cfg.GrowMargin),
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 
@@ -144,6 +145,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 		if t := tj.Status.LastScaleDown; t != nil {
 			job.LastScaleDown = t.Time
 		}
+		priceOf(&job, tj)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // restartsOnResize makes the job a torchrun job that last resized at
@@ -95,4 +98,15 @@ func roundRobin(nodes, count int) []string {
 		out[i] = fmt.Sprintf("n-%d", i%nodes)
 	}
 	return out
+}
+
+func TestExplainHeldByThePrice(t *testing.T) {
+	jobs := []Job{newJob("torch", withRange(1, 8), withCurrent(3), runningOn("n-0", "n-0", "n-0"),
+		restartsOnResize(t0.Add(-40*time.Second), 20*time.Second))}
+	d := Decide(clusterOf(nodes("n", 4, res(8, 64, 0)), jobs), jobs, Queue{}, Options{Now: t0, CoolDown: 15 * time.Second})
+	require.Len(t, d.Jobs, 1)
+	assert.Equal(t, LimitCoolDown, d.Jobs[0].Limit)
+	assert.Equal(t, 40*time.Second, d.Jobs[0].CoolDownLeft)
+	assert.Equal(t, "held at 3 trainers: resized 40s ago, next resize after its 1m20s cool-down (4 × its last resize's cost of 20s); every resize restarts all of its trainers",
+		d.Jobs[0].Message)
 }

@@ -1,6 +1,9 @@
 package planner
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // ResizeCostFactor is k in a resize-restarting job's cool-down, max(CoolDown,
 // k × ResizeCost): a resize stops the job's training for about ResizeCost,
@@ -77,3 +80,19 @@ func moveGap(gap float64, giver, taker *jobState) float64 {
 
 // restarts reports whether j restarts on resize; a job arriving has no Job.
 func (j *jobState) restarts() bool { return j.in != nil && j.in.RestartsOnResize }
+
+// resizeHeldMessage explains a job held by the price of its resizes: "held
+// at 3 trainers: resized 40s ago, next resize after its 1m20s cool-down
+// (4 × its last resize's cost of 20s)".
+func resizeHeldMessage(j *jobState, opts Options) string {
+	cd := j.in.ResizeCoolDown(opts.CoolDown)
+	why := fmt.Sprintf("%d × its last resize's cost of %s", ResizeCostFactor, j.in.ResizeCost)
+	switch cd {
+	case j.in.MinResizeInterval:
+		why = "spec.elasticPolicy.resizeCooldownSeconds"
+	case opts.CoolDown:
+		why = "the autoscaler's cool-down"
+	}
+	return fmt.Sprintf("held at %d trainers: resized %s ago, next resize after its %s cool-down (%s); every resize restarts all of its trainers",
+		j.desired, opts.Now.Sub(j.in.LastResize).Round(time.Second), cd, why)
+}

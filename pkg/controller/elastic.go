@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
@@ -124,6 +125,7 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "edl-hosts", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMapName(job.Name)},
+			Optional:             ptr.To(true), // the controller does not keep it yet
 			DefaultMode:          &mode,
 		},
 	}})

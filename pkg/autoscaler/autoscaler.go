@@ -70,6 +70,9 @@ type Config struct {
 	CoolDown        time.Duration
 	MaxGrowPerCycle int32
 	RebalanceGap    float64
+	// GrowMargin is planner.Options.GrowMargin: growth stops this far below
+	// MaxLoadDesired. 0 means planner.DefaultGrowMargin; negative, none.
+	GrowMargin float64
 	// MaxMovesPerSecond caps the trainers rebalancing and reclaim move per
 	// second: a plan moves this many per second since the plan before, at
 	// most an interval's ([planner.MovesPerCycle]), rebalancing alone half

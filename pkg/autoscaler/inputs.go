@@ -88,6 +88,7 @@ func (a *Autoscaler) options(now time.Time) planner.Options {
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 		RebalanceGap:    a.cfg.RebalanceGap,
+		GrowMargin:      growMargin(a.cfg.GrowMargin),
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
 
@@ -144,6 +145,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 		if t := tj.Status.LastScaleDown; t != nil {
 			job.LastScaleDown = t.Time
 		}
+		priceOf(&job, tj)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}
@@ -201,10 +203,7 @@ func (a *Autoscaler) queuedJobs(now time.Time) ([]planner.QueuedJob, map[string]
 // pserver.min-instance pservers and trainer.min-instance trainers; false
 // while one of its ReplicaSets is missing.
 func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
-	roles := []v1.Role{v1.RolePserver, v1.RoleTrainer}
-	if tj.Spec.FaultTolerant {
-		roles = append(roles, v1.RoleMaster)
-	}
+	roles := tj.Spec.Roles()
 	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: queuedSince(tj),
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	var scoped []cluster.RolePods

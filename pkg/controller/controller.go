@@ -248,13 +248,8 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	return true
 }
 
-// roles are the roles a job runs: a master only when fault tolerant.
-func roles(job *v1.TrainingJob) []v1.Role {
-	if job.Spec.FaultTolerant {
-		return []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer}
-	}
-	return []v1.Role{v1.RolePserver, v1.RoleTrainer}
-}
+// roles are the roles a job runs ([v1.TrainingJobSpec.Roles]).
+func roles(job *v1.TrainingJob) []v1.Role { return job.Spec.Roles() }
 
 // sync brings one job's objects and status to what its spec asks for.
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -283,6 +278,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	obs.now = c.pacer.clock.Now()
 	obs.queued = isQueued(job, obs, c.gang)
 	status := computeStatus(job, obs, jobRoles)
 	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed

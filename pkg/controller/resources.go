@@ -34,6 +34,9 @@ const (
 // command is the paddle_k8s launcher command of a role. Fault-tolerant jobs
 // use the master/etcd path (start_new_*); the original swapped the two.
 func command(job *v1.TrainingJob, role v1.Role) []string {
+	if job.Spec.RestartsOnResize() {
+		return elasticCommand(job, role)
+	}
 	if role == v1.RolePserver && job.Spec.Pserver.Entrypoint != "" {
 		return []string{"sh", "-c", job.Spec.Pserver.Entrypoint}
 	}
@@ -135,6 +138,9 @@ func isLoopback(endpoints string) bool {
 // (edl's -gpu_resources); nil means cluster.DefaultGPUResourceName.
 func Env(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) []corev1.EnvVar {
 	spec := &job.Spec
+	if spec.RestartsOnResize() {
+		return elasticEnv(job, role)
+	}
 	trainers := strconv.Itoa(int(spec.Trainer.MinInstance))
 	pservers := strconv.Itoa(int(spec.Pserver.MinInstance))
 	count, useGPU := trainerCount(job, gpus)
@@ -219,8 +225,10 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 		Resources:       resourcesOf(job, role),
 		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
 	}
-	switch role {
-	case v1.RoleMaster:
+	switch {
+	case spec.RestartsOnResize():
+		container.Ports = elasticPorts(job, role)
+	case role == v1.RoleMaster:
 		container.Ports = []corev1.ContainerPort{
 			{Name: "master", ContainerPort: MasterPort, Protocol: corev1.ProtocolTCP},
 			{Name: "etcd", ContainerPort: EtcdPort, Protocol: corev1.ProtocolTCP},
@@ -247,6 +255,9 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 	// any other work, stopping the whole job. With one priority, preemption
 	// keeps the oldest pods of the job, its master and pservers.
 	pod.PriorityClassName = spec.PriorityClassName
+	if spec.RestartsOnResize() {
+		elasticPod(job, role, &pod)
+	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelFor(role): job.Name}},
 		Spec:       pod,
@@ -284,6 +295,15 @@ func Service(job *v1.TrainingJob, role v1.Role) *corev1.Service {
 			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
 		},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{v1.LabelFor(role): job.Name}},
+	}
+	if job.Spec.RestartsOnResize() {
+		for _, p := range elasticPorts(job, role) {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromInt32(p.ContainerPort), Protocol: p.Protocol})
+		}
+		if len(svc.Spec.Ports) == 0 {
+			svc.Spec.ClusterIP = corev1.ClusterIPNone // a Horovod launcher serves nothing
+		}
+		return svc
 	}
 	if role == v1.RoleMaster {
 		svc.Spec.Ports = []corev1.ServicePort{

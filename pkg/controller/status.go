@@ -2,8 +2,10 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +35,10 @@ type observed struct {
 	// tried: this sync created and patched what the job needs (it was not
 	// blocked and had not finished), so no refusal means none is left.
 	tried bool
+	// now is when the listers were read: a resize's cost is measured to it.
+	now time.Time
+	// resize is the job's status.resize as computed ([resizeStatus]).
+	resize v1.ResizeStatus
 }
 
 // verdict is the phase a job's pods put it in, with the reason and message.
@@ -52,6 +58,10 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	status.Pservers = replicaStatus(obs.replicaSets[v1.RolePserver], obs.pods[v1.RolePserver])
 	status.Trainers = replicaStatus(obs.replicaSets[v1.RoleTrainer], obs.pods[v1.RoleTrainer])
 
+	if job.Spec.RestartsOnResize() {
+		status.Resize = resizeStatus(job, status.Trainers, obs.pods[v1.RoleTrainer], obs.now)
+		obs.resize = status.Resize
+	}
 	v := judge(job, obs, roles)
 	if status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed {
 		v = verdict{status.Phase, status.Reason, status.Message}
@@ -77,7 +87,11 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	if e := findExit(obs.pods[v1.RoleTrainer], func(code int32) bool { return code == 0 }); e != nil {
 		return verdict{v1.PhaseSucceeded, v1.ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", e.pod, e.container)}
 	}
-	if !job.Spec.FaultTolerant {
+	if job.Spec.RestartsOnResize() {
+		if v, failed := overBudget(job, obs.resize); failed {
+			return v
+		}
+	} else if !job.Spec.FaultTolerant {
 		nonZero := func(code int32) bool { return code != 0 }
 		if e := findExit(obs.pods[v1.RoleTrainer], nonZero); e != nil {
 			return verdict{v1.PhaseFailed, v1.ReasonTrainerFailed, e.failure("trainer")}
@@ -116,7 +130,7 @@ func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	trainersRunning := countPods(obs.pods[v1.RoleTrainer], isRunning)
 	pserversReady := countPods(obs.pods[v1.RolePserver], isReady)
 	mastersReady := countPods(obs.pods[v1.RoleMaster], isReady)
-	masterOK := !job.Spec.FaultTolerant || mastersReady > 0
+	masterOK := !slices.Contains(roles, v1.RoleMaster) || mastersReady > 0
 	if masterOK && pserversReady >= job.Spec.Pserver.MinInstance && trainersRunning >= job.Spec.Trainer.MinInstance {
 		return verdict{v1.PhaseRunning, v1.ReasonRunning, fmt.Sprintf("%d trainers running (min %d, max %d), %d pservers ready",
 			trainersRunning, job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance, pserversReady)}

@@ -280,6 +280,7 @@ func (m *Metrics) Increment(_ context.Context, code, method, _ string) {
 type stateCollector struct {
 	allocatable, requested, idle *prometheus.Desc
 	fulfillment, trainers        *prometheus.Desc
+	resizeCost                   *prometheus.Desc
 
 	mu   sync.Mutex
 	seen bool
@@ -291,6 +292,10 @@ type jobState struct {
 	namespace, name  string
 	fulfillment      float64
 	desired, running int
+	// resizeCost is the measured cost of the last resize of a job that
+	// restarts on resize; priced says it is one.
+	resizeCost float64
+	priced     bool
 }
 
 func newStateCollector() *stateCollector {
@@ -305,6 +310,8 @@ func newStateCollector() *stateCollector {
 			"(running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 		trainers: prometheus.NewDesc("edl_job_trainers",
 			"Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.", []string{LabelTrainingJobNamespace, LabelTrainingJob, "state"}, nil),
+		resizeCost: prometheus.NewDesc("edl_job_resize_cost_seconds",
+			"Measured cost of the last resize of each Running elastic job whose trainers all restart on a resize (PyTorch, Horovod): from the resize until every trainer pod was Ready again; 0 before one was measured.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 	}
 }
 
@@ -322,7 +329,8 @@ func (c *stateCollector) set(snap snapshot.Snapshot, jobs []planner.Job) {
 			fulfillment = float64(int32(running)-j.Min) / float64(j.Max-j.Min)
 		}
 		ns, name, _ := strings.Cut(j.Key, "/")
-		states = append(states, jobState{namespace: ns, name: name, fulfillment: fulfillment, desired: int(j.Current), running: running})
+		states = append(states, jobState{namespace: ns, name: name, fulfillment: fulfillment, desired: int(j.Current), running: running,
+			resizeCost: j.ResizeCost.Seconds(), priced: j.RestartsOnResize})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -330,7 +338,7 @@ func (c *stateCollector) set(snap snapshot.Snapshot, jobs []planner.Job) {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocatable, c.requested, c.idle, c.fulfillment, c.trainers} {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.requested, c.idle, c.fulfillment, c.trainers, c.resizeCost} {
 		ch <- d
 	}
 }
@@ -359,6 +367,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.fulfillment, prometheus.GaugeValue, j.fulfillment, j.namespace, j.name)
 		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.desired), j.namespace, j.name, "desired")
 		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.running), j.namespace, j.name, "running")
+		if j.priced {
+			ch <- prometheus.MustNewConstMetric(c.resizeCost, prometheus.GaugeValue, j.resizeCost, j.namespace, j.name)
+		}
 	}
 }
 

@@ -33,9 +33,9 @@ func TestCRDRejectsInvalidQueuesNamingTheField(t *testing.T) {
 		{"a namespace that is no DNS label", `{namespaces: [Team_A]}`, "spec.namespaces[0]", "should match"},
 		{"weight 0", `{namespaces: [a], weight: 0}`, "spec.weight", "should be greater than or equal to 1"},
 		{"weight above 1000", `{namespaces: [a], weight: 1001}`, "spec.weight", "should be less than or equal to 1000"},
-		{"a negative guarantee", `{namespaces: [a], guarantee: {cpu: "-1"}}`, "spec.guarantee", "guarantee must be non-negative quantities"},
-		{"a negative limit", `{namespaces: [a], limit: {memory: "-1Gi"}}`, "spec.limit", "limit must be non-negative quantities"},
-		{"a guarantee above the limit", `{namespaces: [a], guarantee: {cpu: "10"}, limit: {cpu: "8"}}`, "spec.guarantee", "spec.guarantee must not exceed spec.limit"},
+		{"a negative guarantee", `{namespaces: [a], guarantee: {cpu: "-1"}}`, "spec.guarantee", "guarantee must be non-negative quantities: guarantee[cpu] is -1"},
+		{"a negative limit", `{namespaces: [a], limit: {memory: "-1Gi"}}`, "spec.limit", "limit must be non-negative quantities: limit[memory] is -1Gi"},
+		{"a guarantee above the limit", `{namespaces: [a], guarantee: {cpu: "10"}, limit: {cpu: "8"}}`, "spec.guarantee", "spec.guarantee must not exceed spec.limit: guarantee[cpu] is above limit[cpu]"},
 		{"an unknown field", `{namespaces: [a], weigth: 2}`, "spec.weigth", "unknown field"},
 	}
 	for i, c := range cases {

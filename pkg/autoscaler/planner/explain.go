@@ -85,6 +85,9 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 		p.explainShrink(j, act, &e)
 	case j.desired >= j.max:
 		e.Limit, e.Message = LimitAtMax, "at its maximum, "+trainersOf(j)
+	case j.resizeHeld:
+		e.Limit, e.CoolDownLeft = LimitCoolDown, j.resizeUntil.Sub(p.opts.Now)
+		e.Message = resizeHeldMessage(j, p.opts)
 	case j.coolingDown:
 		e.Limit = LimitCoolDown
 		until := j.in.LastScaleDown.Add(p.opts.CoolDown)

@@ -151,7 +151,36 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 	for i := range others {
 		others[i].untried = others[i].node == "" && others[i].nominated == "" && f.intn(4) == 0
 	}
+	// Jobs that restart on resize (torchrun), resized up to ten minutes
+	// before Now at a cost of up to a minute, and a growth margin.
+	for i := range jobs {
+		if f.intn(3) == 0 {
+			jobs[i].RestartsOnResize = true
+			jobs[i].ResizeCost = time.Duration(f.intn(4)) * 20 * time.Second
+			if k := f.intn(11); k > 0 {
+				jobs[i].LastResize = opts.Now.Add(-time.Duration(k) * time.Minute)
+			}
+		}
+	}
+	opts.GrowMargin = []float64{0, 0, 0.01, 0.1}[f.intn(4)]
 	return ns, jobs, others, opts
+}
+
+// assertPriced checks the price of resizes: a job that restarts on resize
+// and resized less than its cool-down ago is not resized again but to give
+// way — to pods of a higher priority, to jobs below their minimum, or by
+// giving up trainers no node took; never grown, shrunk for load or moved.
+func assertPriced(t *testing.T, jobs []Job, opts Options, actions []ScaleAction) {
+	t.Helper()
+	for _, a := range actions {
+		j := jobByKey(jobs, a.Job)
+		if !j.RestartsOnResize || j.LastResize.IsZero() || !opts.Now.Before(j.LastResize.Add(j.ResizeCoolDown(opts.CoolDown))) {
+			continue
+		}
+		assert.Less(t, a.To, a.From, "%s grew %v after its last resize, within its cool-down of %v: %s",
+			a.Job, opts.Now.Sub(j.LastResize), j.ResizeCoolDown(opts.CoolDown), a.Reason)
+		assert.NotContains(t, []Cause{CauseLoad, CauseRebalance, CauseIdle}, a.Cause, "%s resized within its cool-down: %s", a.Job, a.Reason)
+	}
 }
 
 func FuzzPlan(f *testing.F) {
@@ -181,6 +210,7 @@ func FuzzPlan(f *testing.F) {
 		require.Equal(t, wantSnap, snap, "Plan mutated the snapshot")
 		require.Equal(t, wantJobs, jobs, "Plan mutated the jobs")
 		assertWellFormed(t, snap, jobs, opts, actions)
+		assertPriced(t, jobs, opts, actions)
 		assert.Equal(t, actions, Plan(snap, jobs, opts), "Plan is not deterministic")
 
 		seen := map[string]bool{}

@@ -59,7 +59,7 @@ func (p *plan) startGrowth() {
 
 // mayGrow reports whether growth considers j at all.
 func (p *plan) mayGrow(j *jobState) bool {
-	return j.movable && j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved
+	return j.movable && j.desired < j.max && j.shrunk == 0 && !j.unschedulable && !j.starved && !j.resizeHeld
 }
 
 // quotaAllows reports whether j's namespace quota has room for n more of its
@@ -129,7 +129,7 @@ func (p *plan) grow() {
 		switch {
 		case j.desired >= j.max:
 			j.stop = stopMax
-		case limit > 0 && j.grown >= limit:
+		case limit > 0 && j.grown >= limit && !j.restarts(): // grown in one step: each step restarts it
 			j.stop = stopCap
 		case !p.loadAdmits(j):
 			j.stop = stopLoad

@@ -8,7 +8,7 @@ import "container/heap"
 func (p *plan) yieldToLoad() {
 	h := &jobHeap{less: shrinkFirst}
 	for _, j := range p.movable {
-		if j.slack() > 0 {
+		if j.slack() > 0 && !j.resizeHeld {
 			h.items = append(h.items, j)
 		}
 	}

@@ -49,6 +49,7 @@ func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decis
 		placements = append(placements, queue.Arriving[i].Placement)
 	}
 	p := newPlan(snap, jobs, opts, placements...)
+	p.priceResizes()
 	claims := p.reserve(snap.Pending)
 	p.yieldToPods(claims)
 	p.reserveUnplaced(snap.Unplaced, queue.Jobs)

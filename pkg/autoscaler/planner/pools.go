@@ -194,7 +194,13 @@ func (pl *pool) load(r int) float64 {
 // asks for within the threshold in its pool. Resources it does not ask for
 // are not its business: a CPU-only trainer is not held back by GPU load.
 func (p *plan) loadAdmits(j *jobState) bool {
-	return p.admits(j.pool, j.pool.growLoad.plus(j.req), j.req)
+	load, req := j.pool.growLoad.plus(j.req), j.req
+	for r := range numRes {
+		if req[r] > 0 && float64(load[r]) > p.growThreshold()*float64(j.pool.total[r]) {
+			return false
+		}
+	}
+	return true
 }
 
 // admits reports whether load keeps every resource req asks for within the

@@ -111,7 +111,7 @@ levels:
 				continue
 			}
 			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+taker.promised)
-			if gf-tf <= gap {
+			if gf-tf <= moveGap(gap, giver, taker) {
 				break // the most fulfilled giver is close enough to the least fulfilled taker
 			}
 			// After the move the giver must still be at least as fulfilled

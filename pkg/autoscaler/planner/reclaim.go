@@ -37,13 +37,13 @@ const (
 // mayGive reports whether j has a trainer above its minimum that runs on a
 // node and was promised nothing.
 func (j *jobState) mayGive() bool {
-	return j.slack() > 0 && j.victims[j.next].bound && j.promised == 0
+	return j.slack() > 0 && j.victims[j.next].bound && j.promised == 0 && !j.resizeHeld
 }
 
 // mayTake reports whether j could take one more trainer that growth would
 // not give it from idle room.
 func (j *jobState) mayTake() bool {
-	return !j.growsFromIdle && !j.coolingDown && !j.unschedulable && !j.starved && j.desired+j.promised < j.max
+	return !j.growsFromIdle && !j.coolingDown && !j.resizeHeld && !j.unschedulable && !j.starved && j.desired+j.promised < j.max
 }
 
 // aheadOf are the jobs of a priority above priority that growth could grow:

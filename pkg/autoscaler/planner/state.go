@@ -111,11 +111,11 @@ type jobState struct {
 	nodes         []string
 	picked        []string // running trainers removed out of deletion order (see [plan.pickRunning])
 
-	// Each phase's scratch state, and what the reasons and explanations
-	// read of the plan.
+	// Each phase's scratch state, and what the reasons and explanations read of the plan.
 	preemptState
 	growState
 	rebalanceState
+	priceState // [plan.priceResizes]
 	reasonNotes
 }
 

@@ -49,6 +49,16 @@ type Job struct {
 	// LastScaleDown is when the job was last scaled down
 	// (ScaleAction.StartsCoolDown); zero for never.
 	LastScaleDown time.Time
+	// RestartsOnResize: every resize stops and restarts all of the job's
+	// trainers (torchrun), so a resize has a price ([Job.ResizeCoolDown]):
+	// the job is resized at most once per cool-down but to yield to pods
+	// of a higher priority, and grown in one step, MaxGrowPerCycle aside.
+	RestartsOnResize bool
+	// ResizeCost is the measured time from a resize of the job until all
+	// of its trainers run again; LastResize is the time of its last resize
+	// (zero for never), and MinResizeInterval a floor its spec sets.
+	ResizeCost, MinResizeInterval time.Duration
+	LastResize                    time.Time
 }
 
 // Options tunes Plan.
@@ -92,6 +102,12 @@ type Options struct {
 	// running jobs of a lower priority (Queue.Running) that make it fit
 	// ([plan.preempt]).
 	Preemption bool
+	// GrowMargin is how far below MaxLoadDesired growth stops, while the
+	// load rule still takes trainers back only above MaxLoadDesired: the
+	// band between them keeps a trainer the load rule took from being
+	// grown back with no change in the cluster. Not positive means none;
+	// edl's default is DefaultGrowMargin.
+	GrowMargin float64
 	// Teams are the teams sharing the cluster (the TrainingQueues); with
 	// any, each team deserves a weighted fair share of every pool and
 	// growth serves the team furthest below its share first. Empty, the

@@ -32,12 +32,22 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=paddlepaddle.org, Version=v1
+	case v1.SchemeGroupVersion.WithKind("ElasticPolicy"):
+		return &paddlepaddlev1.ElasticPolicyApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HostDiscovery"):
+		return &paddlepaddlev1.HostDiscoveryApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("MasterSpec"):
 		return &paddlepaddlev1.MasterSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PodRestarts"):
+		return &paddlepaddlev1.PodRestartsApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PserverSpec"):
 		return &paddlepaddlev1.PserverSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RdzvConf"):
+		return &paddlepaddlev1.RdzvConfApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ReplicaStatus"):
 		return &paddlepaddlev1.ReplicaStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ResizeStatus"):
+		return &paddlepaddlev1.ResizeStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ScaleRecord"):
 		return &paddlepaddlev1.ScaleRecordApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("TrainerSpec"):

@@ -33,9 +33,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy":       schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery":       schema_pkg_apis_paddlepaddle_v1_HostDiscovery(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec":          schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts":         schema_pkg_apis_paddlepaddle_v1_PodRestarts(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec":         schema_pkg_apis_paddlepaddle_v1_PserverSpec(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf":            schema_pkg_apis_paddlepaddle_v1_RdzvConf(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus":       schema_pkg_apis_paddlepaddle_v1_ReplicaStatus(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus":        schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord":         schema_pkg_apis_paddlepaddle_v1_ScaleRecord(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec":         schema_pkg_apis_paddlepaddle_v1_TrainerSpec(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainingJob":         schema_pkg_apis_paddlepaddle_v1_TrainingJob(ref),
@@ -350,6 +355,103 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ElasticPolicy is how a PyTorch or Horovod job's trainers rendezvous and how many real failures the job survives. Its field names are those of Kubeflow's PyTorchJob elasticPolicy; min and max are the trainer's min-instance and max-instance, and the rendezvous host is always the master Service, so neither is repeated here.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"rdzvBackend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RdzvBackend is torchrun's rendezvous backend; c10d, whose store the master pod hosts, is the only one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"rdzvPort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RdzvPort is the port of the rendezvous store in the master pod, and of the master Service.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"rdzvConf": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"key",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "RdzvConf is passed to torchrun's rendezvous (PET_RDZV_CONF) after is_host=false, which EDL sets: the store is the master's, never a trainer's. At most 32 entries.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf"),
+									},
+								},
+							},
+						},
+					},
+					"nProcPerNode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NProcPerNode is the worker processes torchrun starts in each trainer pod (PET_NPROC_PER_NODE), one per GPU as a rule.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxRestarts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxRestarts is the job's failure budget: the real trainer failures (a trainer container exiting non-zero, not a trainer EDL removed) it survives; one more fails the job. torchrun's own max_restarts is set high, so that resizes, which restart every worker, never use it up.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"resizeCooldownSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResizeCooldownSeconds is the least time between two resizes of the job that the autoscaler keeps, above the cool-down it derives from the job's measured resize cost; a yield to pods of a higher priority does not wait for it.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"hostDiscovery": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HostDiscovery, for a Horovod job, has the controller keep the ConfigMap <job>-hosts listing the Running trainers (<podIP>:<slots>, one per line), mounted in the master pod at /etc/edl with a discover_hosts.sh that prints it.",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf"},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_HostDiscovery(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HostDiscovery is the host-discovery file of a Horovod job.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"slotsPerHost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SlotsPerHost is the slots each trainer offers (its GPUs, as a rule).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -376,6 +478,36 @@ func schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			v1.ResourceRequirements{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_PodRestarts(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodRestarts is how many restarts of one trainer pod a job's failure budget has counted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod is the trainer pod's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restarts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Restarts are its containers' restarts counted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"pod", "restarts"},
+			},
+		},
 	}
 }
 
@@ -425,6 +557,36 @@ func schema_pkg_apis_paddlepaddle_v1_PserverSpec(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_paddlepaddle_v1_RdzvConf(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RdzvConf is one key=value of the rendezvous configuration.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key is the name of a rendezvous setting, e.g. join_timeout.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the setting's value.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"key", "value"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_paddlepaddle_v1_ReplicaStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -467,6 +629,82 @@ func schema_pkg_apis_paddlepaddle_v1_ReplicaStatus(ref common.ReferenceCallback)
 				Required: []string{"desired", "current", "ready"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResizeStatus is what the controller observed of a job's resizes and failures (status.resize).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Count is the trainer resizes the autoscaler applied to the job.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"last": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Last is the time of the last resize counted: status.lastScale's.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastCost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastCost is how long the last measured resize took: from the resize until every trainer pod was Ready again. Measured on growth; a scale-down's survivors restart inside their pods, which readiness does not see, so it keeps the figure of the last growth.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"measured": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Measured is true once LastCost is the cost of the resize at Last.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"failures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failures are the real trainer failures counted against spec.elasticPolicy.maxRestarts (the budget used).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"counted": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"pod",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Counted are the live trainer pods whose restarts Failures counted, so that a restart is counted once and a pod that goes keeps its count in Failures.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts"),
+									},
+								},
+							},
+						},
+					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is the job's edl.paddlepaddle.org/progress annotation, as the training script last wrote it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts", metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -686,6 +924,19 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 				Description: "TrainingJobSpec describes what to run and how elastic it may be.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"framework": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Framework is what the trainers run: PaddlePaddle (the launcher of paddlepaddle/paddlecloud-job, with pservers and, when fault tolerant, a master), PyTorch (torchrun, whose rendezvous store the master pod hosts) or Horovod (horovodrun in the master pod, over the trainers listed in a host-discovery file). It never changes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"elasticPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ElasticPolicy is how a PyTorch or Horovod job's trainers find each other and what failures it survives; a PyTorch job without one gets the defaults of every field.",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy"),
+						},
+					},
 					"image": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Image is the job image, normally based on paddlepaddle/paddlecloud-job, whose paddle_k8s launcher starts every role.",
@@ -858,7 +1109,7 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 					},
 					"pserver": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Pserver is the parameter-server role.",
+							Description: "Pserver is the parameter-server role of a PaddlePaddle job, which requires it; PyTorch and Horovod jobs have none and must leave it out.",
 							Default:     map[string]interface{}{},
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec"),
 						},
@@ -878,11 +1129,11 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 						},
 					},
 				},
-				Required: []string{"image", "pserver", "trainer"},
+				Required: []string{"image", "trainer"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.Affinity{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Toleration{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.Affinity{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Toleration{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
 	}
 }
 
@@ -988,11 +1239,18 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobStatus(ref common.ReferenceCallb
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"resize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resize counts the job's resizes and failures, with the cost of its last resize and the progress its training script reports.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

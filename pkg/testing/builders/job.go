@@ -89,3 +89,18 @@ func Condition(kind string, status metav1.ConditionStatus, reason string) JobOpt
 		})
 	}
 }
+
+// PyTorch makes the job a PyTorch job: no pservers, a master hosting the
+// rendezvous store, torchrun in the trainers running entrypoint.
+func PyTorch(entrypoint string) JobOption {
+	return func(j *v1.TrainingJob) {
+		j.Spec.Framework = v1.FrameworkPyTorch
+		j.Spec.Pserver = v1.PserverSpec{}
+		j.Spec.Trainer.Entrypoint = entrypoint
+	}
+}
+
+// Elastic sets the job's elasticPolicy.
+func Elastic(p v1.ElasticPolicy) JobOption {
+	return func(j *v1.TrainingJob) { j.Spec.ElasticPolicy = &p }
+}

@@ -95,6 +95,8 @@ func TestCRDNamesAndColumns(t *testing.T) {
 		"Min=.spec.trainer.min-instance",
 		"Max=.spec.trainer.max-instance",
 		`Limited By=.status.conditions[?(@.type=="Scaling")].reason`,
+		`Resizes=.status.resize.count`,
+		`Resize Cost=.status.resize.lastCost`,
 		"Age=.metadata.creationTimestamp",
 		`Queued=.status.conditions[?(@.type=="Queued")].message`,
 	}, columns)
@@ -115,6 +117,13 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 	assert.Equal(t, v1.DefaultPortsNum, defaultOf(spec.Properties["ports_num"]))
 	assert.Equal(t, v1.DefaultPortsNumForSparse, defaultOf(spec.Properties["ports_num_for_sparse"]))
 	assert.Equal(t, v1.DefaultMaxRestarts, defaultOf(spec.Properties["trainer"].Properties["max-restarts"]))
+	elastic := spec.Properties["elasticPolicy"].Properties
+	assert.Equal(t, v1.DefaultRdzvPort, defaultOf(elastic["rdzvPort"]))
+	assert.Equal(t, v1.DefaultNProcPerNode, defaultOf(elastic["nProcPerNode"]))
+	assert.Equal(t, v1.DefaultElasticBudget, defaultOf(elastic["maxRestarts"]))
+	assert.Equal(t, v1.DefaultSlotsPerHost, defaultOf(elastic["hostDiscovery"].Properties["slotsPerHost"]))
+	assert.JSONEq(t, `"`+string(v1.FrameworkPaddlePaddle)+`"`, string(spec.Properties["framework"].Default.Raw))
+	assert.JSONEq(t, `"`+v1.DefaultRdzvBackend+`"`, string(elastic["rdzvBackend"].Default.Raw))
 }
 
 // TestCRDKeepsOriginalKeys guards the keys that job files written for the
@@ -135,6 +144,7 @@ func TestCRDKeepsOriginalKeys(t *testing.T) {
 	for _, key := range []string{"resources", "etcd-endpoint"} {
 		assert.Contains(t, spec.Properties["master"].Properties, key)
 	}
-	assert.ElementsMatch(t, []string{"image", "pserver", "trainer"}, spec.Required)
+	// pserver is required of PaddlePaddle jobs only, by a rule of the spec.
+	assert.ElementsMatch(t, []string{"image", "trainer"}, spec.Required)
 	assert.ElementsMatch(t, []string{"min-instance", "max-instance"}, spec.Properties["trainer"].Required)
 }

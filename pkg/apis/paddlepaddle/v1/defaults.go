@@ -19,6 +19,20 @@ func SetDefaults_TrainingJob(job *TrainingJob) {
 	defaultInt32(&spec.PortsNum, DefaultPortsNum)
 	defaultInt32(&spec.PortsNumForSparse, DefaultPortsNumForSparse)
 	defaultInt32(&spec.Trainer.MaxRestarts, DefaultMaxRestarts)
+	if spec.Framework == "" {
+		spec.Framework = FrameworkPaddlePaddle
+	}
+	if p := spec.ElasticPolicy; p != nil {
+		if p.RdzvBackend == "" {
+			p.RdzvBackend = DefaultRdzvBackend
+		}
+		defaultInt32(&p.RdzvPort, DefaultRdzvPort)
+		defaultInt32(&p.NProcPerNode, DefaultNProcPerNode)
+		defaultInt32(&p.MaxRestarts, DefaultElasticBudget)
+		if p.HostDiscovery != nil {
+			defaultInt32(&p.HostDiscovery.SlotsPerHost, DefaultSlotsPerHost)
+		}
+	}
 }
 
 func defaultInt32(field **int32, v int32) {

@@ -36,7 +36,7 @@ type TrainingQueue struct {
 
 // TrainingQueueSpec names a team's namespaces and its share.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.guarantee) || !has(self.limit) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.guarantee) || !(k in self.limit) || !isQuantity(string(self.guarantee[k])) || !isQuantity(string(self.limit[k])) || !quantity(string(self.limit[k])).isLessThan(quantity(string(self.guarantee[k]))))",message="spec.guarantee must not exceed spec.limit",fieldPath=".guarantee"
+// +kubebuilder:validation:XValidation:rule="!has(self.guarantee) || !has(self.limit) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.guarantee) || !(k in self.limit) || !isQuantity(string(self.guarantee[k])) || !isQuantity(string(self.limit[k])) || !quantity(string(self.limit[k])).isLessThan(quantity(string(self.guarantee[k]))))",message="spec.guarantee must not exceed spec.limit",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.guarantee && k in self.limit && isQuantity(string(self.guarantee[k])) && isQuantity(string(self.limit[k])) && quantity(string(self.limit[k])).isLessThan(quantity(string(self.guarantee[k])))).map(k, 'spec.guarantee must not exceed spec.limit: guarantee[' + k + '] is above limit[' + k + ']')[0]",fieldPath=".guarantee"
 type TrainingQueueSpec struct {
 	// Namespaces are the team's namespaces: every TrainingJob in them is the
 	// team's. A namespace belongs to one team; one named by two
@@ -62,13 +62,13 @@ type TrainingQueueSpec struct {
 	// memory, GPUs): its deserved share never falls below it while it has
 	// that much demand, and borrowers give it back.
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="guarantee must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="guarantee must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self && isQuantity(string(self[k])) && quantity(string(self[k])).isLessThan(quantity('0'))).map(k, 'guarantee must be non-negative quantities: guarantee[' + k + '] is ' + string(self[k]))[0]"
 	// +optional
 	Guarantee corev1.ResourceList `json:"guarantee,omitempty"`
 
 	// Limit is the most the team may use, even on an idle cluster.
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="limit must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self) || !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",message="limit must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self && isQuantity(string(self[k])) && quantity(string(self[k])).isLessThan(quantity('0'))).map(k, 'limit must be non-negative quantities: limit[' + k + '] is ' + string(self[k]))[0]"
 	// +optional
 	Limit corev1.ResourceList `json:"limit,omitempty"`
 }

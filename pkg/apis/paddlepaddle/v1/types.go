@@ -20,6 +20,8 @@ import (
 // +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.trainer.min-instance`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.trainer.max-instance`
 // +kubebuilder:printcolumn:name="Limited By",type=string,JSONPath=`.status.conditions[?(@.type=="Scaling")].reason`,priority=1,description="What limits the trainers after the autoscaler's last plan"
+// +kubebuilder:printcolumn:name="Resizes",type=integer,JSONPath=`.status.resize.count`,priority=1,description="Trainer resizes the autoscaler applied"
+// +kubebuilder:printcolumn:name="Resize Cost",type=string,JSONPath=`.status.resize.lastCost`,priority=1,description="How long the last measured resize took until every trainer was Ready again"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Queued",type=string,JSONPath=`.status.conditions[?(@.type=="Queued")].message`,priority=1,description="Position in the admission queue and what the job waits for"
 //
@@ -43,7 +45,27 @@ type TrainingJob struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports_num) || !has(self.ports_num_for_sparse) || self.port + self.ports_num + self.ports_num_for_sparse - 1 <= 65535",message="port + ports_num + ports_num_for_sparse - 1 must not exceed 65535",fieldPath=".port"
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="volumeMounts: every mount's name must be the name of a volume in spec.volumes",fieldPath=".volumeMounts"
+// +kubebuilder:validation:XValidation:rule="has(self.framework) && self.framework != 'PaddlePaddle' || has(self.pserver)",message="pserver is required for a PaddlePaddle job (framework PaddlePaddle, the default)",fieldPath=".pserver"
+// +kubebuilder:validation:XValidation:rule="!has(self.framework) || self.framework == 'PaddlePaddle' || !has(self.pserver)",messageExpression="'pserver must not be set for a ' + self.framework + ' job: its trainers exchange gradients by all-reduce, without parameter servers'",fieldPath=".pserver"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.framework) && self.framework != 'PaddlePaddle'",message="elasticPolicy is for PyTorch and Horovod jobs: a PaddlePaddle job scales through its master's task queue (fault_tolerant)",fieldPath=".elasticPolicy"
 type TrainingJobSpec struct {
+	// Framework is what the trainers run: PaddlePaddle (the launcher of
+	// paddlepaddle/paddlecloud-job, with pservers and, when fault tolerant,
+	// a master), PyTorch (torchrun, whose rendezvous store the master pod
+	// hosts) or Horovod (horovodrun in the master pod, over the trainers
+	// listed in a host-discovery file). It never changes.
+	// +kubebuilder:validation:Enum=PaddlePaddle;PyTorch;Horovod
+	// +kubebuilder:default=PaddlePaddle
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="framework cannot be changed"
+	// +optional
+	Framework Framework `json:"framework,omitempty"`
+
+	// ElasticPolicy is how a PyTorch or Horovod job's trainers find each
+	// other and what failures it survives; a PyTorch job without one gets
+	// the defaults of every field.
+	// +optional
+	ElasticPolicy *ElasticPolicy `json:"elasticPolicy,omitempty"`
+
 	// Image is the job image, normally based on paddlepaddle/paddlecloud-job,
 	// whose paddle_k8s launcher starts every role.
 	// +kubebuilder:validation:MinLength=1
@@ -143,8 +165,10 @@ type TrainingJobSpec struct {
 	// +optional
 	Master MasterSpec `json:"master,omitempty"`
 
-	// Pserver is the parameter-server role.
-	Pserver PserverSpec `json:"pserver"`
+	// Pserver is the parameter-server role of a PaddlePaddle job, which
+	// requires it; PyTorch and Horovod jobs have none and must leave it out.
+	// +optional
+	Pserver PserverSpec `json:"pserver,omitempty,omitzero"`
 
 	// Trainer is the elastic trainer role.
 	Trainer TrainerSpec `json:"trainer"`
@@ -194,8 +218,8 @@ type TrainerSpec struct {
 	MaxRestarts *int32 `json:"max-restarts,omitempty"`
 
 	// Resources of one trainer container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.requests && isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).isLessThan(quantity('0'))).map(k, 'requests must be non-negative quantities: requests[' + k + '] is ' + string(self.requests[k]))[0]"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.limits && isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).isLessThan(quantity('0'))).map(k, 'limits must be non-negative quantities: limits[' + k + '] is ' + string(self.limits[k]))[0]"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
@@ -223,8 +247,8 @@ type PserverSpec struct {
 	MaxInstance int32 `json:"max-instance"`
 
 	// Resources of one pserver container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.requests && isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).isLessThan(quantity('0'))).map(k, 'requests must be non-negative quantities: requests[' + k + '] is ' + string(self.requests[k]))[0]"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.limits && isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).isLessThan(quantity('0'))).map(k, 'limits must be non-negative quantities: limits[' + k + '] is ' + string(self.limits[k]))[0]"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
@@ -237,8 +261,8 @@ type PserverSpec struct {
 // MasterSpec describes the master of a fault-tolerant job.
 type MasterSpec struct {
 	// Resources of the master container.
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !isQuantity(string(self.requests[k])) || !quantity(string(self.requests[k])).isLessThan(quantity('0')))",message="requests must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.requests && isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).isLessThan(quantity('0'))).map(k, 'requests must be non-negative quantities: requests[' + k + '] is ' + string(self.requests[k]))[0]"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.limits) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity('0')))",message="limits must be non-negative quantities",messageExpression="['cpu', 'memory', 'nvidia.com/gpu'].filter(k, k in self.limits && isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).isLessThan(quantity('0'))).map(k, 'limits must be non-negative quantities: limits[' + k + '] is ' + string(self.limits[k]))[0]"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory', 'nvidia.com/gpu'].all(k, !(k in self.requests) || !(k in self.limits) || !isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || !quantity(string(self.limits[k])).isLessThan(quantity(string(self.requests[k]))))",message="a request must not exceed its limit"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !('nvidia.com/gpu' in self.requests) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".requests['nvidia.com/gpu']"
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.limits['nvidia.com/gpu'])).isInteger()",message="nvidia.com/gpu must be a whole number",fieldPath=".limits['nvidia.com/gpu']"
@@ -336,6 +360,11 @@ type TrainingJobStatus struct {
 	// after a start that failed.
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+
+	// Resize counts the job's resizes and failures, with the cost of its
+	// last resize and the progress its training script reports.
+	// +optional
+	Resize ResizeStatus `json:"resize,omitempty,omitzero"`
 }
 
 // ReplicaStatus counts the replicas of one role.

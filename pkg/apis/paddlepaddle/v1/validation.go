@@ -65,9 +65,7 @@ func Validate(job *TrainingJob) field.ErrorList {
 	errs = append(errs, atLeast(tp.Child("max-restarts"), spec.TrainerMaxRestarts(), 0)...)
 	errs = append(errs, resources(tp.Child("resources"), spec.Trainer.Resources)...)
 
-	pp := path.Child("pserver")
-	errs = append(errs, instances(pp, spec.Pserver.MinInstance, spec.Pserver.MaxInstance)...)
-	errs = append(errs, resources(pp.Child("resources"), spec.Pserver.Resources)...)
+	errs = append(errs, framework(path, spec)...)
 
 	errs = append(errs, resources(path.Child("master", "resources"), spec.Master.Resources)...)
 	return errs

@@ -19,6 +19,7 @@ limitations under the License.
 package v1
 
 import (
+	paddlepaddlev1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,6 +28,16 @@ import (
 //
 // TrainingJobSpec describes what to run and how elastic it may be.
 type TrainingJobSpecApplyConfiguration struct {
+	// Framework is what the trainers run: PaddlePaddle (the launcher of
+	// paddlepaddle/paddlecloud-job, with pservers and, when fault tolerant,
+	// a master), PyTorch (torchrun, whose rendezvous store the master pod
+	// hosts) or Horovod (horovodrun in the master pod, over the trainers
+	// listed in a host-discovery file). It never changes.
+	Framework *paddlepaddlev1.Framework `json:"framework,omitempty"`
+	// ElasticPolicy is how a PyTorch or Horovod job's trainers find each
+	// other and what failures it survives; a PyTorch job without one gets
+	// the defaults of every field.
+	ElasticPolicy *ElasticPolicyApplyConfiguration `json:"elasticPolicy,omitempty"`
 	// Image is the job image, normally based on paddlepaddle/paddlecloud-job,
 	// whose paddle_k8s launcher starts every role.
 	Image *string `json:"image,omitempty"`
@@ -73,7 +84,8 @@ type TrainingJobSpecApplyConfiguration struct {
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 	// Master is the task-queue master of a fault-tolerant job.
 	Master *MasterSpecApplyConfiguration `json:"master,omitempty"`
-	// Pserver is the parameter-server role.
+	// Pserver is the parameter-server role of a PaddlePaddle job, which
+	// requires it; PyTorch and Horovod jobs have none and must leave it out.
 	Pserver *PserverSpecApplyConfiguration `json:"pserver,omitempty"`
 	// Trainer is the elastic trainer role.
 	Trainer *TrainerSpecApplyConfiguration `json:"trainer,omitempty"`
@@ -90,6 +102,22 @@ type TrainingJobSpecApplyConfiguration struct {
 // apply.
 func TrainingJobSpec() *TrainingJobSpecApplyConfiguration {
 	return &TrainingJobSpecApplyConfiguration{}
+}
+
+// WithFramework sets the Framework field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Framework field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithFramework(value paddlepaddlev1.Framework) *TrainingJobSpecApplyConfiguration {
+	b.Framework = &value
+	return b
+}
+
+// WithElasticPolicy sets the ElasticPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ElasticPolicy field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithElasticPolicy(value *ElasticPolicyApplyConfiguration) *TrainingJobSpecApplyConfiguration {
+	b.ElasticPolicy = value
+	return b
 }
 
 // WithImage sets the Image field in the declarative configuration to the given value

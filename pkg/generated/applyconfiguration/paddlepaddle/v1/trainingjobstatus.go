@@ -58,6 +58,9 @@ type TrainingJobStatusApplyConfiguration struct {
 	// RetryAfter is when a requeued job may be admitted again: the backoff
 	// after a start that failed.
 	RetryAfter *apismetav1.Time `json:"retryAfter,omitempty"`
+	// Resize counts the job's resizes and failures, with the cost of its
+	// last resize and the progress its training script reports.
+	Resize *ResizeStatusApplyConfiguration `json:"resize,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -164,5 +167,13 @@ func (b *TrainingJobStatusApplyConfiguration) WithRequeues(value int32) *Trainin
 // If called multiple times, the RetryAfter field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithRetryAfter(value apismetav1.Time) *TrainingJobStatusApplyConfiguration {
 	b.RetryAfter = &value
+	return b
+}
+
+// WithResize sets the Resize field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resize field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithResize(value *ResizeStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Resize = value
 	return b
 }

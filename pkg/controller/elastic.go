@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
+
+// The pods of a PyTorch or Horovod job (docs/api.md, "PyTorch jobs").
+const (
+	// TorchMaxRestarts is torchrun's own max_restarts (PET_MAX_RESTARTS):
+	// every change of the trainers restarts the workers and uses one, so it
+	// is set out of reach; the job's failure budget is EDL's
+	// (spec.elasticPolicy.maxRestarts), counted over the trainer pods.
+	TorchMaxRestarts = 1_000_000
+	// HostsMountPath is where a Horovod job's master pod finds the
+	// host-discovery file (hosts) and script (discover_hosts.sh).
+	HostsMountPath = "/etc/edl"
+)
+
+// torchStore is the master of a PyTorch job: a c10d TCPStore that the
+// trainers' torchrun agents rendezvous through (is_host=false), on the port
+// given as its argument, kept up until the pod is deleted. It lives in a
+// pod EDL never scales, since the store dies with the process hosting it.
+const torchStore = "import sys, threading, torch.distributed as d; " +
+	"s = d.TCPStore('0.0.0.0', int(sys.argv[1]), is_master=True, wait_for_workers=False); " +
+	"print('rendezvous store listening on port', sys.argv[1], flush=True); threading.Event().wait()"
+
+// elasticCommand is the command of a PyTorch or Horovod job's role.
+func elasticCommand(job *v1.TrainingJob, role v1.Role) []string {
+	spec := &job.Spec
+	port := strconv.Itoa(int(spec.Elastic().RdzvPortOrDefault()))
+	switch {
+	case spec.FrameworkOrDefault() == v1.FrameworkPyTorch && role == v1.RoleMaster:
+		return []string{"python3", "-c", torchStore, port}
+	case spec.FrameworkOrDefault() == v1.FrameworkPyTorch:
+		return append([]string{"python3", "-m", "torch.distributed.run"}, torchArgs(spec.Trainer.Entrypoint)...)
+	case role == v1.RoleMaster:
+		slots := spec.Elastic().SlotsPerHost()
+		return []string{"sh", "-c", "exec horovodrun" +
+			" --min-np " + strconv.Itoa(int(spec.Trainer.MinInstance*slots)) +
+			" --max-np " + strconv.Itoa(int(spec.Trainer.MaxInstance*slots)) +
+			" --host-discovery-script " + HostsMountPath + "/discover_hosts.sh " + spec.Trainer.Entrypoint}
+	}
+	return nil // a Horovod trainer runs its image's command (an sshd)
+}
+
+// torchArgs are torchrun's arguments for the trainer's entrypoint: the
+// training script and its arguments. torchrun starts a script with its own
+// interpreter, so a leading python3 is dropped; any other program runs as
+// it is (--no-python). An entrypoint that needs a shell (quotes, variables,
+// redirections) runs under sh -c.
+func torchArgs(entrypoint string) []string {
+	if strings.ContainsAny(entrypoint, "'\"$`\\|&;<>()*?~#") {
+		return []string{"--no-python", "sh", "-c", entrypoint}
+	}
+	args := strings.Fields(entrypoint)
+	if len(args) > 0 && (args[0] == "python3" || args[0] == "python") {
+		return args[1:]
+	}
+	return append([]string{"--no-python"}, args...)
+}
+
+// elasticEnv is the environment of a PyTorch or Horovod job's container.
+// torchrun reads its options from PET_* variables; PET_LOCAL_ADDR, the pod
+// IP, is what torch 2.6's torchrun advertises as MASTER_ADDR, so that no
+// trainer's hostname needs to resolve.
+func elasticEnv(job *v1.TrainingJob, role v1.Role) []corev1.EnvVar {
+	spec := &job.Spec
+	p := spec.Elastic()
+	env := []corev1.EnvVar{
+		{Name: "EDL_JOB_NAME", Value: job.Name},
+		{Name: "EDL_FRAMEWORK", Value: string(spec.FrameworkOrDefault())},
+		{Name: "EDL_ROLE", Value: role.Name()},
+		{Name: "PYTHONUNBUFFERED", Value: "1"},
+		fieldEnv("NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_IP", "status.podIP"),
+	}
+	if spec.FrameworkOrDefault() != v1.FrameworkPyTorch || role != v1.RoleTrainer {
+		return env
+	}
+	conf := "is_host=false"
+	for _, c := range p.RdzvConf {
+		conf += "," + c.Key + "=" + c.Value
+	}
+	return append(env,
+		corev1.EnvVar{Name: "PET_NNODES", Value: strconv.Itoa(int(spec.Trainer.MinInstance)) + ":" + strconv.Itoa(int(spec.Trainer.MaxInstance))},
+		corev1.EnvVar{Name: "PET_NPROC_PER_NODE", Value: strconv.Itoa(int(p.NProcPerNodeOrDefault()))},
+		corev1.EnvVar{Name: "PET_RDZV_BACKEND", Value: v1.DefaultRdzvBackend},
+		corev1.EnvVar{Name: "PET_RDZV_ENDPOINT", Value: v1.ServiceName(job.Name, v1.RoleMaster) + ":" + strconv.Itoa(int(p.RdzvPortOrDefault()))},
+		corev1.EnvVar{Name: "PET_RDZV_ID", Value: string(job.UID)},
+		corev1.EnvVar{Name: "PET_RDZV_CONF", Value: conf},
+		corev1.EnvVar{Name: "PET_MAX_RESTARTS", Value: strconv.Itoa(TorchMaxRestarts)},
+		fieldEnv("PET_LOCAL_ADDR", "status.podIP"),
+	)
+}
+
+// elasticPorts are the ports of a PyTorch job's master: the rendezvous
+// store's. torchrun's workers pick theirs; a Horovod launcher serves none.
+func elasticPorts(job *v1.TrainingJob, role v1.Role) []corev1.ContainerPort {
+	if job.Spec.FrameworkOrDefault() != v1.FrameworkPyTorch || role != v1.RoleMaster {
+		return nil
+	}
+	return []corev1.ContainerPort{{Name: "rdzv", ContainerPort: job.Spec.Elastic().RdzvPortOrDefault(), Protocol: corev1.ProtocolTCP}}
+}
+
+// elasticPod sets what a PyTorch or Horovod pod needs beyond the common
+// template: a trainer's grace period, in which it checkpoints after
+// SIGTERM, and a Horovod master's host-discovery volume.
+func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
+	if role == v1.RoleTrainer {
+		grace := v1.DefaultGracePeriodSeconds
+		pod.TerminationGracePeriodSeconds = &grace
+		return
+	}
+	if !hostDiscovery(job) {
+		return
+	}
+	mode := int32(0o755)
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "edl-hosts", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMapName(job.Name)},
+			Optional:             ptr.To(true), // the controller does not keep it yet
+			DefaultMode:          &mode,
+		},
+	}})
+	c := &pod.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "edl-hosts", MountPath: HostsMountPath, ReadOnly: true})
+}
+
+// hostDiscovery reports whether the job asked for a host-discovery file.
+func hostDiscovery(job *v1.TrainingJob) bool {
+	return job.Spec.FrameworkOrDefault() == v1.FrameworkHorovod && job.Spec.ElasticPolicy != nil && job.Spec.ElasticPolicy.HostDiscovery != nil
+}
+
+// HostsConfigMapName is the name of a job's host-discovery ConfigMap.
+func HostsConfigMapName(job string) string { return job + "-hosts" }

@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
+)
+
+func torchJob(opts ...builders.JobOption) *v1.TrainingJob {
+	return builders.Job("mnist", testNamespace, append([]builders.JobOption{
+		builders.PyTorch("python3 /workspace/train.py --epochs 3"), builders.Trainers(1, 3)}, opts...)...)
+}
+
+func envOf(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			out[e.Name] = "fieldRef:" + e.ValueFrom.FieldRef.FieldPath
+			continue
+		}
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+// TestTorchJobObjects: a PyTorch job runs a master hosting the c10d store
+// behind <job>-master:29400 and trainers running torchrun with the PET_*
+// contract; it has no pservers.
+func TestTorchJobObjects(t *testing.T) {
+	job := torchJob(builders.Elastic(v1.ElasticPolicy{NProcPerNode: ptr.To[int32](2),
+		RdzvConf: []v1.RdzvConf{{Key: "join_timeout", Value: "600"}}}))
+	assert.Equal(t, []v1.Role{v1.RoleMaster, v1.RoleTrainer}, roles(job))
+
+	master := ReplicaSet(job, v1.RoleMaster, 1, nil).Spec.Template.Spec
+	c := master.Containers[0]
+	require.Len(t, c.Command, 4)
+	assert.Equal(t, []string{"python3", "-c"}, c.Command[:2])
+	assert.Contains(t, c.Command[2], "TCPStore('0.0.0.0', int(sys.argv[1]), is_master=True, wait_for_workers=False)")
+	assert.Equal(t, "29400", c.Command[3])
+	assert.Equal(t, []corev1.ContainerPort{{Name: "rdzv", ContainerPort: 29400, Protocol: corev1.ProtocolTCP}}, c.Ports)
+	svc := Service(job, v1.RoleMaster)
+	assert.Equal(t, "mnist-master", svc.Name)
+	assert.Equal(t, []corev1.ServicePort{{Name: "rdzv", Port: 29400, TargetPort: intstr.FromInt32(29400), Protocol: corev1.ProtocolTCP}}, svc.Spec.Ports)
+	assert.Empty(t, svc.Spec.ClusterIP, "a ClusterIP Service: trainers reach the store by its name")
+
+	trainer := ReplicaSet(job, v1.RoleTrainer, 1, nil).Spec.Template.Spec
+	c = trainer.Containers[0]
+	assert.Equal(t, []string{"python3", "-m", "torch.distributed.run", "/workspace/train.py", "--epochs", "3"}, c.Command)
+	assert.Empty(t, c.Ports)
+	env := envOf(c)
+	for k, want := range map[string]string{
+		"PET_NNODES":         "1:3",
+		"PET_NPROC_PER_NODE": "2",
+		"PET_RDZV_BACKEND":   "c10d",
+		"PET_RDZV_ENDPOINT":  "mnist-master:29400",
+		"PET_RDZV_ID":        "uid-mnist",
+		"PET_RDZV_CONF":      "is_host=false,join_timeout=600",
+		"PET_MAX_RESTARTS":   "1000000",
+		"PET_LOCAL_ADDR":     "fieldRef:status.podIP",
+	} {
+		assert.Equal(t, want, env[k], k)
+	}
+	assert.NotContains(t, env, "PADDLE_TRAINING_ROLE", "no launcher variables")
+	assert.Equal(t, ptr.To[int64](30), trainer.TerminationGracePeriodSeconds, "a removed trainer has time to checkpoint")
+	assert.Nil(t, master.TerminationGracePeriodSeconds)
+}
+
+func TestTorchArgs(t *testing.T) {
+	for entry, want := range map[string][]string{
+		"python3 /workspace/train.py":   {"/workspace/train.py"},
+		"python train.py --lr 0.1":      {"train.py", "--lr", "0.1"},
+		"/usr/bin/train":                {"--no-python", "/usr/bin/train"},
+		"python3 train.py --name 'a b'": {"--no-python", "sh", "-c", "python3 train.py --name 'a b'"},
+		"train.sh > /tmp/log":           {"--no-python", "sh", "-c", "train.sh > /tmp/log"},
+	} {
+		assert.Equal(t, want, torchArgs(entry), entry)
+	}
+}
+
+// TestSyncCreatesATorchJob: the master's ReplicaSet and Service, then the
+// trainers'; no pserver object.
+func TestSyncCreatesATorchJob(t *testing.T) {
+	f := newFixture(t)
+	f.addJob(torchJob())
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, []string{
+		"create services mnist-master",
+		"create replicasets mnist-master",
+		"create replicasets mnist-trainer",
+		"update trainingjobs/status mnist",
+	}, f.writeStrings())
+}
+
+// TestTorchFailureBudget: a trainer EDL removes is never counted, a real
+// failure (a container restart) is, once; past maxRestarts the job fails.
+func TestTorchFailureBudget(t *testing.T) {
+	job := torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](1)}))
+	roles := roles(job)
+	pods := func(extra ...*corev1.Pod) []*corev1.Pod {
+		return append([]*corev1.Pod{
+			builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
+			builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready()),
+		}, extra...)
+	}
+
+	// A trainer the autoscaler removed exits 143 after SIGTERM.
+	removed := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.Terminating(), builders.Exited(143))
+	status := computeStatus(job, observation(job, roles, pods(removed)...), roles)
+	assert.Equal(t, v1.PhaseRunning, status.Phase, status.Message)
+	assert.Zero(t, status.Resize.Failures)
+
+	// One marked for removal that restarted on its way out is not counted either.
+	marked := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-c", builders.Ready(), builders.Restarts(1), builders.LastExited(1),
+		func(p *corev1.Pod) {
+			p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove}
+		})
+	status = computeStatus(job, observation(job, roles, pods(marked)...), roles)
+	assert.Zero(t, status.Resize.Failures)
+
+	// A real failure is counted once, however often the status is computed.
+	failed := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-d", builders.Ready(), builders.Restarts(1), builders.LastExited(1))
+	status = computeStatus(job, observation(job, roles, pods(failed)...), roles)
+	assert.Equal(t, int32(1), status.Resize.Failures)
+	assert.Equal(t, []v1.PodRestarts{{Pod: "mnist-trainer-d", Restarts: 1}}, status.Resize.Counted)
+	assert.Equal(t, v1.PhaseRunning, status.Phase, "within the budget of 1")
+	job.Status = status
+	status = computeStatus(job, observation(job, roles, pods(failed)...), roles)
+	assert.Equal(t, int32(1), status.Resize.Failures, "counted once")
+
+	// The pod goes; its failure stays counted; another pod's failure passes the budget.
+	job.Status = status
+	again := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-e", builders.Ready(), builders.Restarts(1), builders.LastExited(137))
+	status = computeStatus(job, observation(job, roles, pods(again)...), roles)
+	assert.Equal(t, int32(2), status.Resize.Failures)
+	assert.Equal(t, v1.PhaseFailed, status.Phase)
+	assert.Equal(t, v1.ReasonTooManyFailures, status.Reason)
+	assert.Equal(t, "the trainers failed 2 times, more than spec.elasticPolicy.maxRestarts 1 (trainers EDL removed are not counted)", status.Message)
+}
+
+// TestSyncFailsATorchJobPastItsBudget: the failure is the job's edge: a
+// Warning event after the status write, and every ReplicaSet goes to 0.
+func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {
+	f := newFixture(t)
+	job := f.addJob(torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)})))
+	f.addJobObjects(job, 1)
+	f.addPods(builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1), builders.LastExited(1)))
+	f.settle("mnist")
+	got := f.getJob("mnist")
+	assert.Equal(t, v1.PhaseFailed, got.Status.Phase)
+	assert.Equal(t, v1.ReasonTooManyFailures, got.Status.Reason)
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-master").Spec.Replicas)
+}
+
+// TestTorchResizeCost: a growth is counted and priced from its time until
+// every trainer is Ready; a scale-down is counted and keeps the price.
+func TestTorchResizeCost(t *testing.T) {
+	job := torchJob()
+	roles := roles(job)
+	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	job.Status.LastScale = &v1.ScaleRecord{Time: metav1.NewTime(t0), From: 1, To: 2}
+	job.Annotations = map[string]string{v1.AnnotationProgress: "epoch 2"}
+	obs := observation(job, roles,
+		builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.NotReady()))
+	obs.replicaSets[v1.RoleTrainer] = ReplicaSet(job, v1.RoleTrainer, 2, nil)
+	obs.now = t0.Add(10 * time.Second)
+	status := computeStatus(job, obs, roles)
+	assert.Equal(t, int32(1), status.Resize.Count)
+	assert.Nil(t, status.Resize.LastCost, "not every trainer is Ready yet")
+	assert.Equal(t, "epoch 2", status.Resize.Progress)
+
+	job.Status = status
+	obs = observation(job, roles,
+		builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready()),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.Ready()))
+	obs.replicaSets[v1.RoleTrainer] = ReplicaSet(job, v1.RoleTrainer, 2, nil)
+	obs.now = t0.Add(42 * time.Second)
+	status = computeStatus(job, obs, roles)
+	require.NotNil(t, status.Resize.LastCost)
+	assert.Equal(t, 42*time.Second, status.Resize.LastCost.Duration)
+	assert.Equal(t, int32(1), status.Resize.Count, "the same resize is counted once")
+
+	job.Status = status
+	job.Status.LastScale = &v1.ScaleRecord{Time: metav1.NewTime(t0.Add(time.Minute)), From: 2, To: 1}
+	obs.now = t0.Add(61 * time.Second)
+	status = computeStatus(job, obs, roles)
+	assert.Equal(t, int32(2), status.Resize.Count)
+	assert.Equal(t, 42*time.Second, status.Resize.LastCost.Duration, "a scale-down keeps the growth's price")
+}
+
+// TestPaddleJobHasNoResizeStatus: a PaddlePaddle job's status is as before.
+func TestPaddleJobHasNoResizeStatus(t *testing.T) {
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant())
+	job.Status.LastScale = &v1.ScaleRecord{Time: metav1.Now(), From: 2, To: 3}
+	status := computeStatus(job, observation(job, roles(job)), roles(job))
+	assert.Zero(t, status.Resize)
+	assert.Equal(t, []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer}, roles(job))
+}

@@ -9,7 +9,8 @@ number of trainers changes:
     python3 /workspace/train.py          # alone: world size 1, no process group
 
 It reads RANK, WORLD_SIZE (and MASTER_ADDR, MASTER_PORT) from torchrun's
-environment, and these:
+environment, and these, each also a flag (--epochs 300, --steps-per-epoch 20,
+--checkpoint-dir is the one string and stays an environment variable):
 
     EDL_CHECKPOINT_DIR   where the checkpoint lives (default /checkpoint)
     EDL_EPOCHS           epochs to train (default 60)
@@ -60,6 +61,15 @@ CHUNK = 512
 
 
 def env_int(name, default):
+    """The setting name: a --flag on the command line (EDL_EPOCHS is
+    --epochs), else the environment variable, else default."""
+    flag = "--" + name[len("EDL_"):].lower().replace("_", "-")
+    args = sys.argv[1:]
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return int(args[i + 1])
+        if a.startswith(flag + "="):
+            return int(a[len(flag) + 1:])
     return int(os.environ.get(name, default))
 
 

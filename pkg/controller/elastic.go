@@ -12,6 +12,9 @@ import (
 
 // The pods of a PyTorch or Horovod job (docs/api.md, "PyTorch jobs").
 const (
+	// DefaultLastCallSeconds is the last_call_timeout EDL gives torchrun's
+	// rendezvous unless elasticPolicy.rdzvConf sets one.
+	DefaultLastCallSeconds = 3
 	// TorchMaxRestarts is torchrun's own max_restarts (PET_MAX_RESTARTS):
 	// every change of the trainers restarts the workers and uses one, so it
 	// is set out of reach; the job's failure budget is EDL's
@@ -30,6 +33,42 @@ const torchStore = "import sys, threading, torch.distributed as d; " +
 	"s = d.TCPStore('0.0.0.0', int(sys.argv[1]), is_master=True, wait_for_workers=False); " +
 	"print('rendezvous store listening on port', sys.argv[1], flush=True); threading.Event().wait()"
 
+// torchLeave runs torchrun (its arguments are the trainer's) and makes a
+// trainer EDL removes leave the job without ending it. torchrun's agent,
+// sent SIGTERM, closes the job's rendezvous, after which every other agent
+// ends its run too (torch.distributed.elastic's LocalElasticAgent._shutdown):
+// a scale-down would stop the whole job. So the container's first process
+// is this wrapper: on SIGTERM it kills the agent, which closes nothing, and
+// passes SIGTERM to the agent's workers, which finish their step, stop the
+// survivors' workers with them (the training script's contract: a
+// checkpoint and an exit), and exit; it waits for them within the grace
+// period. The survivors' agents restart their workers and re-rendezvous
+// without it once its keep-alive lapses. On its own exit the agent's
+// status is the trainer's.
+const torchLeave = `import os, signal, subprocess, sys, time
+agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run"] + sys.argv[1:])
+def leave(signum, frame):
+    try:
+        workers = [int(p) for p in open("/proc/%d/task/%d/children" % (agent.pid, agent.pid)).read().split()]
+    except OSError:
+        workers = []
+    agent.kill()
+    for w in workers:
+        try:
+            os.kill(w, signal.SIGTERM)
+        except OSError:
+            pass
+    print("edl: SIGTERM: the agent is killed, its workers %s told to stop" % workers, flush=True)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    sys.exit(0)
+signal.signal(signal.SIGTERM, leave)
+sys.exit(agent.wait())
+`
+
 // elasticCommand is the command of a PyTorch or Horovod job's role.
 func elasticCommand(job *v1.TrainingJob, role v1.Role) []string {
 	spec := &job.Spec
@@ -38,7 +77,7 @@ func elasticCommand(job *v1.TrainingJob, role v1.Role) []string {
 	case spec.FrameworkOrDefault() == v1.FrameworkPyTorch && role == v1.RoleMaster:
 		return []string{"python3", "-c", torchStore, port}
 	case spec.FrameworkOrDefault() == v1.FrameworkPyTorch:
-		return append([]string{"python3", "-m", "torch.distributed.run"}, torchArgs(spec.Trainer.Entrypoint)...)
+		return append([]string{"python3", "-c", torchLeave}, torchArgs(spec.Trainer.Entrypoint)...)
 	case role == v1.RoleMaster:
 		slots := spec.Elastic().SlotsPerHost()
 		return []string{"sh", "-c", "exec horovodrun" +
@@ -85,8 +124,19 @@ func elasticEnv(job *v1.TrainingJob, role v1.Role) []corev1.EnvVar {
 		return env
 	}
 	conf := "is_host=false"
+	lastCall := false
 	for _, c := range p.RdzvConf {
 		conf += "," + c.Key + "=" + c.Value
+		lastCall = lastCall || c.Key == "last_call_timeout"
+	}
+	if !lastCall {
+		// A round that reached its minimum waits last_call_timeout (30 s
+		// by torchrun's default) for more agents before it closes. EDL
+		// grows a job in one step, so its new agents arrive together and
+		// the round closes at once when they reach the maximum; after a
+		// scale-down, or a growth short of the maximum, the survivors
+		// would wait out the whole default for nobody.
+		conf += ",last_call_timeout=" + strconv.Itoa(DefaultLastCallSeconds)
 	}
 	return append(env,
 		corev1.EnvVar{Name: "PET_NNODES", Value: strconv.Itoa(int(spec.Trainer.MinInstance)) + ":" + strconv.Itoa(int(spec.Trainer.MaxInstance))},

@@ -54,7 +54,7 @@ func TestTorchJobObjects(t *testing.T) {
 
 	trainer := ReplicaSet(job, v1.RoleTrainer, 1, nil).Spec.Template.Spec
 	c = trainer.Containers[0]
-	assert.Equal(t, []string{"python3", "-m", "torch.distributed.run", "/workspace/train.py", "--epochs", "3"}, c.Command)
+	assert.Equal(t, []string{"python3", "-c", torchLeave, "/workspace/train.py", "--epochs", "3"}, c.Command)
 	assert.Empty(t, c.Ports)
 	env := envOf(c)
 	for k, want := range map[string]string{
@@ -63,7 +63,7 @@ func TestTorchJobObjects(t *testing.T) {
 		"PET_RDZV_BACKEND":   "c10d",
 		"PET_RDZV_ENDPOINT":  "mnist-master:29400",
 		"PET_RDZV_ID":        "uid-mnist",
-		"PET_RDZV_CONF":      "is_host=false,join_timeout=600",
+		"PET_RDZV_CONF":      "is_host=false,join_timeout=600,last_call_timeout=3",
 		"PET_MAX_RESTARTS":   "1000000",
 		"PET_LOCAL_ADDR":     "fieldRef:status.podIP",
 	} {

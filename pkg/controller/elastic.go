@@ -147,6 +147,12 @@ func elasticEnv(job *v1.TrainingJob, role v1.Role) []corev1.EnvVar {
 		corev1.EnvVar{Name: "PET_RDZV_CONF", Value: conf},
 		corev1.EnvVar{Name: "PET_MAX_RESTARTS", Value: strconv.Itoa(TorchMaxRestarts)},
 		fieldEnv("PET_LOCAL_ADDR", "status.podIP"),
+		// torch 2.6's agents share one TCPStore for the workers' bootstrap,
+		// hosted by the rank 0 of the first round, and keep its address for
+		// every later round: once a resize gives rank 0 to another trainer,
+		// the workers of a trainer that stayed dial the old address and wait
+		// forever. Without the sharing, each round's rank 0 publishes its own.
+		corev1.EnvVar{Name: "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", Value: "1"},
 	)
 }
 

@@ -58,14 +58,15 @@ func TestTorchJobObjects(t *testing.T) {
 	assert.Empty(t, c.Ports)
 	env := envOf(c)
 	for k, want := range map[string]string{
-		"PET_NNODES":         "1:3",
-		"PET_NPROC_PER_NODE": "2",
-		"PET_RDZV_BACKEND":   "c10d",
-		"PET_RDZV_ENDPOINT":  "mnist-master:29400",
-		"PET_RDZV_ID":        "uid-mnist",
-		"PET_RDZV_CONF":      "is_host=false,join_timeout=600,last_call_timeout=3",
-		"PET_MAX_RESTARTS":   "1000000",
-		"PET_LOCAL_ADDR":     "fieldRef:status.podIP",
+		"PET_NNODES":                         "1:3",
+		"PET_NPROC_PER_NODE":                 "2",
+		"PET_RDZV_BACKEND":                   "c10d",
+		"PET_RDZV_ENDPOINT":                  "mnist-master:29400",
+		"PET_RDZV_ID":                        "uid-mnist",
+		"PET_RDZV_CONF":                      "is_host=false,join_timeout=600,last_call_timeout=3",
+		"PET_MAX_RESTARTS":                   "1000000",
+		"PET_LOCAL_ADDR":                     "fieldRef:status.podIP",
+		"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
 	} {
 		assert.Equal(t, want, env[k], k)
 	}

@@ -77,7 +77,9 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 
 	// 1. It grows to its maximum.
 	grown := waitTraining(t, trainLog, 3, time.Time{})
-	// 2. Pods of a higher priority take two trainers' room.
+	// 2. After a while at three, pods of a higher priority take two
+	// trainers' room.
+	time.Sleep(10 * time.Second)
 	burst := time.Now()
 	web := webBurst(t, cp, ns, 2)
 	shrunk := waitTraining(t, trainLog, 1, burst)
@@ -95,6 +97,11 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 	require.NoError(t, err, "the job ends")
 	require.Equal(t, v1.PhaseSucceeded, final.Status.Phase, "%s: %s", final.Status.Reason, final.Status.Message)
 	assert.Zero(t, final.Status.Resize.Failures, "no resize counted as a failure")
+	// Ended, the job holds no trainer: its ReplicaSet stays at 0.
+	time.Sleep(10 * time.Second)
+	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, job.Name+"-trainer", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(0), *rs.Spec.Replicas, "the trainers of a Succeeded job; resizes %v", resizes())
 
 	got := finalLoss(t, readFile(t, trainLog))
 	waitPod(t, cp, ns, ref.Name, ended)

@@ -37,6 +37,7 @@ type options struct {
 	maxGrowPerCycle   int
 	rebalanceGap      float64
 	maxMovesPerSecond float64
+	priceResizes      bool
 	dryRun            bool
 	gangAdmission     bool
 	preemption        bool
@@ -146,6 +147,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", *a.MaxGrowPerCycle, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", *a.RebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.Float64Var(&o.maxMovesPerSecond, "max_moves_per_second", *a.MaxMovesPerSecond, "most trainers rebalancing and reclaim move per second: a plan moves this many per second since the plan before, at most an interval's, rebalancing alone half of it; a move is a pod kube-controller-manager deletes and one it creates, so raise it with kube-controller-manager's --kube-api-qps (x > 0)")
+	fs.BoolVar(&o.priceResizes, "price_resizes", *a.PriceResizes, "price the resizes of jobs whose trainers all restart on one (PyTorch, Horovod): grow them in one step and resize each at most once per cool-down derived from its measured resize cost; false scales them like any job")
 	fs.BoolVar(&o.dryRun, "dry_run", *a.DryRun, "plan and log scaling decisions, patch nothing")
 	fs.BoolVar(&o.gangAdmission, "gang_admission", *a.GangAdmission, "hold a new job's ReplicaSets at 0 replicas, their templates gated with "+v1.SchedulingGateAdmission+", until the job's whole minimum fits its namespace's quota and the nodes (off with -dry_run)")
 	fs.BoolVar(&o.preemption, "preemption", *a.Preemption, "with -gang_admission, a queued job that does not fit even with every job of a lower priority at its minimum stops whole the fewest running jobs of a lower priority, which wait in the queue to start again")

@@ -79,6 +79,8 @@ type Config struct {
 	// of it; 0 means
 	// planner.DefaultMovesPerSecond.
 	MaxMovesPerSecond float64
+	// PriceResizes prices the resizes of jobs that restart on one.
+	PriceResizes bool
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
 	// GangAdmission admits the queued jobs (condition Queued True) whose

@@ -145,7 +145,9 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 		if t := tj.Status.LastScaleDown; t != nil {
 			job.LastScaleDown = t.Time
 		}
-		priceOf(&job, tj)
+		if a.cfg.PriceResizes {
+			priceOf(&job, tj)
+		}
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
@@ -87,4 +88,37 @@ func TestElasticJobsCoolDownFromLastScaleDown(t *testing.T) {
 		last[j.Key] = j.LastScaleDown
 	}
 	assert.Equal(t, map[string]time.Time{"ns/cooling": at.Time, "ns/free": {}}, last)
+}
+
+// TestElasticJobsCarryTheirResizePrice: a PyTorch job's resizes are priced
+// from its status (the last resize, its measured cost) and its spec's floor;
+// a PaddlePaddle job's never are; and with PriceResizes off, none is.
+func TestElasticJobsCarryTheirResizePrice(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC))
+	torch := func(j *v1.TrainingJob) {
+		j.Spec.Framework = v1.FrameworkPyTorch
+		j.Spec.ElasticPolicy = &v1.ElasticPolicy{ResizeCooldownSeconds: ptr.To[int32](90)}
+		j.Status.LastScale = &v1.ScaleRecord{Time: at, From: 1, To: 3}
+		j.Status.Resize.LastCost = &metav1.Duration{Duration: 20 * time.Second}
+	}
+	objs := objects(elasticJob("torch", 1, 3, 3, torch), elasticJob("paddle", 1, 3, 3), []runtime.Object{node("n1", "64", "64Gi")})
+	for _, priced := range []bool{true, false} {
+		f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, PriceResizes: priced}, objs...)
+		jobs, _ := f.scaler.elasticJobs()
+		byKey := map[string]planner.Job{}
+		for _, j := range jobs {
+			byKey[j.Key] = j
+		}
+		require.Contains(t, byKey, "ns/torch")
+		got := byKey["ns/torch"]
+		if priced {
+			assert.True(t, got.RestartsOnResize)
+			assert.Equal(t, at.Time, got.LastResize)
+			assert.Equal(t, 20*time.Second, got.ResizeCost)
+			assert.Equal(t, 90*time.Second, got.MinResizeInterval)
+		} else {
+			assert.Equal(t, planner.Job{}, planner.Job{RestartsOnResize: got.RestartsOnResize, LastResize: got.LastResize, ResizeCost: got.ResizeCost, MinResizeInterval: got.MinResizeInterval}, "not priced")
+		}
+		assert.False(t, byKey["ns/paddle"].RestartsOnResize, "a PaddlePaddle job's resizes are free")
+	}
 }

@@ -66,6 +66,11 @@ type AutoscalerConfiguration struct {
 	// most an interval's, rebalancing alone half of it. A move is one pod
 	// kube-controller-manager deletes and one it creates (x > 0).
 	MaxMovesPerSecond *float64 `json:"maxMovesPerSecond,omitempty"`
+	// PriceResizes prices the resizes of jobs whose trainers all restart
+	// on a resize (PyTorch, Horovod): grown in one step, resized at most
+	// once per cool-down derived from the measured cost. Off, they are
+	// scaled like any job, as before resizes had a price.
+	PriceResizes *bool `json:"priceResizes,omitempty"`
 	// DryRun plans and logs, and changes nothing.
 	DryRun *bool `json:"dryRun,omitempty"`
 	// GangAdmission queues a new job until its whole minimum fits.
@@ -136,6 +141,7 @@ func Default() *EDLConfiguration {
 			MaxGrowPerCycle:   ptr(0),
 			RebalanceGap:      ptr(DefaultRebalanceGap),
 			MaxMovesPerSecond: ptr(DefaultMaxMovesPerSecond),
+			PriceResizes:      ptr(true),
 			DryRun:            ptr(false),
 			GangAdmission:     ptr(true),
 			Preemption:        ptr(true),
@@ -161,6 +167,7 @@ type Planner struct {
 	MaxGrowPerCycle   int32
 	RebalanceGap      float64
 	MaxMovesPerSecond float64
+	PriceResizes      bool
 	DryRun            bool
 	GangAdmission     bool
 	Preemption        bool
@@ -183,6 +190,7 @@ func (c *EDLConfiguration) Planner() Planner {
 		MaxGrowPerCycle:   int32(maxGrow), // #nosec G115 -- clamped to [0, MaxInt32] above
 		RebalanceGap:      *a.RebalanceGap,
 		MaxMovesPerSecond: *a.MaxMovesPerSecond,
+		PriceResizes:      *a.PriceResizes,
 		DryRun:            *a.DryRun,
 		GangAdmission:     *a.GangAdmission && !*a.DryRun,
 		Preemption:        *a.Preemption && *a.GangAdmission && !*a.DryRun,

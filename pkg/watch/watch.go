@@ -103,6 +103,7 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		MaxGrowPerCycle:       p.MaxGrowPerCycle,
 		RebalanceGap:          p.RebalanceGap,
 		MaxMovesPerSecond:     p.MaxMovesPerSecond,
+		PriceResizes:          p.PriceResizes,
 		DryRun:                p.DryRun,
 		GangAdmission:         p.GangAdmission,
 		Preemption:            p.Preemption,

@@ -38,8 +38,14 @@ const (
 )
 
 // torchRunOutEnv names a directory where TestTorchJobIsElasticForReal
-// writes the run's record (train.log, resizes.csv) for docs/experiments.
+// writes the run's record (train.log, resizes.csv, run.png) for
+// docs/experiments-torch.md.
 const torchRunOutEnv = "EDL_TORCH_RUN_OUT"
+
+// torchUnpricedEnv, when set, runs the proof as EDL scaled such jobs before
+// resizes had a price: autoscaler.priceResizes false and one trainer a plan
+// (autoscaler.maxGrowPerCycle 1), for the A/B in docs/experiments-torch.md.
+const torchUnpricedEnv = "EDL_TORCH_UNPRICED"
 
 // TestTorchJobIsElasticForReal is the real training run of
 // example/torchjob.yaml (min 1, max 3) on the real node, under EDL installed
@@ -52,6 +58,10 @@ const torchRunOutEnv = "EDL_TORCH_RUN_OUT"
 func TestTorchJobIsElasticForReal(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
+	unpriced := os.Getenv(torchUnpricedEnv) != ""
+	if unpriced {
+		configure(t, cp, map[string]string{"priceResizes": "false", "maxGrowPerCycle": "1"})
+	}
 	ns := namespace(t, cp)
 	ctx := t.Context()
 	tj, err := tjclient.NewForConfig(cp.Config)
@@ -112,7 +122,9 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 	history := resizes()
 	require.Greater(t, len(history), 1, "%v", history)
 	assert.Equal(t, resize{from: 0, to: 1}.String(), history[0].String(), "admitted at its minimum")
-	assert.Equal(t, resize{from: 1, to: 3}.String(), history[1].String(), "grown to its maximum in one resize")
+	if !unpriced {
+		assert.Equal(t, resize{from: 1, to: 3}.String(), history[1].String(), "grown to its maximum in one resize")
+	}
 	// The two trainers the burst took left in order.
 	assert.Len(t, removed, 2, "trainers removed during the run: %v", removed)
 	for name, e := range removed {
@@ -124,6 +136,37 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 	if dir := os.Getenv(torchRunOutEnv); dir != "" {
 		require.NoError(t, writeTorchRun(dir, readFile(t, trainLog), history, burst, gone))
 	}
+}
+
+// configure sets fields of edl's autoscaler configuration (the ConfigMap
+// edl-config) and restarts edl's Deployment with it, until the test ends.
+func configure(t *testing.T, cp *framework.ControlPlane, fields map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	cms := cp.Client.CoreV1().ConfigMaps(edlNamespace)
+	cm, err := cms.Get(ctx, "edl-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	before := cm.Data["config.yaml"]
+	after := before
+	for k, v := range fields {
+		re := regexp.MustCompile(`(?m)^(\s+)` + k + `: .*$`)
+		require.True(t, re.MatchString(after), "edl-config sets autoscaler.%s", k)
+		after = re.ReplaceAllString(after, "${1}"+k+": "+v)
+	}
+	restart := func(config string) {
+		cm, err := cms.Get(context.Background(), "edl-config", metav1.GetOptions{})
+		require.NoError(t, err)
+		cm.Data["config.yaml"] = config
+		_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		_, err = cp.Kubectl(context.Background(), "-n", edlNamespace, "rollout", "restart", "deployment/"+edlApp)
+		require.NoError(t, err)
+		_, err = cp.Kubectl(context.Background(), "-n", edlNamespace, "rollout", "status", "deployment/"+edlApp, "--timeout=3m")
+		require.NoError(t, err)
+	}
+	restart(after)
+	leader(t, cp, time.Now())
+	t.Cleanup(func() { restart(before) })
 }
 
 // torchJob is example/torchjob.yaml on the real node, its checkpoint on a

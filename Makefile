@@ -121,6 +121,19 @@ test: lint controlplane ## make lint, a check that generated code is current, un
 	$(if $(REAL_NODE_TESTS),EDL_REQUIRE_REAL_NODE=1) EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/realnode
 	$(MAKE) --no-print-directory demo-check
 
+# make torch-run: the real training run of example/torchjob.yaml under EDL
+# on a real node (root), its record (train.log, resizes.csv, run.png) into
+# docs/experiments/torch, or with UNPRICED=1, with EDL's resize price off and
+# one trainer a plan, into docs/experiments/torch-unpriced
+# (docs/experiments-torch.md).
+UNPRICED ?=
+.PHONY: torch-run
+torch-run: controlplane ## the real training run of example/torchjob.yaml on a real node (root), recorded into docs/experiments/torch (UNPRICED=1: with the resize price off, into docs/experiments/torch-unpriced)
+	hack/real-node-deps.sh && hack/images.sh build
+	EDL_REQUIRE_REAL_NODE=1 EDL_TORCH_RUN_OUT="$(CURDIR)/docs/experiments/torch$(if $(UNPRICED),-unpriced)" $(if $(UNPRICED),EDL_TORCH_UNPRICED=1) \
+		EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" \
+		go test -count=1 -timeout 20m -v -run '^TestTorchJobIsElasticForReal$$' ./test/realnode
+
 .PHONY: fuzz
 fuzz: ## fuzz the planner, its queue and its yield for LONG_FUZZTIME (5m) each; the multi-cycle test over 2,000 runs and the snapshot oracle over 20,000
 	go test -count=1 -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(LONG_FUZZTIME) ./pkg/autoscaler/planner

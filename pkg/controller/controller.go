@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -45,6 +46,7 @@ type Controller struct {
 	jobs        tjlisters.TrainingJobLister
 	replicaSets appslisters.ReplicaSetLister
 	services    corelisters.ServiceLister
+	configMaps  corelisters.ConfigMapLister
 	pods        cache.Indexer
 	synced      []cache.InformerSynced
 
@@ -75,6 +77,9 @@ type Config struct {
 	ReplicaSetInformer appsinformers.ReplicaSetInformer
 	ServiceInformer    coreinformers.ServiceInformer
 	PodInformer        coreinformers.PodInformer
+	// ConfigMapInformer holds the Horovod jobs' host-discovery ConfigMaps
+	// ([HostsConfigMap]).
+	ConfigMapInformer coreinformers.ConfigMapInformer
 
 	// Recorder records the events of the jobs.
 	Recorder record.EventRecorder
@@ -105,7 +110,7 @@ type Config struct {
 // informer, so it must be called before the informers start.
 func New(cfg Config) (*Controller, error) {
 	jobInformer, rsInformer := cfg.JobInformer, cfg.ReplicaSetInformer
-	svcInformer, podInformer := cfg.ServiceInformer, cfg.PodInformer
+	svcInformer, podInformer, cmInformer := cfg.ServiceInformer, cfg.PodInformer, cfg.ConfigMapInformer
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -116,10 +121,12 @@ func New(cfg Config) (*Controller, error) {
 		jobs:        jobInformer.Lister(),
 		replicaSets: rsInformer.Lister(),
 		services:    svcInformer.Lister(),
+		configMaps:  cmInformer.Lister(),
 		pods:        podInformer.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{
 			jobInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 			svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+			cmInformer.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			rateLimiter(),
@@ -160,6 +167,7 @@ func New(cfg Config) (*Controller, error) {
 		{jobInformer.Informer(), jobHandler},
 		{rsInformer.Informer(), ownedHandler},
 		{svcInformer.Informer(), ownedHandler},
+		{cmInformer.Informer(), ownedHandler},
 		{podInformer.Informer(), podHandler},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
@@ -296,6 +304,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		errs = append(errs, err)
 	}
 	if len(obs.blocked) == 0 {
+		// The hosts file drops the trainers a scale-down removes before
+		// the ReplicaSet is lowered ([Hosts]).
+		if hostDiscovery(job) {
+			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer]); err != nil {
+				report(err)
+			}
+		}
 		for _, role := range jobRoles {
 			if role != v1.RoleTrainer {
 				if err := c.ensureService(ctx, job, role); err != nil {
@@ -414,6 +429,22 @@ func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bo
 	default:
 		return min(max(*current, job.Spec.Trainer.MinInstance), job.Spec.Trainer.MaxInstance)
 	}
+}
+
+// trainerReplicas is what the trainer ReplicaSet runs once this sync's
+// writes are done ([Controller.ensureReplicaSet]).
+func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string) int32 {
+	if stop != "" {
+		return 0
+	}
+	var current *int32
+	if rs := obs.replicaSets[v1.RoleTrainer]; rs != nil {
+		current = rs.Spec.Replicas
+		if current == nil {
+			current = ptr.To(int32(1))
+		}
+	}
+	return desiredReplicas(job, v1.RoleTrainer, current, final)
 }
 
 // recordEdges records an event when the job enters a phase, becomes

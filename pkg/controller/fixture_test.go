@@ -75,6 +75,7 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 		ReplicaSetInformer: f.kubeInf.Apps().V1().ReplicaSets(),
 		ServiceInformer:    f.kubeInf.Core().V1().Services(),
 		PodInformer:        f.kubeInf.Core().V1().Pods(),
+		ConfigMapInformer:  f.kubeInf.Core().V1().ConfigMaps(),
 		Recorder:           f.recorder,
 		Logger:             logger,
 	}

@@ -183,8 +183,8 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMapName(job.Name)},
 			// The controller creates it before the ReplicaSets
 			// ([Controller.ensureHosts]): a launcher never starts without it.
-			Optional: ptr.To(false),
-			DefaultMode:          &mode,
+			Optional:    ptr.To(false),
+			DefaultMode: &mode,
 		},
 	}})
 	c := &pod.Containers[0]

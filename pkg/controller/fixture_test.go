@@ -210,6 +210,8 @@ func (f *fixture) feedBack() {
 	copyAll(f.tj.Tracker(), gvrJobs, gvkJobs, f.jobIndexer())
 	copyAll(f.kube.Tracker(), gvrReplicaSets, gvkReplicaSets, f.rsIndexer())
 	copyAll(f.kube.Tracker(), gvrServices, gvkServices, f.svcIndexer())
+	copyAll(f.kube.Tracker(), corev1.SchemeGroupVersion.WithResource("configmaps"), corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		f.kubeInf.Core().V1().ConfigMaps().Informer().GetIndexer())
 }
 
 // kubeObjects are the ReplicaSets and Services the fake API server holds.

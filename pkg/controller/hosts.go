@@ -96,9 +96,10 @@ func HostsConfigMap(job *v1.TrainingJob, hosts []string) *corev1.ConfigMap {
 
 // ensureHosts creates or updates the job's host-discovery ConfigMap when
 // its data differs from what [Hosts] lists for the trainer ReplicaSet's
-// replicas; most syncs write nothing. The controller is its one writer; the
-// autoscaler waits for it to drop the trainers it marked before it lowers
-// the replicas (see the autoscaler's apply). A ConfigMap of that name the
+// replicas; most syncs write nothing. The controller is its one writer.
+// The autoscaler marks the trainers it removes and lowers the replicas
+// right after; it does not yet wait for this write, so on its scale-downs
+// the order holds only when the controller syncs first. A ConfigMap of that name the
 // job does not control is left alone and reported.
 func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) error {
 	hosts := Hosts(job, replicas, trainers)

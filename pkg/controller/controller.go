@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -429,22 +428,6 @@ func desiredReplicas(job *v1.TrainingJob, role v1.Role, current *int32, final bo
 	default:
 		return min(max(*current, job.Spec.Trainer.MinInstance), job.Spec.Trainer.MaxInstance)
 	}
-}
-
-// trainerReplicas is what the trainer ReplicaSet runs once this sync's
-// writes are done ([Controller.ensureReplicaSet]).
-func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string) int32 {
-	if stop != "" {
-		return 0
-	}
-	var current *int32
-	if rs := obs.replicaSets[v1.RoleTrainer]; rs != nil {
-		current = rs.Spec.Replicas
-		if current == nil {
-			current = ptr.To(int32(1))
-		}
-	}
-	return desiredReplicas(job, v1.RoleTrainer, current, final)
 }
 
 // recordEdges records an event when the job enters a phase, becomes

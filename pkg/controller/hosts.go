@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -132,4 +133,20 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 	}
 	c.log.Debug("updated the host-discovery ConfigMap", "job", job.Namespace+"/"+job.Name, "hosts", len(hosts))
 	return nil
+}
+
+// trainerReplicas is what the trainer ReplicaSet runs once this sync's
+// writes are done ([Controller.ensureReplicaSet]).
+func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string) int32 {
+	if stop != "" {
+		return 0
+	}
+	var current *int32
+	if rs := obs.replicaSets[v1.RoleTrainer]; rs != nil {
+		current = rs.Spec.Replicas
+		if current == nil {
+			current = ptr.To(int32(1))
+		}
+	}
+	return desiredReplicas(job, v1.RoleTrainer, current, final)
 }

@@ -70,7 +70,8 @@ func BenchmarkInformerMemory(b *testing.B) {
 		jobInf := jobInformers.Paddlepaddle().V1().TrainingJobs()
 		if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: jobInf,
 			ReplicaSetInformer: rs, ServiceInformer: svc, PodInformer: pods,
-			Recorder: record.NewFakeRecorder(0), Logger: discard}); err != nil {
+			ConfigMapInformer: kubeInformers.Core().V1().ConfigMaps(),
+			Recorder:          record.NewFakeRecorder(0), Logger: discard}); err != nil {
 			b.Fatal(err)
 		}
 		tracker, err := cluster.New(cluster.Config{PodInformer: pods, NodeInformer: nodeInf})

@@ -134,7 +134,8 @@ func benchSimulated(b *testing.B, c simCluster) {
 	}
 	if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: w.Jobs,
 		ReplicaSetInformer: w.ReplicaSets, ServiceInformer: w.KubeInformers.Core().V1().Services(), PodInformer: w.Pods,
-		Recorder: record.NewFakeRecorder(0), Logger: discard, GPUResources: w.GPUs, StatusInterval: planner.Interval}); err != nil {
+		ConfigMapInformer: w.KubeInformers.Core().V1().ConfigMaps(),
+		Recorder:          record.NewFakeRecorder(0), Logger: discard, GPUResources: w.GPUs, StatusInterval: planner.Interval}); err != nil {
 		b.Fatal(err)
 	}
 	plans := &planRecorder{}

@@ -36,6 +36,9 @@ type Pod struct {
 	// DeletionCost is a job's pod's pod-deletion-cost annotation, "" when
 	// it has none (the API server refuses an empty one).
 	DeletionCost string
+	// PodIP is a job's pod's status.podIP, "" for other pods: a Horovod
+	// job's host-discovery file lists its trainers by address.
+	PodIP string
 
 	NodeName string
 	// Priority is spec.priority, 0 when unset.

@@ -45,6 +45,7 @@ type Controller struct {
 	jobs        tjlisters.TrainingJobLister
 	replicaSets appslisters.ReplicaSetLister
 	services    corelisters.ServiceLister
+	configMaps  corelisters.ConfigMapLister
 	pods        cache.Indexer
 	synced      []cache.InformerSynced
 
@@ -75,6 +76,9 @@ type Config struct {
 	ReplicaSetInformer appsinformers.ReplicaSetInformer
 	ServiceInformer    coreinformers.ServiceInformer
 	PodInformer        coreinformers.PodInformer
+	// ConfigMapInformer holds the Horovod jobs' host-discovery ConfigMaps
+	// ([HostsConfigMap]).
+	ConfigMapInformer coreinformers.ConfigMapInformer
 
 	// Recorder records the events of the jobs.
 	Recorder record.EventRecorder
@@ -105,7 +109,7 @@ type Config struct {
 // informer, so it must be called before the informers start.
 func New(cfg Config) (*Controller, error) {
 	jobInformer, rsInformer := cfg.JobInformer, cfg.ReplicaSetInformer
-	svcInformer, podInformer := cfg.ServiceInformer, cfg.PodInformer
+	svcInformer, podInformer, cmInformer := cfg.ServiceInformer, cfg.PodInformer, cfg.ConfigMapInformer
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -116,10 +120,12 @@ func New(cfg Config) (*Controller, error) {
 		jobs:        jobInformer.Lister(),
 		replicaSets: rsInformer.Lister(),
 		services:    svcInformer.Lister(),
+		configMaps:  cmInformer.Lister(),
 		pods:        podInformer.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{
 			jobInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 			svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+			cmInformer.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			rateLimiter(),
@@ -160,6 +166,7 @@ func New(cfg Config) (*Controller, error) {
 		{jobInformer.Informer(), jobHandler},
 		{rsInformer.Informer(), ownedHandler},
 		{svcInformer.Informer(), ownedHandler},
+		{cmInformer.Informer(), ownedHandler},
 		{podInformer.Informer(), podHandler},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
@@ -296,6 +303,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		errs = append(errs, err)
 	}
 	if len(obs.blocked) == 0 {
+		// The hosts file drops the trainers a scale-down removes before
+		// the ReplicaSet is lowered ([Hosts]).
+		if hostDiscovery(job) {
+			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer]); err != nil {
+				report(err)
+			}
+		}
 		for _, role := range jobRoles {
 			if role != v1.RoleTrainer {
 				if err := c.ensureService(ctx, job, role); err != nil {

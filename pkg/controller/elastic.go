@@ -181,8 +181,10 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "edl-hosts", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMapName(job.Name)},
-			Optional:             ptr.To(true), // the controller does not keep it yet
-			DefaultMode:          &mode,
+			// The controller creates it before the ReplicaSets
+			// ([Controller.ensureHosts]): a launcher never starts without it.
+			Optional:    ptr.To(false),
+			DefaultMode: &mode,
 		},
 	}})
 	c := &pod.Containers[0]

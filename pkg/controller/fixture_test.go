@@ -75,6 +75,7 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 		ReplicaSetInformer: f.kubeInf.Apps().V1().ReplicaSets(),
 		ServiceInformer:    f.kubeInf.Core().V1().Services(),
 		PodInformer:        f.kubeInf.Core().V1().Pods(),
+		ConfigMapInformer:  f.kubeInf.Core().V1().ConfigMaps(),
 		Recorder:           f.recorder,
 		Logger:             logger,
 	}
@@ -209,6 +210,8 @@ func (f *fixture) feedBack() {
 	copyAll(f.tj.Tracker(), gvrJobs, gvkJobs, f.jobIndexer())
 	copyAll(f.kube.Tracker(), gvrReplicaSets, gvkReplicaSets, f.rsIndexer())
 	copyAll(f.kube.Tracker(), gvrServices, gvkServices, f.svcIndexer())
+	copyAll(f.kube.Tracker(), corev1.SchemeGroupVersion.WithResource("configmaps"), corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		f.kubeInf.Core().V1().ConfigMaps().Informer().GetIndexer())
 }
 
 // kubeObjects are the ReplicaSets and Services the fake API server holds.

@@ -261,7 +261,8 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 	rsInformer := kubeInformers.Apps().V1().ReplicaSets()
 	ctrl, err := controller.New(controller.Config{KubeClient: kubeClient, TJClient: tj, JobInformer: jobInformer,
 		ReplicaSetInformer: rsInformer, ServiceInformer: kubeInformers.Core().V1().Services(), PodInformer: podInformer,
-		Recorder: recorder, Logger: logger, GangAdmission: scaling != nil && scaling.GangAdmission})
+		ConfigMapInformer: kubeInformers.Core().V1().ConfigMaps(),
+		Recorder:          recorder, Logger: logger, GangAdmission: scaling != nil && scaling.GangAdmission})
 	require.NoError(t, err)
 	var scaler *autoscaler.Autoscaler
 	var clusterInformers informers.SharedInformerFactory

@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/testing/builders"
+)
+
+// horovodJob is the job "mnist" as a Horovod job with host discovery, two
+// slots per trainer, 1 to 4 trainers.
+func horovodJob() *v1.TrainingJob {
+	job := builders.Job("mnist", testNamespace, builders.PyTorch("python3 train.py"),
+		builders.Elastic(v1.ElasticPolicy{HostDiscovery: &v1.HostDiscovery{SlotsPerHost: ptr.To(int32(2))}}))
+	job.Spec.Framework = v1.FrameworkHorovod
+	job.Spec.Trainer.MinInstance, job.Spec.Trainer.MaxInstance = 1, 4
+	v1.SetObjectDefaults_TrainingJob(job)
+	return job
+}
+
+// hostPod is a trainer of mnist with an address, created age after T0.
+func hostPod(name, ip string, age time.Duration, muts ...builders.PodOption) *corev1.Pod {
+	muts = append([]builders.PodOption{builders.CreatedAfter(age), func(p *corev1.Pod) { p.Status.PodIP = ip }}, muts...)
+	return trainerPod(name, muts...)
+}
+
+func marked() builders.PodOption {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove}
+	}
+}
+
+func TestHosts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas int32
+		pods     []*corev1.Pod
+		want     []string
+	}{
+		{"running and ready trainers, sorted", 2,
+			[]*corev1.Pod{hostPod("t-b", "10.0.0.9", 0, builders.Ready()), hostPod("t-a", "10.0.0.10", time.Second, builders.Ready())},
+			[]string{"10.0.0.10:2", "10.0.0.9:2"}},
+		{"a pending or not ready trainer is left out", 3,
+			[]*corev1.Pod{hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "", 0, builders.Unbound()), hostPod("t-c", "10.0.0.3", 0, builders.Running())},
+			[]string{"10.0.0.1:2"}},
+		{"a trainer being deleted is left out", 2,
+			[]*corev1.Pod{hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready(), builders.Terminating())},
+			[]string{"10.0.0.1:2"}},
+		{"a trainer marked for removal leaves before its pod", 2,
+			[]*corev1.Pod{hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready(), marked())},
+			[]string{"10.0.0.1:2"}},
+		{"unmarked, a decrease removes the newest", 1,
+			[]*corev1.Pod{hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready())},
+			[]string{"10.0.0.1:2"}},
+		{"a decrease takes the pending trainer before a listed one", 1,
+			[]*corev1.Pod{hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "", time.Minute, builders.Unbound())},
+			[]string{"10.0.0.1:2"}},
+		{"none", 0, nil, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Hosts(horovodJob(), tc.replicas, slim(tc.pods...)))
+		})
+	}
+}
+
+// TestDiscoverHostsScriptPrintsTheHosts runs the ConfigMap's script with sh
+// on its hosts file, as horovodrun's driver does in the master pod.
+func TestDiscoverHostsScriptPrintsTheHosts(t *testing.T) {
+	cm := HostsConfigMap(horovodJob(), []string{"10.0.0.1:2", "10.0.0.2:2"})
+	dir := t.TempDir()
+	for key, data := range cm.Data {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, key), []byte(data), 0o755))
+	}
+	script := strings.ReplaceAll(cm.Data[DiscoverHostsKey], HostsMountPath, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, DiscoverHostsKey), []byte(script), 0o755))
+	out, err := exec.Command("sh", filepath.Join(dir, DiscoverHostsKey)).Output()
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", string(out))
+	assert.Equal(t, cm.Data[HostsKey], string(out))
+}
+
+func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()))
+	f.settle("mnist")
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", cm.Data[HostsKey])
+	assert.True(t, controlledBy(cm, job), "the job controls its ConfigMap")
+
+	t.Run("no write when unchanged", func(t *testing.T) {
+		f.reset()
+		require.NoError(t, f.sync("mnist"))
+		assert.Empty(t, f.writeStrings())
+	})
+	t.Run("a marked trainer leaves the list", func(t *testing.T) {
+		f.addPods(hostPod("t-b", "10.0.0.2", 0, builders.Ready(), marked()))
+		require.NoError(t, f.sync("mnist"))
+		cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey])
+	})
+}
+
+// TestHostsUpdatedBeforeTheScaleDown: when the controller lowers the
+// trainers (clamped to a max that was lowered), the hosts file drops the
+// trainers first.
+func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()))
+	f.settle("mnist")
+	job = f.getJob("mnist")
+	job.Spec.Trainer.MaxInstance = 1
+	f.updateJob(job)
+	require.NoError(t, f.sync("mnist"))
+	var order []string
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	require.Contains(t, order, "update configmaps")
+	require.Contains(t, order, "patch replicasets")
+	cmAt, rsAt := indexOf(order, "update configmaps"), indexOf(order, "patch replicasets")
+	assert.Less(t, cmAt, rsAt, "the hosts file drops the trainer before the ReplicaSet is lowered: %v", order)
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey], "the newest trainer, which the ReplicaSet deletes, is gone")
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestOnlyHorovodJobsWithHostDiscoveryGetAConfigMap(t *testing.T) {
+	for name, job := range map[string]*v1.TrainingJob{
+		"PaddlePaddle": builders.Job("mnist", testNamespace),
+		"PyTorch":      builders.Job("mnist", testNamespace, builders.PyTorch("python3 train.py")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addJob(job)
+			require.NoError(t, f.sync("mnist"))
+			for _, a := range f.kube.Actions() {
+				assert.NotEqual(t, "configmaps", a.GetResource().Resource, "%s %s", a.GetVerb(), a.GetResource())
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,11 +147,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	track(cp)
 	if opts.RealNode {
-		if missing := RealNodeMissing(binDir); missing != "" {
-			_ = cp.Stop()
-			return nil, errors.New(missing)
-		}
-		if err := cp.lockRealNode(); err != nil {
+		if err := cp.lockRealNode(binDir); err != nil {
 			_ = cp.Stop()
 			return nil, err
 		}
@@ -280,20 +275,8 @@ func (cp *ControlPlane) prepare(opts Options) error {
 	cp.mu.Lock()
 	cp.components = []*process{etcd, cp.apiServer, kcm, scheduler, kw}
 	cp.mu.Unlock()
-	if cp.real != nil {
-		ports, err := pickPorts(4)
-		if err != nil {
-			return err
-		}
-		r := cp.real
-		r.dnsHealth, r.dnsReady, r.proxyHealth, r.proxyMetrics = ports[0], ports[1], ports[2], ports[3]
-		if err := r.writeConfigs(cp); err != nil {
-			return err
-		}
-		nodeProcs := cp.realNodeProcesses(cp.real, newProcess)
-		cp.mu.Lock()
-		cp.nodeProcs = nodeProcs
-		cp.mu.Unlock()
+	if err := cp.prepareRealNode(newProcess); err != nil {
+		return err
 	}
 	cp.healthz = map[*process]string{
 		kcm:       fmt.Sprintf("https://127.0.0.1:%d/healthz", l.kcmPort),
@@ -331,10 +314,8 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 	if err := kw.exited(); err != nil {
 		return err
 	}
-	if cp.real != nil {
-		if err := cp.startRealNode(ctx, cp.nodeProcs); err != nil {
-			return err
-		}
+	if err := cp.startRealNode(ctx); err != nil {
+		return err
 	}
 	return cp.AddNodes(ctx, opts.Nodes...)
 }
@@ -491,40 +472,4 @@ func (cp *ControlPlane) isStopped() bool {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return cp.stopped
-}
-
-// Kubectl runs the kubectl built with the control plane against it and
-// returns its standard output; the error includes its standard error.
-func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(cp.binDir, "kubectl"), append([]string{"--kubeconfig=" + cp.Kubeconfig}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
-}
-
-// BinDir returns the directory of the binaries this control plane runs.
-func (cp *ControlPlane) BinDir() string { return cp.binDir }
-
-// LogTail returns the last n lines of one component's log (Etcd, APIServer, ...).
-func (cp *ControlPlane) LogTail(component string, n int) string {
-	for _, p := range cp.all() {
-		if p.name == component {
-			return p.tail(n)
-		}
-	}
-	return fmt.Sprintf("(no component %q)", component)
-}
-
-// LogTails returns the last n lines of every component's log, each under a
-// header naming its file.
-func (cp *ControlPlane) LogTails(n int) string {
-	var b strings.Builder
-	for _, p := range cp.all() {
-		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
-	}
-	return b.String()
 }

@@ -258,12 +258,37 @@ func (cp *ControlPlane) realNodeProcesses(r *realNode, newProcess func(name stri
 	return []*process{containerd, kubelet, proxy, dns}
 }
 
+// prepareRealNode writes the real node's configuration, on new ports, and
+// lays out its processes; without a real node it does nothing.
+func (cp *ControlPlane) prepareRealNode(newProcess func(name string, args []string) *process) error {
+	r := cp.real
+	if r == nil {
+		return nil
+	}
+	ports, err := pickPorts(4)
+	if err != nil {
+		return err
+	}
+	r.dnsHealth, r.dnsReady, r.proxyHealth, r.proxyMetrics = ports[0], ports[1], ports[2], ports[3]
+	if err := r.writeConfigs(cp); err != nil {
+		return err
+	}
+	procs := cp.realNodeProcesses(r, newProcess)
+	cp.mu.Lock()
+	cp.nodeProcs = procs
+	cp.mu.Unlock()
+	return nil
+}
+
 // startRealNode brings the real node up once the control plane runs: the
 // interface, the sysctls, containerd with the preloaded images, kubelet,
 // kube-proxy, CoreDNS behind the kube-dns Service, and waits for the node to
-// be Ready.
-func (cp *ControlPlane) startRealNode(ctx context.Context, procs []*process) error {
-	r := cp.real
+// be Ready. Without a real node it does nothing.
+func (cp *ControlPlane) startRealNode(ctx context.Context) error {
+	r, procs := cp.real, cp.nodeProcs
+	if r == nil {
+		return nil
+	}
 	if err := setUpHost(r); err != nil {
 		return err
 	}
@@ -390,8 +415,12 @@ func LoadImages(ctx context.Context, socket string, archives []string) error {
 	return nil
 }
 
-// lockRealNode takes the machine's real-node lock for the control plane's life.
-func (cp *ControlPlane) lockRealNode() error {
+// lockRealNode checks that this machine can run a real node and takes its
+// real-node lock for the control plane's life.
+func (cp *ControlPlane) lockRealNode(binDir string) error {
+	if missing := RealNodeMissing(binDir); missing != "" {
+		return errors.New(missing)
+	}
 	f, err := lockRealNode()
 	if err != nil {
 		return err

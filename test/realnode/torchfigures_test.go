@@ -28,8 +28,10 @@ type resizeFigure struct {
 type runFigures struct {
 	resizes []resizeFigure
 	// length is the seconds from the first world's training to the end;
-	// idle the seconds of it no world trained.
+	// idle the seconds of it no world trained; restarts how often every
+	// worker stopped for a new world.
 	length, idle float64
+	restarts     int
 	finalLoss    string
 }
 
@@ -38,6 +40,7 @@ func torchFigures(trainLog, resizesCSV string) (runFigures, error) {
 	var f runFigures
 	type mark struct {
 		training bool
+		world    int
 		at       float64
 	}
 	var marks []mark
@@ -56,9 +59,11 @@ func torchFigures(trainLog, resizesCSV string) (runFigures, error) {
 			if len(marks) == 0 {
 				t0 = at
 			}
-			marks = append(marks, mark{true, at - t0})
+			world, _ := strconv.Atoi(strings.TrimPrefix(strings.Fields(line)[1], "world_size="))
+			marks = append(marks, mark{true, world, at - t0})
 		case strings.HasPrefix(line, "stopped "):
-			marks = append(marks, mark{false, at - t0})
+			marks = append(marks, mark{false, 0, at - t0})
+			f.restarts++
 		case strings.HasPrefix(line, "final_loss="):
 			f.length = at - t0
 			f.finalLoss = strings.Fields(line)[0][len("final_loss="):]
@@ -81,18 +86,22 @@ func torchFigures(trainLog, resizesCSV string) (runFigures, error) {
 		if err != nil {
 			return f, err
 		}
+		// A growth is done when a world of its size or more trains; the
+		// burst's shrink when any world trains again.
 		var what string
+		size := 0
 		switch {
 		case c[1] == "burst":
 			what = "higher-priority pods arrive"
 		case c[1] == "resize" && grows(c[2], c[3]):
 			what = "EDL grows it " + c[2] + " → " + c[3]
+			size, _ = strconv.Atoi(c[3])
 		default:
 			continue // admission (0 → min), EDL keeping the burst's room, the end
 		}
 		r := resizeFigure{what: what, at: at}
 		for k, m := range marks {
-			if m.training && m.at > at {
+			if m.training && m.at > at && m.world >= size {
 				r.cost = m.at - at
 				if k > 0 && !marks[k-1].training && marks[k-1].at > at {
 					r.idle = m.at - marks[k-1].at
@@ -137,7 +146,7 @@ func TestTorchExperimentPageIsTheRecord(t *testing.T) {
 		for _, row := range f.table() {
 			assert.Contains(t, page, row, "%s's resize", run)
 		}
-		summary := fmt.Sprintf("| %s | %d | %.1f s | %.1f s | %s |", run, len(f.resizes), f.length, f.idle, f.finalLoss)
+		summary := fmt.Sprintf("| %s | %d | %d | %.1f s | %.1f s | %s |", run, len(f.resizes), f.restarts, f.length, f.idle, f.finalLoss)
 		assert.Contains(t, page, summary, "%s's summary", run)
 		_, err = os.Stat(filepath.Join(dir, "run.png"))
 		assert.NoError(t, err, "%s's plot", run)

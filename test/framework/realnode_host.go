@@ -147,7 +147,7 @@ func cgroupPIDs(name string) []int {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
 			}
-			data, _ := os.ReadFile(path)
+			data, _ := os.ReadFile(path) // #nosec G122 -- cgroupfs, which only the kernel writes
 			for _, f := range strings.Fields(string(data)) {
 				if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, pid) {
 					pids = append(pids, pid)

@@ -186,15 +186,18 @@ scale: build controlplane ## edl on a big kwok cluster, measured from outside: m
 DEMO_NODES ?= 4
 DEMO_NODE_CPU ?= 4
 DEMO_NODE_MEMORY ?= 16Gi
+# REAL_NODES=1 adds the real node real-0 (root): one more job runs its pods
+# as processes there, marked "(real pods)" in the table.
+REAL_NODES ?= 0
 
 .PHONY: demo
-demo: build controlplane ## a fresh local cluster with edl, three elastic jobs and a web wave, shown live; leaves it running
+demo: build controlplane ## a fresh local cluster with edl, three elastic jobs and a web wave, shown live; leaves it running (REAL_NODES=1: and a job of real pods on a real node, as root)
 	@echo "==> building the demo (test/cmd/demo)"
 	go build -o bin/edl-demo ./test/cmd/demo
 	@echo "==> starting a fresh local cluster: $(DEMO_NODES) kwok nodes of $(DEMO_NODE_CPU) CPU / $(DEMO_NODE_MEMORY)"
 	hack/cluster.sh down
-	EDL_NODES=$(DEMO_NODES) EDL_NODE_CPU=$(DEMO_NODE_CPU) EDL_NODE_MEMORY=$(DEMO_NODE_MEMORY) EDL_NODE_GPU=0 hack/cluster.sh up
-	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" bin/edl-demo -edl bin/edl
+	EDL_NODES=$(DEMO_NODES) EDL_NODE_CPU=$(DEMO_NODE_CPU) EDL_NODE_MEMORY=$(DEMO_NODE_MEMORY) EDL_NODE_GPU=0 EDL_REAL_NODES=$(REAL_NODES) hack/cluster.sh up
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" bin/edl-demo -edl bin/edl $(if $(filter-out 0,$(REAL_NODES)),-real-node)
 
 # make demo-check: the demo in a short, asserted mode, on a cluster of its own
 # in a temporary directory (so a standing cluster is left alone), stopped at

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +67,7 @@ type options struct {
 	step     time.Duration
 	settle   time.Duration
 	check    bool
+	real     bool
 }
 
 func run() error {
@@ -80,6 +79,7 @@ func run() error {
 	flag.DurationVar(&o.step, "step", 16*time.Second, "how long each level of the web wave lasts")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the jobs grow back after the wave")
 	flag.BoolVar(&o.check, "check", false, "asserted mode (make test): exit 1 when the summary's figures are outside the bounds of a working EDL")
+	flag.BoolVar(&o.real, "real-node", false, "the cluster has a real node (make demo REAL_NODES=1): the kwok jobs and web pods tolerate kwok's taint, and one more job, "+realJob+", runs its pods as processes on "+framework.RealNodeName)
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -174,7 +174,11 @@ func run() error {
 	defer func() { stopRec(); rec.Shutdown() }()
 
 	step("submitting example/examplejob.yaml and two more elastic jobs")
-	if err := sh("create", "-f", filepath.Join(root, "example", "examplejob.yaml")); err != nil {
+	if !o.real {
+		if err := sh("create", "-f", filepath.Join(root, "example", "examplejob.yaml")); err != nil {
+			return err
+		}
+	} else if err := createTolerating(ctx, tj, filepath.Join(root, "example", "examplejob.yaml")); err != nil {
 		return err
 	}
 	rec.Submitted("example", time.Now())
@@ -183,6 +187,9 @@ func run() error {
 		// The example has no priority class; the demo's jobs share its
 		// priority, so that the autoscaler chooses among them by fulfillment.
 		job.Spec.PriorityClassName = ""
+		if o.real {
+			job.Spec.Tolerations = append(job.Spec.Tolerations, kwokToleration)
+		}
 		if _, err := tj.PaddlepaddleV1().TrainingJobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("submit %s: %w", j.name, err)
 		}
@@ -190,7 +197,17 @@ func run() error {
 		fmt.Printf("trainingjob.paddlepaddle.org/%s created (trainers %s CPU, %d..%d; one pserver of %s CPU)\n",
 			j.name, demoTrainer.CPU, j.min, j.max, demoPserver.CPU)
 	}
-	if _, err := kube.AppsV1().Deployments("default").Create(ctx, experiment.WebDeployment("default", 0, demoWeb), metav1.CreateOptions{}); err != nil {
+	web := experiment.WebDeployment("default", 0, demoWeb)
+	real := map[string]bool{}
+	if o.real {
+		web.Spec.Template.Spec.Tolerations = append(web.Spec.Template.Spec.Tolerations, kwokToleration)
+		if err := submitReal(ctx, tj, root); err != nil {
+			return err
+		}
+		rec.Submitted(realJob, time.Now())
+		real[realJob] = true
+	}
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the web Deployment: %w", err)
 	}
 
@@ -199,7 +216,7 @@ func run() error {
 		for {
 			s := rec.Sample(time.Now())
 			samples = append(samples, s)
-			printTable(os.Stdout, s, what)
+			printTable(os.Stdout, s, what, real)
 			if !time.Now().Add(o.interval / 2).Before(until) {
 				return nil
 			}
@@ -244,7 +261,7 @@ func run() error {
 		if err != nil || strings.Contains(string(text), "no Lease") {
 			return fmt.Errorf("edl explain (%v) does not read the leader's options:\n%s", err, text)
 		}
-		if err := check(res); err != nil {
+		if err := check(res, len(demoJobs)+1+len(real)); err != nil {
 			return fmt.Errorf("the demo's figures are out of bounds:\n%w", err)
 		}
 		step("the figures are within the bounds of a working EDL")
@@ -319,148 +336,6 @@ func alive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
-}
-
-// printTable prints the jobs and the cluster at one sample.
-func printTable(w io.Writer, s experiment.Sample, what string) {
-	fmt.Fprintf(w, "\nt=%3.0fs %-13s CPU utilization %5.1f%%   web pods (priority %d): %d/%d running, %d pending\n",
-		s.At.Seconds(), "["+what+"]", 100*s.Utilization, experiment.WebPriorityValue, s.WebRunning, s.WebDesired, s.WebPending)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  JOB\tPHASE\tTRAINERS cur/min/max\tWANTED\tFULFILLMENT\t")
-	for _, j := range s.Jobs {
-		phase, fulfillment := string(j.Phase), "-"
-		if phase == "" {
-			phase = "(new)"
-		}
-		if j.Running >= j.Min {
-			fulfillment = fmt.Sprintf("%.2f", j.Fulfillment)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d/%d/%d\t%d\t%s\t%s\n", j.Name, phase, j.Running, j.Min, j.Max, j.Desired, fulfillment, bar(j.Running, j.Max))
-	}
-	tw.Flush()
-}
-
-// bar draws the running trainers out of max.
-func bar(n, maxN int) string {
-	n = min(max(n, 0), maxN)
-	return strings.Repeat("█", n) + strings.Repeat("·", maxN-n)
-}
-
-// result is what the demo showed, computed from its samples.
-type result struct {
-	over time.Duration
-	// meanUtilization is the mean CPU allocation utilization over the samples.
-	meanUtilization float64
-	// mostWebPending is the most web pods pending at once; longestWebWait the
-	// longest a web pod waited for a node.
-	mostWebPending int
-	longestWebWait time.Duration
-	jobs           []jobResult
-}
-
-// jobResult is one job's part of the result.
-type jobResult struct {
-	name     string
-	min      int
-	started  bool
-	startIn  time.Duration
-	lo, hi   int // running trainers seen
-	last     int // running trainers at the end
-	lastWant int // the ReplicaSet's replicas at the end
-}
-
-// summarize computes the result from the samples and the recorder's timings.
-func summarize(samples []experiment.Sample, timings []experiment.JobTiming, waits []experiment.PodWait) result {
-	var r result
-	if len(samples) == 0 {
-		return r
-	}
-	r.over = samples[len(samples)-1].At
-	index := map[string]int{}
-	var util float64
-	for _, s := range samples {
-		util += s.Utilization
-		r.mostWebPending = max(r.mostWebPending, s.WebPending)
-		for _, j := range s.Jobs {
-			i, ok := index[j.Name]
-			if !ok {
-				i = len(r.jobs)
-				index[j.Name] = i
-				r.jobs = append(r.jobs, jobResult{name: j.Name, lo: j.Running, hi: j.Running})
-			}
-			jr := &r.jobs[i]
-			jr.min = j.Min
-			jr.lo, jr.hi, jr.last, jr.lastWant = min(jr.lo, j.Running), max(jr.hi, j.Running), j.Running, j.Desired
-		}
-	}
-	r.meanUtilization = util / float64(len(samples))
-	for _, w := range waits {
-		if w.Running >= 0 {
-			r.longestWebWait = max(r.longestWebWait, w.Running-w.Created)
-		}
-	}
-	for _, t := range timings {
-		if i, ok := index[t.Name]; ok && t.Running >= 0 {
-			r.jobs[i].started, r.jobs[i].startIn = true, t.Running-t.Submitted
-		}
-	}
-	return r
-}
-
-// summary prints the result.
-func summary(w io.Writer, r result) {
-	if len(r.jobs) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\n==> summary over %s\n", r.over.Round(time.Second))
-	fmt.Fprintf(w, "  mean CPU allocation utilization %.1f%%; web pods pending at most %d at once, the longest waited %.1f s for a node\n",
-		100*r.meanUtilization, r.mostWebPending, r.longestWebWait.Seconds())
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  JOB\tRUNNING AFTER\tTRAINERS min..max seen\tNOW\t")
-	for _, j := range r.jobs {
-		after := "never"
-		if j.started {
-			after = fmt.Sprintf("%.1f s", j.startIn.Seconds())
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d..%d\t%d\t\n", j.name, after, j.lo, j.hi, j.last)
-	}
-	tw.Flush()
-}
-
-// Bounds of the demo's asserted mode (-check). The demo's cluster holds every
-// job above its minimum beside the whole web wave, so these are loose: they
-// fail when EDL does not grow, does not yield, or does not grow back, not when
-// the machine is slow.
-const (
-	checkMinUtilization = 0.60
-	checkMaxWebWait     = 20 * time.Second
-)
-
-// check says what in the result is outside the bounds of a working EDL:
-// every job started and grew above its minimum, the cluster was used, web
-// pods found room, and after the wave every job is back above its minimum.
-func check(r result) error {
-	var errs []error
-	if len(r.jobs) != len(demoJobs)+1 {
-		errs = append(errs, fmt.Errorf("%d jobs seen, want %d", len(r.jobs), len(demoJobs)+1))
-	}
-	if r.meanUtilization < checkMinUtilization {
-		errs = append(errs, fmt.Errorf("mean CPU allocation utilization %.1f%% < %.0f%%", 100*r.meanUtilization, 100*checkMinUtilization))
-	}
-	if r.longestWebWait > checkMaxWebWait {
-		errs = append(errs, fmt.Errorf("a web pod waited %.1f s for a node (> %s)", r.longestWebWait.Seconds(), checkMaxWebWait))
-	}
-	for _, j := range r.jobs {
-		switch {
-		case !j.started:
-			errs = append(errs, fmt.Errorf("job %s never reached Running", j.name))
-		case j.hi <= j.min:
-			errs = append(errs, fmt.Errorf("job %s never grew above its minimum %d (trainers %d..%d)", j.name, j.min, j.lo, j.hi))
-		case j.lastWant <= j.min:
-			errs = append(errs, fmt.Errorf("job %s did not grow back after the wave: %d trainers wanted, minimum %d", j.name, j.lastWant, j.min))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func defaultDir() string {

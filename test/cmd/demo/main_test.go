@@ -22,16 +22,19 @@ func TestPrintTable(t *testing.T) {
 		Jobs: []experiment.JobView{
 			{Name: "example", Phase: v1.PhaseRunning, Running: 4, Desired: 4, Min: 2, Max: 6, Fulfillment: 0.5},
 			{Name: "fresh", Running: 0, Min: 2, Max: 8, Fulfillment: -0.33},
+			{Name: "real", Phase: v1.PhaseRunning, Running: 1, Desired: 1, Min: 1, Max: 4},
 		},
-	}, "web 6")
+	}, "web 6", map[string]bool{"real": true})
 	text := out.String()
 	assert.Contains(t, text, "t= 12s [web 6]")
 	assert.Contains(t, text, "CPU utilization  87.5%")
 	assert.Contains(t, text, "4/6 running, 2 pending")
 	lines := strings.Split(text, "\n")
-	var example, fresh string
+	var example, fresh, real string
 	for _, l := range lines {
 		switch {
+		case strings.Contains(l, "real"):
+			real = strings.Join(strings.Fields(l), " ")
 		case strings.Contains(l, "example"):
 			example = strings.Join(strings.Fields(l), " ")
 		case strings.Contains(l, "fresh"):
@@ -40,6 +43,7 @@ func TestPrintTable(t *testing.T) {
 	}
 	assert.Equal(t, "example Running 4/2/6 4 0.50 ████··", example)
 	assert.Equal(t, "fresh (new) 0/2/8 0 - ········", fresh, "no phase yet, and no fulfillment below the minimum")
+	assert.Equal(t, "real (real pods) Running 1/1/4 1 0.00 █···", real, "a job on the real node is marked")
 }
 
 func TestDirEnv(t *testing.T) {
@@ -74,7 +78,7 @@ func TestSummarizeAndCheck(t *testing.T) {
 	assert.Equal(t, 3*time.Second, r.longestWebWait, "a pod still pending is not a wait that ended")
 	require.Len(t, r.jobs, 3)
 	assert.Equal(t, jobResult{name: "resnet", min: 1, started: true, startIn: 2 * time.Second, lo: 1, hi: 3, last: 2, lastWant: 3}, r.jobs[1])
-	require.NoError(t, check(r))
+	require.NoError(t, check(r, 3))
 
 	var out bytes.Buffer
 	summary(&out, r)
@@ -87,14 +91,14 @@ func TestSummarizeAndCheck(t *testing.T) {
 	bad.jobs[0].started = false
 	bad.jobs[1].hi = 1
 	bad.jobs[2].lastWant = 1
-	err := check(bad)
+	err := check(bad, 3)
 	require.Error(t, err)
 	for _, want := range []string{"utilization 30.0% < 60%", "waited 60.0 s", "job example never reached Running",
 		"job resnet never grew above its minimum 1", "job ctr did not grow back after the wave"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	bad.jobs = bad.jobs[:2]
-	assert.ErrorContains(t, check(bad), "2 jobs seen, want 3")
+	assert.ErrorContains(t, check(bad, 3), "2 jobs seen, want 3")
 }
 
 // TestProductionArgs: the demo's edl runs with leader election in

@@ -2,10 +2,14 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Kubectl runs the kubectl built with the control plane against it and
@@ -42,4 +46,27 @@ func (cp *ControlPlane) LogTails(n int) string {
 		fmt.Fprintf(&b, "--- %s (last %d lines of %s)\n%s\n", p.name, n, p.logPath, p.tail(n))
 	}
 	return b.String()
+}
+
+// GetSelfSigned fetches url from edl's HTTPS server, whose certificate is
+// self-signed, with a bearer token unless it is empty, and returns the
+// status code and body.
+func GetSelfSigned(ctx context.Context, url, token string) (int, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- edl's certificate is self-signed, as the ServiceMonitor's insecureSkipVerify says
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }

@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"crypto/tls"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // TestSecureMetricsNeedAnAuthorizedToken runs edl as its ServiceAccount
@@ -48,21 +47,10 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
 
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- edl's certificate is self-signed, as the ServiceMonitor's insecureSkipVerify says
-	}}
 	get := func(path, token string) (int, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
+		code, body, err := framework.GetSelfSigned(ctx, "https://"+addr+path, token)
 		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(body)
+		return code, body
 	}
 	code, _ := get("/metrics", "")
 	assert.Equal(t, http.StatusUnauthorized, code, "no token")

@@ -2,9 +2,7 @@ package realnode
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -148,24 +146,13 @@ func metricsToken(t *testing.T, cp *framework.ControlPlane) string {
 // unless it is empty.
 func get(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- edl's certificate is self-signed
-	}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	code, body, err := framework.GetSelfSigned(t.Context(), url, token)
 	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
+	return code, body
 }
 
 // containerPID finds the host PID of the pod's first container's main
-// process: the process in the container's cgroup whose parent is not.
+// process: the lowest PID in the container's cgroup, the first started.
 func containerPID(t *testing.T, p *corev1.Pod) int {
 	t.Helper()
 	require.NotEmpty(t, p.Status.ContainerStatuses)

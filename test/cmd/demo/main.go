@@ -188,7 +188,7 @@ func run() error {
 		// priority, so that the autoscaler chooses among them by fulfillment.
 		job.Spec.PriorityClassName = ""
 		if o.real {
-			job.Spec.Tolerations = append(job.Spec.Tolerations, kwokToleration)
+			onKwok(job)
 		}
 		if _, err := tj.PaddlepaddleV1().TrainingJobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("submit %s: %w", j.name, err)
@@ -201,6 +201,7 @@ func run() error {
 	real := map[string]bool{}
 	if o.real {
 		web.Spec.Template.Spec.Tolerations = append(web.Spec.Template.Spec.Tolerations, kwokToleration)
+		web.Spec.Template.Spec.Affinity = offRealNode
 		if err := submitReal(ctx, tj, root); err != nil {
 			return err
 		}

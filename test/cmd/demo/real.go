@@ -26,8 +26,23 @@ var kwokToleration = corev1.Toleration{
 	Value: framework.KwokTaint.Value, Effect: framework.KwokTaint.Effect,
 }
 
-// createTolerating creates the TrainingJob of a file with the kwok taint's
-// toleration added: the example job's pods are phantoms on the kwok nodes.
+// offRealNode keeps a pod off the real node: the phantom jobs' and web
+// pods' images are not on it, and a pod there would never start.
+var offRealNode = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+	RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: framework.RealNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist}},
+	}}},
+}}
+
+// onKwok puts a job's pods on the kwok nodes beside a real node: it
+// tolerates their taint and keeps off the real node.
+func onKwok(job *v1.TrainingJob) {
+	job.Spec.Tolerations = append(job.Spec.Tolerations, kwokToleration)
+	job.Spec.Affinity = offRealNode
+}
+
+// createTolerating creates the TrainingJob of a file on the kwok nodes
+// (onKwok): the example job's pods are phantoms there.
 func createTolerating(ctx context.Context, tj tjclient.Interface, path string) error {
 	data, err := os.ReadFile(path) // #nosec G304 -- the repository's example
 	if err != nil {
@@ -37,8 +52,8 @@ func createTolerating(ctx context.Context, tj tjclient.Interface, path string) e
 	if err := yaml.UnmarshalStrict(data, job); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	job.Spec.Tolerations = append(job.Spec.Tolerations, kwokToleration)
-	fmt.Printf("$ kubectl create -f %s   # with a toleration of kwok's taint\n", path)
+	onKwok(job)
+	fmt.Printf("$ kubectl create -f %s   # on the kwok nodes: tolerating their taint, off the real node\n", path)
 	if _, err := tj.PaddlepaddleV1().TrainingJobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("submit %s: %w", job.Name, err)
 	}

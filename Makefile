@@ -21,6 +21,9 @@ NODES ?= 4
 NODE_CPU ?= 18
 NODE_MEMORY ?= 100Gi
 NODE_GPU ?= 0
+# REAL_NODES=1 adds the real node real-0 beside them (root; hack/cluster.sh's
+# EDL_REAL_NODES): make demo then runs one more job of real pods there.
+REAL_NODES ?= 0
 
 .PHONY: help
 help: ## list the targets
@@ -147,8 +150,8 @@ bench: ## benchmarks: the planner against the original algorithm, the per-cycle 
 	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/planner/ ./cmd/edl/
 
 .PHONY: cluster-up
-cluster-up: controlplane ## start a standing local cluster with kwok nodes; prints its kubeconfig
-	EDL_NODES=$(NODES) EDL_NODE_CPU=$(NODE_CPU) EDL_NODE_MEMORY=$(NODE_MEMORY) EDL_NODE_GPU=$(NODE_GPU) hack/cluster.sh up
+cluster-up: controlplane ## start a standing local cluster with kwok nodes (REAL_NODES=1: and a real node, as root); prints its kubeconfig
+	EDL_NODES=$(NODES) EDL_NODE_CPU=$(NODE_CPU) EDL_NODE_MEMORY=$(NODE_MEMORY) EDL_NODE_GPU=$(NODE_GPU) EDL_REAL_NODES=$(REAL_NODES) hack/cluster.sh up
 
 .PHONY: cluster-down
 cluster-down: ## stop the standing local cluster
@@ -186,10 +189,6 @@ scale: build controlplane ## edl on a big kwok cluster, measured from outside: m
 DEMO_NODES ?= 4
 DEMO_NODE_CPU ?= 4
 DEMO_NODE_MEMORY ?= 16Gi
-# REAL_NODES=1 adds the real node real-0 (root): one more job runs its pods
-# as processes there, marked "(real pods)" in the table.
-REAL_NODES ?= 0
-
 .PHONY: demo
 demo: build controlplane ## a fresh local cluster with edl, three elastic jobs and a web wave, shown live; leaves it running (REAL_NODES=1: and a job of real pods on a real node, as root)
 	@echo "==> building the demo (test/cmd/demo)"

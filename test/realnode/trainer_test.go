@@ -48,7 +48,7 @@ var smallRole = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 // trainer reaches the master through its Service name, kubectl logs shows
 // each role; EDL grows the job to its maximum, explains it from the live
 // plan with the leader's options, shrinks it when its maximum is lowered —
-// the trainers it marked are the ones the ReplicaSet deletes, each gets
+// a trainer it marked is among those the ReplicaSet deletes, each gets
 // SIGTERM and exits 0 within its grace period, and the job goes on
 // Running — and grows it back when the maximum is raised again. Deleting
 // the job stops every process.
@@ -111,25 +111,21 @@ func TestTrainersAreRealProcesses(t *testing.T) {
 	assert.Regexp(t, `(?m)^`+ns+`/real \(Running`, string(text))
 	assert.Regexp(t, `trainers\s+3 asked for \(3 running\), min 1, max 3`, string(text))
 
-	// Shrink it to one trainer: the ones that go are the newest, as EDL
-	// ranks them (the oldest trainer has trained longest; on one node,
-	// without restarts, EDL leaves the ranking to the ReplicaSet's own and
-	// marks no pod-deletion-cost), and each stops on its SIGTERM within its
-	// grace period.
-	oldest := trainers[0]
-	for _, p := range trainers[1:] {
-		if p.CreationTimestamp.Before(&oldest.CreationTimestamp) {
-			oldest = p
-		}
-	}
-	deleted := watchDeletions(t, cp, ns)
+	// Shrink it to one trainer: the ReplicaSet deletes two, any trainer
+	// EDL marked for removal among them (on one node, without restarts,
+	// EDL marks none and leaves the choice to the ReplicaSet's ranking),
+	// and each stops on its SIGTERM within its grace period.
+	deleted, marked := watchDeletions(t, cp, ns)
 	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Patch(ctx, "real", types.MergePatchType,
 		[]byte(`{"spec":{"trainer":{"max-instance":1}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	kept := waitTrainers(t, cp, ns, 1)[0]
 	gone := deleted()
 	require.Len(t, gone, 2, "two trainers removed")
-	assert.Equal(t, oldest.Name, kept.Name, "the oldest trainer stays")
+	assert.NotContains(t, gone, kept.Name)
+	for _, name := range marked() {
+		assert.Contains(t, gone, name, "a trainer EDL marked for removal goes")
+	}
 	grace := 30 * time.Second
 	for name, at := range gone {
 		lines := waitEvent(t, filepath.Join(events, name), "exit 0 (stopped)")
@@ -194,14 +190,15 @@ func waitTrainers(t *testing.T, cp *framework.ControlPlane, ns string, n int) []
 }
 
 // watchDeletions records, from now on, the trainers deleted, with when
-// their deletion began.
-func watchDeletions(t *testing.T, cp *framework.ControlPlane, ns string) func() map[string]time.Time {
+// their deletion began, and the trainers EDL marked for removal.
+func watchDeletions(t *testing.T, cp *framework.ControlPlane, ns string) (deleted func() map[string]time.Time, marked func() []string) {
 	t.Helper()
 	w, err := cp.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: selectorOf(map[string]string{v1.LabelTrainer: "real"})})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	var mu sync.Mutex
 	gone := map[string]time.Time{}
+	marks := map[string]bool{}
 	go func() {
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
@@ -212,10 +209,13 @@ func watchDeletions(t *testing.T, cp *framework.ControlPlane, ns string) func() 
 			if _, seen := gone[p.Name]; !seen && (p.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
 				gone[p.Name] = time.Now()
 			}
+			if p.Annotations[v1.AnnotationDeletionCost] == v1.DeletionCostRemove {
+				marks[p.Name] = true
+			}
 			mu.Unlock()
 		}
 	}()
-	return func() map[string]time.Time {
+	deleted = func() map[string]time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		out := map[string]time.Time{}
@@ -224,6 +224,16 @@ func watchDeletions(t *testing.T, cp *framework.ControlPlane, ns string) func() 
 		}
 		return out
 	}
+	marked = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for k := range marks {
+			out = append(out, k)
+		}
+		return out
+	}
+	return deleted, marked
 }
 
 // waitEvent waits until a trainer's event file has a line containing want

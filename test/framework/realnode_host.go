@@ -33,6 +33,25 @@ func lockRealNode() (*os.File, error) {
 	return f, nil
 }
 
+// ErrRealNodeInUse is CleanIdleRealNode's answer while a real node runs.
+var ErrRealNodeInUse = errors.New("a real node runs on this machine (" + realNodeLock + " is held); left alone")
+
+// CleanIdleRealNode is CleanRealNode when no real node runs: it takes the
+// machine's real-node lock without waiting, and returns ErrRealNodeInUse
+// when another process holds it, so that cleaning up after one cluster
+// never pulls the node from under another's.
+func CleanIdleRealNode() error {
+	f, err := os.OpenFile(realNodeLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return ErrRealNodeInUse
+	}
+	return CleanRealNode()
+}
+
 // nodeSysctls are the kernel settings a node needs: forwarding for the
 // pods' traffic, and bridged traffic through iptables so that a pod reaches
 // a Service whose endpoint shares its bridge. stop restores them.

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,11 +46,17 @@ func run() error {
 		pods    = flag.Int("node-pods", framework.DefaultNodePods, "most pods per node")
 		timeout = flag.Duration("start-timeout", 3*time.Minute, "how long the start may take (a real node's first start, which loads the images, gets 10 minutes more)")
 		real    = flag.Int("real-nodes", 0, "real nodes beside the kwok nodes: 0 or 1 (real-0: kubelet, containerd, kube-proxy and CoreDNS on this machine; needs root)")
-		clean   = flag.Bool("clean-real-node", false, "remove what a real node left on this machine (processes, mounts, interfaces, iptables rules) and exit")
+		clean   = flag.Bool("clean-real-node", false, "remove what a real node left on this machine (processes, mounts, interfaces, iptables rules) and exit; a real node that runs, its lock held, is left alone")
 	)
 	flag.Parse()
 	if *clean {
-		return framework.CleanRealNode()
+		if err := framework.CleanIdleRealNode(); errors.Is(err, framework.ErrRealNodeInUse) {
+			fmt.Println(err)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return nil
 	}
 	if *nodes < 0 {
 		return fmt.Errorf("-nodes must not be negative")

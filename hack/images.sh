@@ -82,7 +82,9 @@ need() { # command package...
 		echo "${cmd} is missing and installing it needs root: apt-get install $*" >&2
 		exit 1
 	fi
-	# Another apt-get may hold the lock (a parallel script): wait for it.
+	# Another apt-get may hold the lock (a parallel script): wait for it. A
+	# new machine's package lists may be missing or old: read them first.
+	apt-get -o DPkg::Lock::Timeout=600 update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "$@" >/dev/null
 }
 

@@ -2,14 +2,21 @@ package realnode
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/paddlepaddle/edl/test/framework"
 )
 
 // TestPodsReachServicesByNameAndEachOtherByIP runs a web server pod behind
@@ -42,11 +49,15 @@ func TestPodsReachServicesByNameAndEachOtherByIP(t *testing.T) {
 	require.NoError(t, err)
 	srv := waitPod(t, cp, ns, "server", running)
 	require.NotEmpty(t, srv.Status.PodIP)
+	waitServiceEndpoint(t, cp, ns, "web", srv.Status.PodIP)
 
 	script := strings.Join([]string{
 		"set -e",
 		"echo resolved: $(getent hosts web | awk '{print $1}')",
-		"echo service: $(python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://web/\", timeout=10).read().decode().strip())')",
+		// kube-proxy writes a new endpoint's rules a moment after the
+		// EndpointSlice lists it (until then the ClusterIP refuses), so the
+		// client tries for up to 30 s, as any client of a new Service does.
+		"echo service: $(python3 -c '" + fetchWithRetry + "' http://web/)",
 		"echo pod-ip: $(python3 -c 'import urllib.request, sys; print(urllib.request.urlopen(\"http://\" + sys.argv[1] + \":8080/\", timeout=10).read().decode().strip())' " + srv.Status.PodIP + ")",
 		"echo api: $(python3 -c 'import ssl, urllib.request; t = open(\"/var/run/secrets/kubernetes.io/serviceaccount/token\").read(); c = ssl.create_default_context(cafile=\"/var/run/secrets/kubernetes.io/serviceaccount/ca.crt\"); r = urllib.request.Request(\"https://kubernetes.default.svc/version\", headers={\"Authorization\": \"Bearer \" + t}); print(urllib.request.urlopen(r, context=c, timeout=10).status)')",
 	}, "\n")
@@ -62,4 +73,35 @@ func TestPodsReachServicesByNameAndEachOtherByIP(t *testing.T) {
 	assert.Contains(t, out, "service: hello-from-the-server")
 	assert.Contains(t, out, "pod-ip: hello-from-the-server")
 	assert.Contains(t, out, "api: 200", "the API server through the kubernetes Service, with the pod's token")
+}
+
+// fetchWithRetry is a Python program printing the page at argv[1], trying
+// once a second for 30 s while the connection is refused.
+const fetchWithRetry = `import sys, time, urllib.request, urllib.error
+for attempt in range(30):
+    try:
+        print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().strip()); break
+    except urllib.error.URLError as e:
+        if attempt == 29: raise
+        print("retry after", e.reason, file=sys.stderr); time.sleep(1)`
+
+// waitServiceEndpoint waits until the Service's EndpointSlice lists ip as a
+// ready endpoint: the endpointslice controller's part of a Service's set-up.
+func waitServiceEndpoint(t *testing.T, cp *framework.ControlPlane, ns, service, ip string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+		if err != nil {
+			return false, nil
+		}
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if ptr.Deref(e.Conditions.Ready, false) && slices.Contains(e.Addresses, ip) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "Service %s/%s lists %s as a ready endpoint", ns, service, ip)
 }

@@ -39,6 +39,9 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
+		if job.Spec.HasHostDiscovery() {
+			a.awaitHostsDropped(ctx, job, act.Remove)
+		}
 	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
@@ -109,9 +112,16 @@ func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, s *sc
 const markParallelism = 8
 
 // markForRemoval sets the pod-deletion-cost of the named trainers to cost,
-// or removes it when cost is nil. A trainer already gone is no error.
+// with the time of the mark (v1.AnnotationMarkedForRemoval: the controller
+// clears a mark that outlived controller.MarkTTL), or removes both when
+// cost is nil. A trainer already gone is no error.
 func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods []string, cost any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1.AnnotationDeletionCost: cost}}})
+	var at any
+	if cost != nil {
+		at = a.clock.Now().UTC().Format(time.RFC3339)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		v1.AnnotationDeletionCost: cost, v1.AnnotationMarkedForRemoval: at}}})
 	if err != nil {
 		return err
 	}

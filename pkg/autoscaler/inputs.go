@@ -148,6 +148,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 		if a.cfg.PriceResizes {
 			priceOf(&job, tj)
 		}
+		job.NamesRemovals = tj.Spec.HasHostDiscovery()
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}

@@ -36,6 +36,9 @@ type Pod struct {
 	// DeletionCost is a job's pod's pod-deletion-cost annotation, "" when
 	// it has none (the API server refuses an empty one).
 	DeletionCost string
+	// MarkedForRemoval is a job's pod's v1.AnnotationMarkedForRemoval, ""
+	// when it has none.
+	MarkedForRemoval string
 	// PodIP is a job's pod's status.podIP, "" for other pods: a Horovod
 	// job's host-discovery file lists its trainers by address.
 	PodIP string

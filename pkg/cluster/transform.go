@@ -114,6 +114,7 @@ func slimPod(pod *corev1.Pod) *Pod {
 	out.Labels = shareLabels(pod.Labels)
 	out.OwnerReferences = shareOwners(pod.OwnerReferences)
 	out.DeletionCost = pod.Annotations[v1.AnnotationDeletionCost]
+	out.MarkedForRemoval = pod.Annotations[v1.AnnotationMarkedForRemoval]
 	out.PodIP = pod.Status.PodIP
 	for i := range pod.Status.ContainerStatuses {
 		cs := &pod.Status.ContainerStatuses[i]

@@ -305,8 +305,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if len(obs.blocked) == 0 {
 		// The hosts file drops the trainers a scale-down removes before
 		// the ReplicaSet is lowered ([Hosts]).
-		if hostDiscovery(job) {
-			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer]); err != nil {
+		if job.Spec.HasHostDiscovery() {
+			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster]); err != nil {
 				report(err)
 			}
 		}
@@ -326,7 +326,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 		if !final {
-			if err := c.ensureDeletionCosts(ctx, job, obs.pods[v1.RoleTrainer]); err != nil {
+			if err := c.ensureDeletionCosts(ctx, key, job, obs.pods[v1.RoleTrainer], obs.now); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -5,10 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
@@ -79,4 +82,70 @@ func TestDeletionCosts(t *testing.T) {
 			assert.Equal(t, tt.want, DeletionCosts(job, slim(tt.pods...)))
 		})
 	}
+}
+
+// markedAt marks a trainer for removal at the given time, as the
+// autoscaler does.
+func markedAt(at time.Time) builders.PodOption {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove, v1.AnnotationMarkedForRemoval: at.UTC().Format(time.RFC3339)}
+	}
+}
+
+func TestStaleMarks(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	names := func(pods []*cluster.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		pods  []*corev1.Pod
+		stale []string
+		next  time.Duration
+	}{
+		{"a fresh mark stands, and is looked at again when it goes stale",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-20*time.Second)))}, nil, 40 * time.Second},
+		{"a mark older than MarkTTL is stale",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-MarkTTL-time.Second))), trainerPod("b", builders.Ready(), markedAt(now.Add(-50*time.Second)))},
+			[]string{"a"}, 10 * time.Second},
+		{"a trainer being deleted keeps its mark",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), builders.Terminating(), markedAt(now.Add(-time.Hour)))}, nil, 0},
+		{"a mark without its time (of an older EDL) is left alone",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), marked())}, nil, 0},
+		{"a priced trainer is no mark",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), func(p *corev1.Pod) {
+				p.Annotations = map[string]string{v1.AnnotationDeletionCost: "7", v1.AnnotationMarkedForRemoval: now.Add(-time.Hour).Format(time.RFC3339)}
+			})}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale, next := StaleMarks(slim(tc.pods...), now)
+			assert.Equal(t, tc.stale, names(stale))
+			assert.Equal(t, tc.next, next)
+		})
+	}
+}
+
+// TestSyncClearsAStaleMark: a trainer marked for removal more than MarkTTL
+// ago that still runs (the ReplicaSet deleted another, or the autoscaler
+// stopped before the scale-down) loses its mark, so that a Horovod job's
+// hosts file lists it again.
+func TestSyncClearsAStaleMark(t *testing.T) {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	now := time.Now()
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()),
+		hostPod("t-b", "10.0.0.2", 0, builders.Ready(), markedAt(now.Add(-2*MarkTTL))))
+	require.NoError(t, f.sync("mnist"))
+	var patches []string
+	for _, a := range f.kube.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource().Resource == "pods" {
+			patches = append(patches, p.GetName()+" "+string(p.GetPatch()))
+		}
+	}
+	assert.Contains(t, patches, `t-b {"metadata":{"annotations":{"`+v1.AnnotationDeletionCost+`":null,"`+v1.AnnotationMarkedForRemoval+`":null}}}`)
 }

@@ -174,13 +174,13 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 		pod.TerminationGracePeriodSeconds = &grace
 		return
 	}
-	if !hostDiscovery(job) {
+	if !job.Spec.HasHostDiscovery() {
 		return
 	}
 	mode := int32(0o755)
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "edl-hosts", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMapName(job.Name)},
+			LocalObjectReference: corev1.LocalObjectReference{Name: v1.HostsConfigMapName(job.Name)},
 			// The controller creates it before the ReplicaSets
 			// ([Controller.ensureHosts]): a launcher never starts without it.
 			Optional:    ptr.To(false),
@@ -190,11 +190,3 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 	c := &pod.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "edl-hosts", MountPath: HostsMountPath, ReadOnly: true})
 }
-
-// hostDiscovery reports whether the job asked for a host-discovery file.
-func hostDiscovery(job *v1.TrainingJob) bool {
-	return job.Spec.FrameworkOrDefault() == v1.FrameworkHorovod && job.Spec.ElasticPolicy != nil && job.Spec.ElasticPolicy.HostDiscovery != nil
-}
-
-// HostsConfigMapName is the name of a job's host-discovery ConfigMap.
-func HostsConfigMapName(job string) string { return job + "-hosts" }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,9 +97,56 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	return nil
 }
 
+// MarkTTL is how long a trainer's removal mark (v1.DeletionCostRemove,
+// timed by v1.AnnotationMarkedForRemoval) stands: the autoscaler lowers the
+// replicas seconds after it marks, so a mark still there a minute later is
+// stale, and the controller clears it.
+const MarkTTL = time.Minute
+
+// StaleMarks returns the trainers whose removal mark is older than MarkTTL
+// at now, and how long until the next of the others goes stale (0 for
+// none). A mark without its time is left alone. StaleMarks is pure.
+func StaleMarks(trainers []*cluster.Pod, now time.Time) (stale []*cluster.Pod, next time.Duration) {
+	for _, p := range trainers {
+		if p.DeletionTimestamp != nil || p.DeletionCost != v1.DeletionCostRemove || p.MarkedForRemoval == "" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, p.MarkedForRemoval)
+		if err != nil {
+			stale = append(stale, p) // not the autoscaler's: a mark of unknown age
+			continue
+		}
+		if left := at.Add(MarkTTL).Sub(now); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		stale = append(stale, p)
+	}
+	return stale, next
+}
+
 // ensureDeletionCosts annotates the running trainers whose deletion cost
-// differs from what DeletionCosts wants; most syncs write nothing.
-func (c *Controller) ensureDeletionCosts(ctx context.Context, job *v1.TrainingJob, trainers []*cluster.Pod) error {
+// differs from what DeletionCosts wants, and clears the stale removal
+// marks ([StaleMarks]); most syncs write nothing. The job, key, is synced
+// again when a mark standing now goes stale.
+func (c *Controller) ensureDeletionCosts(ctx context.Context, key string, job *v1.TrainingJob, trainers []*cluster.Pod, now time.Time) error {
+	stale, next := StaleMarks(trainers, now)
+	if next > 0 {
+		c.queue.AddAfter(key, next)
+	}
+	unmark, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1.AnnotationDeletionCost: nil, v1.AnnotationMarkedForRemoval: nil}}})
+	if err != nil {
+		return err
+	}
+	for _, pod := range stale {
+		_, err = c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, unmark, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("clear the stale removal mark of trainer pod %s: %w", pod.Name, err)
+		}
+		c.log.Info("cleared a stale removal mark", "job", job.Namespace+"/"+job.Name, "pod", pod.Name, "marked", pod.MarkedForRemoval)
+	}
 	costs := DeletionCosts(job, trainers)
 	for _, pod := range trainers {
 		cost, ok := costs[pod.Name]

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -41,8 +44,9 @@ const discoverHosts = "#!/bin/sh\nexec cat " + HostsMountPath + "/" + HostsKey +
 // ReplicaSet is about to delete: those marked v1.DeletionCostRemove by the
 // autoscaler, and, when replicas is below the trainers still counted, the
 // ones the ReplicaSet controller deletes first — the marked, the pending
-// and the not yet ready, then the newest. Hosts is pure.
-func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) []string {
+// and the not yet ready, then the newest. It returns the list and the
+// names of the trainers it lists, in the same order. Hosts is pure.
+func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts, names []string) {
 	var active, ready []*cluster.Pod
 	doomed := 0 // active trainers the ReplicaSet deletes before any listed one
 	for _, p := range trainers {
@@ -67,28 +71,31 @@ func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) []strin
 	if excess := len(active) - int(replicas) - doomed; excess > 0 {
 		ready = ready[min(excess, len(ready)):]
 	}
+	slices.SortFunc(ready, func(a, b *cluster.Pod) int { return strings.Compare(a.PodIP, b.PodIP) })
 	slots := strconv.Itoa(int(job.Spec.Elastic().SlotsPerHost()))
-	hosts := make([]string, 0, len(ready))
+	hosts, names = make([]string, 0, len(ready)), make([]string, 0, len(ready))
 	for _, p := range ready {
 		hosts = append(hosts, p.PodIP+":"+slots)
+		names = append(names, p.Name)
 	}
-	slices.Sort(hosts)
-	return hosts
+	return hosts, names
 }
 
 // HostsConfigMap is a Horovod job's host-discovery ConfigMap, controlled
-// by the job, listing hosts; the master pod mounts it at HostsMountPath
-// with mode 0755 ([elasticPod]).
-func HostsConfigMap(job *v1.TrainingJob, hosts []string) *corev1.ConfigMap {
+// by the job, listing hosts, and naming the trainer pods they are in
+// v1.AnnotationHostsPods; the master pod mounts it at HostsMountPath with
+// mode 0755 ([elasticPod]).
+func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMap {
 	list := strings.Join(hosts, "\n")
 	if list != "" {
 		list += "\n"
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            HostsConfigMapName(job.Name),
+			Name:            v1.HostsConfigMapName(job.Name),
 			Namespace:       job.Namespace,
 			Labels:          map[string]string{v1.LabelFor(v1.RoleMaster): job.Name},
+			Annotations:     map[string]string{v1.AnnotationHostsPods: strings.Join(names, ",")},
 			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
 		},
 		Data: map[string]string{HostsKey: list, DiscoverHostsKey: discoverHosts},
@@ -96,17 +103,20 @@ func HostsConfigMap(job *v1.TrainingJob, hosts []string) *corev1.ConfigMap {
 }
 
 // ensureHosts creates or updates the job's host-discovery ConfigMap when
-// its data differs from what [Hosts] lists for the trainer ReplicaSet's
+// it differs from what [Hosts] lists for the trainer ReplicaSet's
 // replicas; most syncs write nothing. The controller is its one writer.
-// The autoscaler marks the trainers it removes and lowers the replicas
-// right after; it does not yet wait for this write, so on its scale-downs
-// the order holds only when the controller syncs first. A ConfigMap of that name the
-// job does not control is left alone and reported.
-func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) error {
-	hosts := Hosts(job, replicas, trainers)
-	want := HostsConfigMap(job, hosts)
+// After an update it nudges the master pods ([Controller.nudgeMasters]), so
+// that the file in them changes within a second or so. The autoscaler, on
+// a scale-down, marks the trainers it removes, waits until the ConfigMap no
+// longer names them and the masters were nudged, and only then lowers the
+// replicas (et-operator's order). A ConfigMap of that name the job does
+// not control is left alone and reported.
+func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod) error {
+	hosts, names := Hosts(job, replicas, trainers)
+	want := HostsConfigMap(job, hosts, names)
 	existing, err := c.configMaps.ConfigMaps(job.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
+		// No master runs without it: its volume is not optional.
 		_, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache is behind; its event brings the job back
@@ -123,15 +133,50 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 	if !controlledBy(existing, job) {
 		return fmt.Errorf("ConfigMap %s is in the way: the job %s/%s does not control it", want.Name, job.Namespace, job.Name)
 	}
-	if maps.Equal(existing.Data, want.Data) {
+	if maps.Equal(existing.Data, want.Data) && existing.Annotations[v1.AnnotationHostsPods] == want.Annotations[v1.AnnotationHostsPods] {
 		return nil
 	}
 	update := existing.DeepCopy()
 	update.Data = want.Data
+	if update.Annotations == nil {
+		update.Annotations = map[string]string{}
+	}
+	update.Annotations[v1.AnnotationHostsPods] = want.Annotations[v1.AnnotationHostsPods]
 	if _, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
 	}
 	c.log.Debug("updated the host-discovery ConfigMap", "job", job.Namespace+"/"+job.Name, "hosts", len(hosts))
+	return c.nudgeMasters(ctx, masters, hostsVersion(want.Data[HostsKey]))
+}
+
+// hostsVersion is a short hash of a hosts file, stable across runs.
+func hostsVersion(list string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(list))
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// nudgeMasters writes the version of the host-discovery file the
+// ConfigMap now holds ([hostsVersion]) into the master pods'
+// v1.AnnotationHostsVersion. A kubelet projects a
+// changed ConfigMap into a pod's volume when it syncs the pod: on its
+// periodic sync, up to a minute and more later, or at once when the pod
+// changes. horovodrun reads the file every second or so; the autoscaler
+// reads the annotation to know the masters were told.
+func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, version string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationHostsVersion: version}}})
+	if err != nil {
+		return err
+	}
+	for _, p := range masters {
+		if p.DeletionTimestamp != nil || p.NodeName == "" {
+			continue
+		}
+		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("annotate master pod %s with the hosts version: %w", p.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -69,7 +70,8 @@ func TestHosts(t *testing.T) {
 		{"none", 0, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, Hosts(horovodJob(), tc.replicas, slim(tc.pods...)))
+			hosts, _ := Hosts(horovodJob(), tc.replicas, slim(tc.pods...))
+			assert.Equal(t, tc.want, hosts)
 		})
 	}
 }
@@ -77,7 +79,7 @@ func TestHosts(t *testing.T) {
 // TestDiscoverHostsScriptPrintsTheHosts runs the ConfigMap's script with sh
 // on its hosts file, as horovodrun's driver does in the master pod.
 func TestDiscoverHostsScriptPrintsTheHosts(t *testing.T) {
-	cm := HostsConfigMap(horovodJob(), []string{"10.0.0.1:2", "10.0.0.2:2"})
+	cm := HostsConfigMap(horovodJob(), []string{"10.0.0.1:2", "10.0.0.2:2"}, []string{"t-a", "t-b"})
 	dir := t.TempDir()
 	for key, data := range cm.Data {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, key), []byte(data), 0o755))
@@ -90,15 +92,27 @@ func TestDiscoverHostsScriptPrintsTheHosts(t *testing.T) {
 	assert.Equal(t, cm.Data[HostsKey], string(out))
 }
 
+func TestHostsNamesTheTrainersItLists(t *testing.T) {
+	hosts, names := Hosts(horovodJob(), 3, slim(
+		hostPod("t-b", "10.0.0.9", 0, builders.Ready()), hostPod("t-a", "10.0.0.10", 0, builders.Ready()),
+		hostPod("t-c", "10.0.0.3", 0, builders.Ready(), marked())))
+	assert.Equal(t, []string{"10.0.0.10:2", "10.0.0.9:2"}, hosts)
+	assert.Equal(t, []string{"t-a", "t-b"}, names, "in the order of the list")
+	cm := HostsConfigMap(horovodJob(), hosts, names)
+	assert.Equal(t, "t-a,t-b", cm.Annotations[v1.AnnotationHostsPods])
+}
+
 func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(horovodJob())
 	f.addJobObjects(job, 2)
-	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()))
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()),
+		builders.RolePod(job, v1.RoleMaster, "m", builders.OnNode("n-0"), builders.Phase(corev1.PodRunning)))
 	f.settle("mnist")
-	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", cm.Data[HostsKey])
+	assert.Equal(t, "t-a,t-b", cm.Annotations[v1.AnnotationHostsPods])
 	assert.True(t, controlledBy(cm, job), "the job controls its ConfigMap")
 
 	t.Run("no write when unchanged", func(t *testing.T) {
@@ -106,12 +120,22 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 		require.NoError(t, f.sync("mnist"))
 		assert.Empty(t, f.writeStrings())
 	})
-	t.Run("a marked trainer leaves the list", func(t *testing.T) {
+	t.Run("a marked trainer leaves the list, and the master is nudged", func(t *testing.T) {
+		f.reset()
 		f.addPods(hostPod("t-b", "10.0.0.2", 0, builders.Ready(), marked()))
 		require.NoError(t, f.sync("mnist"))
-		cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+		cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey])
+		assert.Equal(t, "t-a", cm.Annotations[v1.AnnotationHostsPods])
+		var nudges []string
+		for _, a := range f.kube.Actions() {
+			if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource().Resource == "pods" {
+				nudges = append(nudges, p.GetName()+" "+string(p.GetPatch()))
+			}
+		}
+		assert.Equal(t, []string{`m {"metadata":{"annotations":{"` + v1.AnnotationHostsVersion + `":"` + hostsVersion("10.0.0.1:2\n") + `"}}}`}, nudges,
+			"the master pod gets the ConfigMap's version, for its kubelet to project the file now")
 	})
 }
 
@@ -138,7 +162,7 @@ func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
 	require.Contains(t, order, "patch replicasets")
 	cmAt, rsAt := indexOf(order, "update configmaps"), indexOf(order, "patch replicasets")
 	assert.Less(t, cmAt, rsAt, "the hosts file drops the trainer before the ReplicaSet is lowered: %v", order)
-	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, HostsConfigMapName("mnist"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey], "the newest trainer, which the ReplicaSet deletes, is gone")
 }

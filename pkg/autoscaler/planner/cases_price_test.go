@@ -110,3 +110,38 @@ func TestExplainHeldByThePrice(t *testing.T) {
 	assert.Equal(t, "held at 3 trainers: resized 40s ago, next resize after its 1m20s cool-down (4 × its last resize's cost of 20s); every resize restarts all of its trainers",
 		d.Jobs[0].Message)
 }
+
+// TestPlanNamesEveryRemovalOfAJobThatAsks: a job that names its removals
+// (a Horovod job's host-discovery file must drop a trainer before its pod
+// goes) gets, on every scale-down, the name of each existing trainer the
+// ReplicaSet controller deletes, in the controller's order: the pending
+// ones, then the newest running; a job that does not ask gets only the
+// trainers picked by node.
+func TestPlanNamesEveryRemovalOfAJobThatAsks(t *testing.T) {
+	names := func(j *Job) { j.NamesRemovals = true }
+	// One node of 4 CPU; a pod of a higher priority asks for 2 of them,
+	// which leaves the job one trainer of 1 CPU under max_load_desired.
+	for _, tc := range []struct {
+		name string
+		job  Job
+		want []string
+	}{
+		{"the newest running first", newJob("hvd", withRange(1, 4), runningOn("n-0", "n-0", "n-0", "n-0"), names),
+			[]string{"hvd-t3", "hvd-t2", "hvd-t1"}},
+		{"the pending trainer, then the newest running", newJob("hvd", withRange(1, 4), runningOn("n-0", "n-0", "n-0"), unschedulableTrainers(1), names),
+			[]string{"hvd-t3", "hvd-t2", "hvd-t1"}},
+		{"a replica not yet created goes first, unnamed", newJob("hvd", withRange(1, 4), withCurrent(4), runningOn("n-0", "n-0", "n-0"), names),
+			[]string{"hvd-t2", "hvd-t1"}},
+		{"not asked: only the trainers picked by node", newJob("hvd", withRange(1, 4), runningOn("n-0", "n-0", "n-0", "n-0")),
+			[]string{"hvd-t3", "hvd-t2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			web := otherPod{name: "web", priority: 1000, req: res(2, 1, 0)}
+			snap := clusterOf(nodes("n", 1, res(4, 64, 0)), []Job{tc.job}, web)
+			actions := Plan(snap, []Job{tc.job}, Options{Now: t0})
+			require.Len(t, actions, 1)
+			assert.Equal(t, int32(1), actions[0].To)
+			assert.Equal(t, tc.want, actions[0].Remove)
+		})
+	}
+}

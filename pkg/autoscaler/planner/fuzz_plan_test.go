@@ -151,8 +151,9 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 	for i := range others {
 		others[i].untried = others[i].node == "" && others[i].nominated == "" && f.intn(4) == 0
 	}
-	// Jobs that restart on resize (torchrun), resized up to ten minutes
-	// before Now at a cost of up to a minute, and a growth margin.
+	// Jobs that restart on resize (torchrun, Horovod), resized up to ten
+	// minutes before Now at a cost of up to a minute, some naming their
+	// removals, and a growth margin.
 	for i := range jobs {
 		if f.intn(3) == 0 {
 			jobs[i].RestartsOnResize = true
@@ -160,6 +161,8 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 			if k := f.intn(11); k > 0 {
 				jobs[i].LastResize = opts.Now.Add(-time.Duration(k) * time.Minute)
 			}
+			// A Horovod job with a host-discovery file.
+			jobs[i].NamesRemovals = f.intn(2) == 0
 		}
 	}
 	opts.GrowMargin = []float64{0, 0, 0.01, 0.1}[f.intn(4)]

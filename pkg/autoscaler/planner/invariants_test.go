@@ -202,7 +202,8 @@ func abs(x int32) int32 {
 
 // assertPicksWellFormed: the trainers a scale-down picks are distinct running
 // trainers of its job, no more than it removes, on nodes it names; a
-// scale-up picks none.
+// scale-up picks none. A job that names its removals names at least every
+// existing trainer the ReplicaSet controller deletes for the scale-down.
 func assertPicksWellFormed(t *testing.T, j Job, a ScaleAction) {
 	t.Helper()
 	if a.To >= a.From {
@@ -210,6 +211,15 @@ func assertPicksWellFormed(t *testing.T, j Job, a ScaleAction) {
 		return
 	}
 	assert.LessOrEqual(t, len(a.Remove), int(a.From-a.To), "%s picked more trainers than it removes", a.Job)
+	if j.NamesRemovals {
+		// The controller deletes existing−To of the pods, of which
+		// existing−From it was deleting already.
+		existing := int32(len(j.Trainers)) // #nosec G115 -- a test's few trainers
+		deleted := max(0, existing-a.To) - max(0, existing-a.From)
+		assert.GreaterOrEqual(t, len(a.Remove), int(deleted), "%s names %v, not every trainer of the %d the controller deletes", a.Job, a.Remove, deleted)
+		assertNamed(t, j, a)
+		return
+	}
 	seen := map[string]bool{}
 	for _, name := range a.Remove {
 		assert.False(t, seen[name], "%s picked %s twice", a.Job, name)
@@ -221,5 +231,17 @@ func assertPicksWellFormed(t *testing.T, j Job, a ScaleAction) {
 		p := j.Trainers[i]
 		assert.True(t, p.Node != "" && p.Running(), "%s picked %s, which does not run", a.Job, name)
 		assert.Contains(t, a.Nodes, p.Node, "%s picked %s on a node it does not name", a.Job, name)
+	}
+}
+
+// assertNamed: a job that names its removals names distinct trainers of
+// its own.
+func assertNamed(t *testing.T, j Job, a ScaleAction) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, name := range a.Remove {
+		assert.False(t, seen[name], "%s named %s twice", a.Job, name)
+		seen[name] = true
+		assert.True(t, slices.ContainsFunc(j.Trainers, func(p TrainerPod) bool { return p.Name == name }), "%s named %s, not its trainer", a.Job, name)
 	}
 }

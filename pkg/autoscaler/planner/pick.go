@@ -112,3 +112,29 @@ func (p *plan) undoMoves(n int) {
 	}
 	p.moves = p.moves[:n]
 }
+
+// removed names the existing trainers the plan removes from j, in the
+// ReplicaSet controller's order (victims[gone:next]): what Remove lists for
+// a job that names its removals.
+func (j *jobState) removed() []string {
+	var names []string
+	for _, v := range j.victims[j.gone:j.next] {
+		if v.created {
+			names = append(names, j.in.Trainers[v.pod].Name)
+		}
+	}
+	return names
+}
+
+// deletionGroup is the ReplicaSet controller's first criterion for which pod
+// to delete: unscheduled (0) before scheduled but not running (1) before
+// running (2).
+func deletionGroup(t *TrainerPod) int {
+	switch {
+	case t.Node == "":
+		return 0
+	case !t.Running():
+		return 1
+	}
+	return 2
+}

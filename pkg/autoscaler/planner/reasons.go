@@ -18,6 +18,9 @@ func (p *plan) actions() []ScaleAction {
 		}
 		// #nosec G115 -- desired stays within [Min, Max], both int32.
 		a := ScaleAction{Job: j.key, From: j.in.Current, To: int32(j.desired), Nodes: j.nodes, Remove: j.picked}
+		if j.in.NamesRemovals && a.To < a.From {
+			a.Remove = j.removed()
+		}
 		switch {
 		case j.promised > 0:
 			a.Reason, a.Cause = p.takeReason(j), CauseRebalance

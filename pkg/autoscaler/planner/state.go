@@ -98,6 +98,7 @@ type jobState struct {
 
 	victims []victim
 	next    int   // victims[:next] are gone (or being deleted already)
+	gone    int   // victims[:gone] were being deleted already before the plan
 	runFrom int   // victims[runFrom:] run: any of them may be picked ([plan.pickRunning])
 	placed  int64 // victims[next:] that hold a node, plus trainers grown
 
@@ -424,6 +425,7 @@ func (p *plan) newJobState(in *Job) *jobState {
 	// More pods than desired: the controller is already deleting the first
 	// ones (newPlanner counts their room as going).
 	j.next = int(max(0, existing-j.desired))
+	j.gone = j.next
 	return j
 }
 
@@ -447,19 +449,6 @@ func oldestFirst(ts []TrainerPod) bool {
 		}
 	}
 	return true
-}
-
-// deletionGroup is the ReplicaSet controller's first criterion for which pod
-// to delete: unscheduled (0) before scheduled but not running (1) before
-// running (2).
-func deletionGroup(t *TrainerPod) int {
-	switch {
-	case t.Node == "":
-		return 0
-	case !t.Running():
-		return 1
-	}
-	return 2
 }
 
 // removeNext takes the job's next trainer in ReplicaSet deletion order.

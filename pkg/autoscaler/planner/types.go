@@ -59,6 +59,12 @@ type Job struct {
 	// (zero for never), and MinResizeInterval a floor its spec sets.
 	ResizeCost, MinResizeInterval time.Duration
 	LastResize                    time.Time
+	// NamesRemovals: the job's framework must hear that a trainer goes
+	// before its pod is deleted (a Horovod job's host-discovery file), so
+	// every scale-down names each existing trainer it removes in
+	// ScaleAction.Remove, not only those picked by node, and the actuator
+	// marks them all before it lowers the replicas.
+	NamesRemovals bool
 }
 
 // Options tunes Plan.
@@ -154,7 +160,10 @@ type ScaleAction struct {
 	// lowest pod-deletion-cost (v1.DeletionCostRemove) before it lowers the
 	// replicas, so that the controller deletes them first and the room the
 	// plan freed is where it planned it. The other trainers the scale-down
-	// removes (for load, by rebalancing) are any the controller chooses.
+	// removes (for load, by rebalancing) are any the controller chooses,
+	// but for a job that names its removals (Job.NamesRemovals): Remove
+	// then names every existing trainer the scale-down removes, in the
+	// ReplicaSet controller's order.
 	Remove []string `json:"remove,omitempty"`
 }
 

@@ -179,4 +179,8 @@ const (
 	EventRefused = "Refused"
 	// EventRoleFailing names a failing master or pserver pod and its last exit.
 	EventRoleFailing = "RoleFailing"
+	// EventHostsNotUpdated: a Horovod job's scale-down went ahead without
+	// its host-discovery ConfigMap dropping the trainers it removes (the
+	// controller did not write it in time); Warning.
+	EventHostsNotUpdated = "HostsNotUpdated"
 )

@@ -222,6 +222,12 @@ func (p ElasticPolicy) MaxRestartsOrDefault() int32 {
 // ResizeCooldown is elasticPolicy.resizeCooldownSeconds, 0 when unset.
 func (p ElasticPolicy) ResizeCooldown() int32 { return valueOr(p.ResizeCooldownSeconds, 0) }
 
+// HasHostDiscovery reports whether the job is a Horovod job with a
+// host-discovery file: a trainer must leave the file before its pod goes.
+func (s *TrainingJobSpec) HasHostDiscovery() bool {
+	return s.FrameworkOrDefault() == FrameworkHorovod && s.ElasticPolicy != nil && s.ElasticPolicy.HostDiscovery != nil
+}
+
 // SlotsPerHost is hostDiscovery.slotsPerHost after defaulting.
 func (p ElasticPolicy) SlotsPerHost() int32 {
 	if p.HostDiscovery == nil {

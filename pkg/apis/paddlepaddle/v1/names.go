@@ -26,10 +26,32 @@ const (
 const AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
 // DeletionCostRemove is the pod-deletion-cost the autoscaler gives the
-// running trainers a plan picked to free a node, just before it lowers the
-// replicas: the lowest there is, so the ReplicaSet controller deletes them
-// before any other running trainer. The controller leaves it as it is.
+// running trainers a plan picked to free a node, and every trainer a
+// Horovod job's scale-down removes, just before it lowers the replicas:
+// the lowest there is, so the ReplicaSet controller deletes them before
+// any other running trainer. The controller leaves it as it is until it
+// is stale (AnnotationMarkedForRemoval).
 const DeletionCostRemove = "-2147483648"
+
+// AnnotationMarkedForRemoval is when the autoscaler marked a trainer
+// DeletionCostRemove (RFC 3339). A mark the ReplicaSet controller did not
+// act on within a minute (controller.MarkTTL) is stale: the autoscaler
+// stopped between the mark and the scale-down, or the ReplicaSet deleted
+// another pod first. The controller clears it, so that the trainer is
+// ranked, and listed in a host-discovery file, like any other again.
+const AnnotationMarkedForRemoval = "paddlepaddle.org/marked-for-removal"
+
+// AnnotationHostsPods, on a Horovod job's host-discovery ConfigMap, names
+// the trainer pods its hosts file lists, comma-separated: the autoscaler
+// lowers the replicas once the trainers it removes are no longer named.
+const AnnotationHostsPods = "paddlepaddle.org/hosts-pods"
+
+// AnnotationHostsVersion, on a Horovod job's master pod, is a hash of the
+// hosts file the controller last wrote into the host-discovery ConfigMap.
+// Changing the pod makes its kubelet project the ConfigMap's new data into
+// the pod at once, instead of at its next periodic sync (a minute or more
+// later).
+const AnnotationHostsVersion = "paddlepaddle.org/hosts-version"
 
 // SchedulingGateAdmission is the scheduling gate in a queued job's pod
 // templates (spec.schedulingGates): a pod created while the job is queued
@@ -80,6 +102,10 @@ func ReplicaSetName(job string, role Role) string { return job + "-" + namingOf(
 
 // ServiceName is the name of a job's Service for a role (master and pserver).
 func ServiceName(job string, role Role) string { return ReplicaSetName(job, role) }
+
+// HostsConfigMapName is the name of a Horovod job's host-discovery
+// ConfigMap.
+func HostsConfigMapName(job string) string { return job + "-hosts" }
 
 // JobOf returns the job and role a pod's labels name: the first of the
 // trainer, pserver and master labels with a value. ok is false for a pod of

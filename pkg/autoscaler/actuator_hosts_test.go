@@ -65,7 +65,7 @@ func applyHorovod(t *testing.T, timeout time.Duration, controller func(f *actuat
 
 // TestApplyLowersAHorovodJobOnlyOnceItsHostsFileDroppedTheTrainers: the
 // marks, with their time, then the ConfigMap without the marked trainers,
-// then HostsSettle for the kubelet, and only then the replicas.
+// then v1.HostsSettle for the kubelet, and only then the replicas.
 func TestApplyLowersAHorovodJobOnlyOnceItsHostsFileDroppedTheTrainers(t *testing.T) {
 	updated := make(chan time.Time, 1)
 	f, lowered := applyHorovod(t, 0, func(f *actuatorFixture) {
@@ -81,7 +81,7 @@ func TestApplyLowersAHorovodJobOnlyOnceItsHostsFileDroppedTheTrainers(t *testing
 	case <-time.After(time.Second):
 		t.Fatal("the ConfigMap was not updated")
 	}
-	assert.GreaterOrEqual(t, lowered.Sub(dropped), HostsSettle-hostsPoll, "the replicas were lowered %v after the ConfigMap dropped the trainers", lowered.Sub(dropped))
+	assert.GreaterOrEqual(t, lowered.Sub(dropped), v1.HostsSettle-hostsPoll, "the replicas were lowered %v after the ConfigMap dropped the trainers", lowered.Sub(dropped))
 	for _, name := range []string{"h-trainer-b", "h-trainer-c"} {
 		pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestApplyGoesAheadWhenTheHostsFileIsNotUpdated(t *testing.T) {
 	start := time.Now()
 	f, lowered := applyHorovod(t, 300*time.Millisecond, nil)
 	assert.GreaterOrEqual(t, lowered.Sub(start), 300*time.Millisecond)
-	assert.Less(t, lowered.Sub(start), HostsSettle, "no settle after a timeout")
+	assert.Less(t, lowered.Sub(start), v1.HostsSettle, "no settle after a timeout")
 	assert.Equal(t, []string{
 		"Warning HostsNotUpdated Scaling down without ConfigMap h-hosts dropping trainers h-trainer-c,h-trainer-b within 300ms",
 		"Normal Scaled Scaled trainers from 3 to 1: scale down by 2: room for a pod",

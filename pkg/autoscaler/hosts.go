@@ -26,16 +26,11 @@ const (
 	// the trainers: past it the scale-down goes ahead (a yield must not
 	// wait on a controller that is down) with a Warning event.
 	DefaultHostsDropTimeout = 15 * time.Second
-	// HostsSettle is how long the autoscaler gives the kubelet, after the
-	// ConfigMap dropped the trainers, to write the file into the master
-	// pods. On the real node a nudged master's file changed within a
-	// second of the ConfigMap (docs/experiments-torch.md).
-	HostsSettle = 2 * time.Second
-	hostsPoll   = 100 * time.Millisecond
+	hostsPoll               = 100 * time.Millisecond
 )
 
 // awaitHostsDropped waits until the job's host-discovery ConfigMap names
-// none of removed (v1.AnnotationHostsPods), then HostsSettle more.
+// none of removed (v1.AnnotationHostsPods), then v1.HostsSettle more.
 func (a *Autoscaler) awaitHostsDropped(ctx context.Context, job *v1.TrainingJob, removed []string) {
 	name := v1.HostsConfigMapName(job.Name)
 	timeout := a.cfg.HostsDropTimeout
@@ -58,7 +53,7 @@ func (a *Autoscaler) awaitHostsDropped(ctx context.Context, job *v1.TrainingJob,
 		return
 	}
 	// The kubelet's time, not the planning clock's.
-	settle := time.NewTimer(HostsSettle)
+	settle := time.NewTimer(v1.HostsSettle)
 	defer settle.Stop()
 	select {
 	case <-ctx.Done():

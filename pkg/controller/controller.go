@@ -56,6 +56,7 @@ type Controller struct {
 	log      log.Logger
 	gpus     []corev1.ResourceName // counted as GPUs in the trainers' environment
 	gang     bool                  // gang admission: new jobs' pods are gated until admitted
+	holds    hostsHolds            // the Horovod jobs' scale-downs held for their hosts files
 }
 
 // Metrics counts what the controller measures; pkg/metrics implements it
@@ -306,7 +307,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The hosts file drops the trainers a scale-down removes before
 		// the ReplicaSet is lowered ([Hosts]).
 		if job.Spec.HasHostDiscovery() {
-			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster]); err != nil {
+			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
 				report(err)
 			}
 		}

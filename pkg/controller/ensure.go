@@ -55,6 +55,15 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas
 	}
+	if role == v1.RoleTrainer && job.Spec.HasHostDiscovery() && stop == "" && *want.Spec.Replicas < have {
+		// Not before the master's hosts file dropped the trainers.
+		key := job.Namespace + "/" + job.Name
+		if wait := c.holds.wait(key, c.pacer.clock.Now()); wait > 0 {
+			c.log.Debug("holding the scale-down until the hosts file dropped the trainers", "job", key, "wait", wait)
+			want.Spec.Replicas = &have
+			c.queue.AddAfter(key, wait)
+		}
+	}
 	// A JSON patch, so that a new template replaces the old one whole:
 	// fields the job no longer sets disappear with it.
 	var ops []jsonPatchOp

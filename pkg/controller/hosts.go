@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,9 +46,11 @@ const discoverHosts = "#!/bin/sh\nexec cat " + HostsMountPath + "/" + HostsKey +
 // ReplicaSet is about to delete: those marked v1.DeletionCostRemove by the
 // autoscaler, and, when replicas is below the trainers still counted, the
 // ones the ReplicaSet controller deletes first — the marked, the pending
-// and the not yet ready, then the newest. It returns the list and the
-// names of the trainers it lists, in the same order. Hosts is pure.
-func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts, names []string) {
+// and the not yet ready, then the newest. It returns the list, the names
+// of the trainers it lists in the same order, and the ready trainers it
+// leaves out for replicas alone (excess): the controller marks those for
+// removal, so that the ReplicaSet deletes exactly them. Hosts is pure.
+func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts, names []string, excess []*cluster.Pod) {
 	var active, ready []*cluster.Pod
 	doomed := 0 // active trainers the ReplicaSet deletes before any listed one
 	for _, p := range trainers {
@@ -68,8 +72,8 @@ func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts,
 		}
 		return strings.Compare(b.Name, a.Name)
 	})
-	if excess := len(active) - int(replicas) - doomed; excess > 0 {
-		ready = ready[min(excess, len(ready)):]
+	if n := len(active) - int(replicas) - doomed; n > 0 {
+		excess, ready = ready[:min(n, len(ready))], ready[min(n, len(ready)):]
 	}
 	slices.SortFunc(ready, func(a, b *cluster.Pod) int { return strings.Compare(a.PodIP, b.PodIP) })
 	slots := strconv.Itoa(int(job.Spec.Elastic().SlotsPerHost()))
@@ -78,7 +82,7 @@ func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts,
 		hosts = append(hosts, p.PodIP+":"+slots)
 		names = append(names, p.Name)
 	}
-	return hosts, names
+	return hosts, names, excess
 }
 
 // HostsConfigMap is a Horovod job's host-discovery ConfigMap, controlled
@@ -106,13 +110,20 @@ func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMa
 // it differs from what [Hosts] lists for the trainer ReplicaSet's
 // replicas; most syncs write nothing. The controller is its one writer.
 // After an update it nudges the master pods ([Controller.nudgeMasters]), so
-// that the file in them changes within a second or so. The autoscaler, on
-// a scale-down, marks the trainers it removes, waits until the ConfigMap no
-// longer names them and the masters were nudged, and only then lowers the
-// replicas (et-operator's order). A ConfigMap of that name the job does
-// not control is left alone and reported.
-func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod) error {
-	hosts, names := Hosts(job, replicas, trainers)
+// that the file in them changes within a second or so. On a scale-down
+// the ConfigMap drops a trainer before its pod goes (et-operator's order):
+// the autoscaler marks the trainers it removes, waits until the ConfigMap
+// no longer names them and v1.HostsSettle more, and only then lowers the
+// replicas; when the controller lowers them (the job's max-instance was
+// lowered), it marks the trainers Hosts leaves out for it and holds the
+// ReplicaSet for v1.HostsSettle after the update ([hostsHolds]). A
+// ConfigMap of that name the job does not control is left alone and
+// reported.
+func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod, now time.Time) error {
+	hosts, names, excess := Hosts(job, replicas, trainers)
+	if err := c.markForRemoval(ctx, excess, now); err != nil {
+		return err
+	}
 	want := HostsConfigMap(job, hosts, names)
 	existing, err := c.configMaps.ConfigMaps(job.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
@@ -145,6 +156,7 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 	if _, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
 	}
+	c.holds.written(job.Namespace+"/"+job.Name, now)
 	c.log.Debug("updated the host-discovery ConfigMap", "job", job.Namespace+"/"+job.Name, "hosts", len(hosts))
 	return c.nudgeMasters(ctx, masters, hostsVersion(want.Data[HostsKey]))
 }
@@ -178,6 +190,55 @@ func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, v
 		}
 	}
 	return nil
+}
+
+// markForRemoval gives the trainers the lowest pod-deletion-cost
+// (v1.DeletionCostRemove) with the time of the mark, as the autoscaler
+// does, so that the ReplicaSet controller deletes them first.
+func (c *Controller) markForRemoval(ctx context.Context, trainers []*cluster.Pod, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1.AnnotationDeletionCost: v1.DeletionCostRemove, v1.AnnotationMarkedForRemoval: now.UTC().Format(time.RFC3339)}}})
+	if err != nil {
+		return err
+	}
+	for _, p := range trainers {
+		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("mark trainer pod %s for removal: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// hostsHolds remembers when the controller last updated each Horovod
+// job's host-discovery ConfigMap, so that it lowers the job's trainer
+// ReplicaSet no sooner than v1.HostsSettle later. Its zero value is ready;
+// the sync workers share it.
+type hostsHolds struct {
+	mu sync.Mutex
+	at map[string]time.Time // by job key
+}
+
+func (h *hostsHolds) written(key string, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = map[string]time.Time{}
+	}
+	h.at[key] = now
+}
+
+// wait is how long a scale-down of the job's trainers must still wait at
+// now; 0 forgets the job's last update.
+func (h *hostsHolds) wait(key string, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	left := h.at[key].Add(v1.HostsSettle).Sub(now)
+	if left <= 0 {
+		delete(h.at, key)
+		return 0
+	}
+	return left
 }
 
 // trainerReplicas is what the trainer ReplicaSet runs once this sync's

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
@@ -70,7 +71,7 @@ func TestHosts(t *testing.T) {
 		{"none", 0, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hosts, _ := Hosts(horovodJob(), tc.replicas, slim(tc.pods...))
+			hosts, _, _ := Hosts(horovodJob(), tc.replicas, slim(tc.pods...))
 			assert.Equal(t, tc.want, hosts)
 		})
 	}
@@ -93,13 +94,19 @@ func TestDiscoverHostsScriptPrintsTheHosts(t *testing.T) {
 }
 
 func TestHostsNamesTheTrainersItLists(t *testing.T) {
-	hosts, names := Hosts(horovodJob(), 3, slim(
+	hosts, names, excess := Hosts(horovodJob(), 3, slim(
 		hostPod("t-b", "10.0.0.9", 0, builders.Ready()), hostPod("t-a", "10.0.0.10", 0, builders.Ready()),
 		hostPod("t-c", "10.0.0.3", 0, builders.Ready(), marked())))
 	assert.Equal(t, []string{"10.0.0.10:2", "10.0.0.9:2"}, hosts)
 	assert.Equal(t, []string{"t-a", "t-b"}, names, "in the order of the list")
+	assert.Empty(t, excess, "three replicas: none left out for the count")
 	cm := HostsConfigMap(horovodJob(), hosts, names)
 	assert.Equal(t, "t-a,t-b", cm.Annotations[v1.AnnotationHostsPods])
+	_, names, excess = Hosts(horovodJob(), 1, slim(
+		hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()),
+		hostPod("t-c", "10.0.0.3", 2*time.Minute, builders.Ready())))
+	assert.Equal(t, []string{"t-a"}, names)
+	assert.Equal(t, []string{"t-c", "t-b"}, podNames(excess), "the newest two, which the ReplicaSet deletes for one replica")
 }
 
 func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
@@ -140,8 +147,10 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 }
 
 // TestHostsUpdatedBeforeTheScaleDown: when the controller lowers the
-// trainers (clamped to a max that was lowered), the hosts file drops the
-// trainers first.
+// trainers (clamped to a max that was lowered), it marks the trainers the
+// ReplicaSet is to delete, the hosts file drops them, and the ReplicaSet
+// is lowered only v1.HostsSettle later, once the master's kubelet wrote
+// the file.
 func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(horovodJob())
@@ -151,6 +160,7 @@ func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
 	job = f.getJob("mnist")
 	job.Spec.Trainer.MaxInstance = 1
 	f.updateJob(job)
+	f.reset()
 	require.NoError(t, f.sync("mnist"))
 	var order []string
 	for _, a := range f.kube.Actions() {
@@ -158,22 +168,42 @@ func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
 			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
 		}
 	}
-	require.Contains(t, order, "update configmaps")
-	require.Contains(t, order, "patch replicasets")
-	cmAt, rsAt := indexOf(order, "update configmaps"), indexOf(order, "patch replicasets")
-	assert.Less(t, cmAt, rsAt, "the hosts file drops the trainer before the ReplicaSet is lowered: %v", order)
+	require.GreaterOrEqual(t, len(order), 2)
+	assert.Equal(t, []string{"patch pods", "update configmaps"}, order[:2], "the newest trainer marked, then dropped from the file")
+	assert.Empty(t, trainerPatches(f), "held for the master's kubelet to write the file")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey], "the newest trainer, which the ReplicaSet deletes, is gone")
+	pod, err := f.kube.CoreV1().Pods(testNamespace).Get(f.ctx, "t-b", metav1.GetOptions{})
+	if err == nil { // the fixture's client holds the pods it was given
+		assert.Equal(t, v1.DeletionCostRemove, pod.Annotations[v1.AnnotationDeletionCost])
+	}
+
+	f.feedBack()
+	time.Sleep(v1.HostsSettle)
+	f.reset()
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, []string{`[{"op":"replace","path":"/spec/replicas","value":1}]`}, trainerPatches(f), "lowered once the file had time to change")
 }
 
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
+// trainerPatches are the patches of the trainer ReplicaSet since the
+// fixture's last reset.
+func trainerPatches(f *fixture) []string {
+	var out []string
+	for _, a := range f.kube.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && p.GetName() == v1.ReplicaSetName("mnist", v1.RoleTrainer) {
+			out = append(out, string(p.GetPatch()))
 		}
 	}
-	return -1
+	return out
+}
+
+func podNames(pods []*cluster.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 func TestOnlyHorovodJobsWithHostDiscoveryGetAConfigMap(t *testing.T) {

@@ -1,6 +1,9 @@
 package v1
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Role is one of the three kinds of process of a job.
 type Role string
@@ -52,6 +55,14 @@ const AnnotationHostsPods = "paddlepaddle.org/hosts-pods"
 // the pod at once, instead of at its next periodic sync (a minute or more
 // later).
 const AnnotationHostsVersion = "paddlepaddle.org/hosts-version"
+
+// HostsSettle is how long a Horovod job's trainer may still run after
+// the host-discovery ConfigMap dropped it: the time the master's kubelet
+// takes to write the new file into the pod once the controller nudged it
+// (AnnotationHostsVersion). The autoscaler and the controller lower the
+// trainer ReplicaSet no sooner. On the real node of the tests a nudged
+// file changed within a second.
+const HostsSettle = 2 * time.Second
 
 // SchedulingGateAdmission is the scheduling gate in a queued job's pod
 // templates (spec.schedulingGates): a pod created while the job is queued

@@ -3,7 +3,9 @@
 // kube-proxy and CoreDNS on this machine), pods resolve Services and reach
 // each other, EDL installs with `kubectl apply -k .` and runs as its
 // Deployment's pod, trainers get their environment, SIGTERM and grace
-// period, and the node leaves nothing behind when it stops.
+// period, a torchrun job trains through its resizes, a Horovod job's hosts
+// file drops each trainer before its SIGTERM, and the node leaves nothing
+// behind when it stops.
 //
 // The tests need root and the tools framework.RealNodeMissing names
 // (hack/real-node-deps.sh installs them, hack/images.sh build makes the

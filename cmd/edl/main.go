@@ -210,7 +210,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		ReplicaSetInformer: w.ReplicaSets,
 		ServiceInformer:    kubeInformers.Core().V1().Services(),
 		PodInformer:        w.Pods,
-		ConfigMapInformer:  kubeInformers.Core().V1().ConfigMaps(),
+		ConfigMapInformer:  w.ConfigMaps,
 		Recorder:           recorder,
 		Logger:             logger,
 		Metrics:            m,

@@ -12,6 +12,7 @@ import (
 
 	log "github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/config"
@@ -39,7 +41,10 @@ type Watch struct {
 	Jobs        tjv1informers.TrainingJobInformer
 	Queues      tjv1informers.TrainingQueueInformer
 	ReplicaSets appsinformers.ReplicaSetInformer
-	Tracker     *cluster.Tracker
+	// ConfigMaps holds the Horovod jobs' host-discovery ConfigMaps alone
+	// (labelled paddle-job-master), not every ConfigMap of the cluster.
+	ConfigMaps coreinformers.ConfigMapInformer
+	Tracker    *cluster.Tracker
 	// GPUs are the extended resources counted as GPUs.
 	GPUs []corev1.ResourceName
 }
@@ -62,6 +67,14 @@ func New(kubeClient kubernetes.Interface, tjClient tjclient.Interface, resync ti
 	w.Jobs = w.JobInformers.Paddlepaddle().V1().TrainingJobs()
 	w.Queues = w.JobInformers.Paddlepaddle().V1().TrainingQueues()
 	w.ReplicaSets = w.KubeInformers.Apps().V1().ReplicaSets()
+	// The factory keeps one informer per type: registered first, the
+	// filtered one is what Core().V1().ConfigMaps() returns from now on.
+	w.KubeInformers.InformerFor(&corev1.ConfigMap{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredConfigMapInformer(c, metav1.NamespaceAll, resync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			func(o *metav1.ListOptions) { o.LabelSelector = v1.LabelMaster })
+	})
+	w.ConfigMaps = w.KubeInformers.Core().V1().ConfigMaps()
 	var err error
 	w.Tracker, err = cluster.New(cluster.Config{
 		PodInformer:          w.Pods,

@@ -11,8 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/config"
 	tjfake "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned/fake"
@@ -30,7 +33,9 @@ func TestWatchTransformsAndCountsGPUs(t *testing.T) {
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{"big": "annotation"}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep"}}}}}
-	kube := fake.NewClientset(node, pod)
+	hosts := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "h-hosts", Labels: map[string]string{v1.LabelMaster: "h"}}}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "big"}, Data: map[string]string{"big": "data"}}
+	kube := fake.NewClientset(node, pod, hosts, other)
 	logger := log.New()
 	logger.SetHandler(log.DiscardHandler())
 	w, err := New(kube, tjfake.NewClientset(), 0, []string{"example.com/gpu"}, logger)
@@ -51,6 +56,15 @@ func TestWatchTransformsAndCountsGPUs(t *testing.T) {
 	require.Len(t, pods, 1)
 	require.IsType(t, &cluster.Pod{}, pods[0], "the pod transform keeps what EDL reads")
 	assert.Equal(t, "n1", pods[0].(*cluster.Pod).NodeName)
+
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), w.ConfigMaps.Informer().HasSynced))
+	cms, err := w.ConfigMaps.Lister().List(labels.Everything())
+	require.NoError(t, err)
+	require.Len(t, cms, 1, "only the host-discovery ConfigMaps are cached")
+	assert.Equal(t, "h-hosts", cms[0].Name)
+	cms, err = w.KubeInformers.Core().V1().ConfigMaps().Lister().List(labels.Everything())
+	require.NoError(t, err)
+	assert.Len(t, cms, 1, "the factory hands out the filtered informer")
 
 	report := scaler.Explain()
 	assert.Equal(t, int64(2), report.Cluster.Allocatable.GPU, "example.com/gpu counts as GPUs")

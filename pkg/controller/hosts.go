@@ -119,7 +119,14 @@ func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMa
 // ReplicaSet for v1.HostsSettle after the update ([hostsHolds]). A
 // ConfigMap of that name the job does not control is left alone and
 // reported.
-func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod, now time.Time) error {
+func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod, now time.Time) (err error) {
+	defer func() {
+		if err != nil {
+			// The file may still list trainers a lower count removes:
+			// hold the ReplicaSet as after an update, until a sync succeeds.
+			c.holds.written(job.Namespace+"/"+job.Name, now)
+		}
+	}()
 	hosts, names, excess := Hosts(job, replicas, trainers)
 	if err := c.markForRemoval(ctx, excess, now); err != nil {
 		return err
@@ -173,8 +180,7 @@ func hostsVersion(list string) string {
 // v1.AnnotationHostsVersion. A kubelet projects a
 // changed ConfigMap into a pod's volume when it syncs the pod: on its
 // periodic sync, up to a minute and more later, or at once when the pod
-// changes. horovodrun reads the file every second or so; the autoscaler
-// reads the annotation to know the masters were told.
+// changes. horovodrun reads the file every second or so.
 func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, version string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationHostsVersion: version}}})
 	if err != nil {

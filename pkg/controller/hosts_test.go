@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -220,4 +222,24 @@ func TestOnlyHorovodJobsWithHostDiscoveryGetAConfigMap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAFailedHostsWriteHoldsTheScaleDown: when the trainers the hosts file
+// drops cannot be marked, the controller does not lower the ReplicaSet in
+// that sync: the ReplicaSet would delete trainers the file still lists.
+func TestAFailedHostsWriteHoldsTheScaleDown(t *testing.T) {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()))
+	f.settle("mnist")
+	job = f.getJob("mnist")
+	job.Spec.Trainer.MaxInstance = 1
+	f.updateJob(job)
+	f.reset()
+	f.kube.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the API server is gone")
+	})
+	require.Error(t, f.sync("mnist"))
+	assert.Empty(t, trainerPatches(f), "no scale-down while the file may list the trainers it removes")
 }

@@ -35,7 +35,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 	// and created again under the same name (another owner's, or the
 	// controller's after a deletion) is not the one planned for.
 	if act.To < act.From && len(act.Remove) > 0 {
-		if err := a.markForRemoval(ctx, job.Namespace, act.Remove, v1.DeletionCostRemove); err != nil {
+		if err := a.markForRemoval(ctx, job.Namespace, act.Remove, a.clock.Now()); err != nil {
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
@@ -55,7 +55,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 		if act.To < act.From && len(act.Remove) > 0 {
 			// The marks would make a later scale-down delete these trainers
 			// instead of the ones its plan picks.
-			_ = a.markForRemoval(ctx, job.Namespace, act.Remove, nil)
+			_ = a.markForRemoval(ctx, job.Namespace, act.Remove, time.Time{})
 		}
 		lost := apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 		if a.cfg.Metrics != nil {
@@ -111,20 +111,12 @@ func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, s *sc
 // the API server's latency, not the client's rate limit, would set the pace.
 const markParallelism = 8
 
-// markForRemoval sets the pod-deletion-cost of the named trainers to cost,
-// with the time of the mark (v1.AnnotationMarkedForRemoval: the controller
-// clears a mark that outlived controller.MarkTTL), or removes both when
-// cost is nil. A trainer already gone is no error.
-func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods []string, cost any) error {
-	var at any
-	if cost != nil {
-		at = a.clock.Now().UTC().Format(time.RFC3339)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		v1.AnnotationDeletionCost: cost, v1.AnnotationMarkedForRemoval: at}}})
-	if err != nil {
-		return err
-	}
+// markForRemoval marks the named trainers for removal at at
+// (v1.RemovalMarkPatch: the lowest pod-deletion-cost, and the time, after
+// which the controller clears a mark that outlived controller.MarkTTL), or
+// clears their marks when at is zero. A trainer already gone is no error.
+func (a *Autoscaler) markForRemoval(ctx context.Context, namespace string, pods []string, at time.Time) error {
+	patch := v1.RemovalMarkPatch(at)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(markParallelism)
 	for _, name := range pods {

@@ -145,12 +145,9 @@ func (c *Controller) ensureDeletionCosts(ctx context.Context, key string, job *v
 	if next > 0 {
 		c.queue.AddAfter(key, next)
 	}
-	unmark, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1.AnnotationDeletionCost: nil, v1.AnnotationMarkedForRemoval: nil}}})
-	if err != nil {
-		return err
-	}
+	unmark := v1.RemovalMarkPatch(time.Time{})
 	for _, pod := range stale {
-		_, err = c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, unmark, metav1.PatchOptions{})
+		_, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, unmark, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("clear the stale removal mark of trainer pod %s: %w", pod.Name, err)
 		}

@@ -202,11 +202,7 @@ func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, v
 // (v1.DeletionCostRemove) with the time of the mark, as the autoscaler
 // does, so that the ReplicaSet controller deletes them first.
 func (c *Controller) markForRemoval(ctx context.Context, trainers []*cluster.Pod, now time.Time) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		v1.AnnotationDeletionCost: v1.DeletionCostRemove, v1.AnnotationMarkedForRemoval: now.UTC().Format(time.RFC3339)}}})
-	if err != nil {
-		return err
-	}
+	patch := v1.RemovalMarkPatch(now)
 	for _, p := range trainers {
 		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {

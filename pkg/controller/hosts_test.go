@@ -154,15 +154,7 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 // is lowered only v1.HostsSettle later, once the master's kubelet wrote
 // the file.
 func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
-	f := newFixture(t)
-	job := f.addJob(horovodJob())
-	f.addJobObjects(job, 2)
-	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()))
-	f.settle("mnist")
-	job = f.getJob("mnist")
-	job.Spec.Trainer.MaxInstance = 1
-	f.updateJob(job)
-	f.reset()
+	f := maxLowered(t)
 	require.NoError(t, f.sync("mnist"))
 	var order []string
 	for _, a := range f.kube.Actions() {
@@ -200,6 +192,21 @@ func trainerPatches(f *fixture) []string {
 	return out
 }
 
+// maxLowered is the fixture of a settled Horovod job of two ready
+// trainers, t-b the newer, whose max-instance was just lowered to 1.
+func maxLowered(t *testing.T) *fixture {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()))
+	f.settle("mnist")
+	job = f.getJob("mnist")
+	job.Spec.Trainer.MaxInstance = 1
+	f.updateJob(job)
+	f.reset()
+	return f
+}
+
 func podNames(pods []*cluster.Pod) []string {
 	var out []string
 	for _, p := range pods {
@@ -228,15 +235,7 @@ func TestOnlyHorovodJobsWithHostDiscoveryGetAConfigMap(t *testing.T) {
 // drops cannot be marked, the controller does not lower the ReplicaSet in
 // that sync: the ReplicaSet would delete trainers the file still lists.
 func TestAFailedHostsWriteHoldsTheScaleDown(t *testing.T) {
-	f := newFixture(t)
-	job := f.addJob(horovodJob())
-	f.addJobObjects(job, 2)
-	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()))
-	f.settle("mnist")
-	job = f.getJob("mnist")
-	job.Spec.Trainer.MaxInstance = 1
-	f.updateJob(job)
-	f.reset()
+	f := maxLowered(t)
 	f.kube.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the API server is gone")
 	})

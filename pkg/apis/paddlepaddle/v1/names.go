@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +44,17 @@ const DeletionCostRemove = "-2147483648"
 // another pod first. The controller clears it, so that the trainer is
 // ranked, and listed in a host-discovery file, like any other again.
 const AnnotationMarkedForRemoval = "paddlepaddle.org/marked-for-removal"
+
+// RemovalMarkPatch is the JSON merge patch of a trainer's annotations that
+// marks it for removal at at (DeletionCostRemove and
+// AnnotationMarkedForRemoval), or, when at is zero, clears both.
+func RemovalMarkPatch(at time.Time) []byte {
+	cost, marked := "null", "null"
+	if !at.IsZero() {
+		cost, marked = strconv.Quote(DeletionCostRemove), strconv.Quote(at.UTC().Format(time.RFC3339))
+	}
+	return []byte(`{"metadata":{"annotations":{"` + AnnotationDeletionCost + `":` + cost + `,"` + AnnotationMarkedForRemoval + `":` + marked + `}}}`)
+}
 
 // AnnotationHostsPods, on a Horovod job's host-discovery ConfigMap, names
 // the trainer pods its hosts file lists, comma-separated: the autoscaler

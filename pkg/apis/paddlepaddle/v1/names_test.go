@@ -1,9 +1,13 @@
 package v1_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
@@ -45,4 +49,18 @@ func TestJobOfNameInvertsTheChildNames(t *testing.T) {
 	}
 	_, _, ok := v1.JobOfName("my-job-worker")
 	assert.False(t, ok)
+}
+
+// TestRemovalMarkPatch: the patch is JSON that sets both annotations of a
+// mark, the time in UTC, or clears both.
+func TestRemovalMarkPatch(t *testing.T) {
+	var got map[string]map[string]map[string]*string
+	at := time.Date(2026, 11, 29, 13, 4, 5, 0, time.FixedZone("CET", 3600))
+	require.NoError(t, json.Unmarshal(v1.RemovalMarkPatch(at), &got))
+	assert.Equal(t, map[string]*string{
+		v1.AnnotationDeletionCost:     ptr.To(v1.DeletionCostRemove),
+		v1.AnnotationMarkedForRemoval: ptr.To("2026-11-29T12:04:05Z"),
+	}, got["metadata"]["annotations"])
+	require.NoError(t, json.Unmarshal(v1.RemovalMarkPatch(time.Time{}), &got))
+	assert.Equal(t, map[string]*string{v1.AnnotationDeletionCost: nil, v1.AnnotationMarkedForRemoval: nil}, got["metadata"]["annotations"])
 }

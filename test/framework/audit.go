@@ -33,6 +33,19 @@ type AuditEvent struct {
 	UserAgent string     `json:"userAgent"`
 	ObjectRef *ObjectRef `json:"objectRef"`
 	Received  time.Time  `json:"requestReceivedTimestamp"`
+	// Response is the response's status; a watch's first stage has none.
+	Response *ResponseStatus `json:"responseStatus"`
+}
+
+// ResponseStatus is the part of an audited response's status the tests read.
+type ResponseStatus struct {
+	Code int `json:"code"`
+}
+
+// Succeeded says whether the API server answered the request with a 2xx
+// code: a write refused (a 409 conflict, a 422) changed nothing.
+func (e AuditEvent) Succeeded() bool {
+	return e.Response != nil && e.Response.Code >= 200 && e.Response.Code < 300
 }
 
 // ObjectRef is the object an audited request was about.

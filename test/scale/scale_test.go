@@ -79,15 +79,16 @@ func TestReadProcOfThisProcess(t *testing.T) {
 	assert.GreaterOrEqual(t, s.CPU, 0.0)
 }
 
-// auditLog is five lines of a kube-apiserver audit log: edl's watch (its
-// first stage counted), edl's patch (its last), a list by another client,
-// edl's lease renewal, and a patch's first stage that is not counted.
+// auditLog is six lines of a kube-apiserver audit log: edl's watch (its
+// first stage counted), edl's patch (its last, answered 200), a list by
+// another client, edl's lease renewal, and a status patch's first stage,
+// not counted, and its last, refused with a 409.
 const auditLog = `{"kind":"Event","stage":"ResponseStarted","verb":"watch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T10:00:01.000000Z"}
-{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"replicasets","namespace":"a"},"requestReceivedTimestamp":"2026-01-01T10:00:05.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"replicasets","namespace":"a"},"requestReceivedTimestamp":"2026-01-01T10:00:05.000000Z","responseStatus":{"metadata":{},"code":200}}
 {"kind":"Event","stage":"ResponseComplete","verb":"list","userAgent":"kube-controller-manager/v1.36.3","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T10:00:06.000000Z"}
 {"kind":"Event","stage":"ResponseComplete","verb":"update","userAgent":"edl/v1.2 (linux/amd64) (leader-election)","objectRef":{"resource":"leases"},"requestReceivedTimestamp":"2026-01-01T10:00:12.000000Z"}
 {"kind":"Event","stage":"ResponseStarted","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"trainingjobs","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T10:00:13.000000Z"}
-{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"trainingjobs","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T10:00:13.000000Z"}
+{"kind":"Event","stage":"ResponseComplete","verb":"patch","userAgent":"edl/v1.2 (linux/amd64)","objectRef":{"resource":"trainingjobs","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T10:00:13.000000Z","responseStatus":{"metadata":{},"status":"Failure","reason":"Conflict","code":409}}
 `
 
 func at(sec int) time.Time { return time.Date(2026, 1, 1, 10, 0, sec, 0, time.UTC) }
@@ -96,6 +97,8 @@ func TestCountAndBucketRequests(t *testing.T) {
 	events, err := framework.ReadEDLRequests(strings.NewReader(auditLog), time.Time{}, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, events, 4, "edl's requests, one event each")
+	assert.Equal(t, []bool{false, true, false, false}, []bool{events[0].Succeeded(), events[1].Succeeded(), events[2].Succeeded(), events[3].Succeeded()},
+		"the patch answered 200 succeeded; the watch's first stage has no code, the renewal none here, and the status patch was refused with a 409")
 
 	assert.Equal(t, []RequestCount{
 		{Verb: "patch", Resource: "replicasets", N: 1},

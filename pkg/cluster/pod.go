@@ -39,6 +39,9 @@ type Pod struct {
 	// MarkedForRemoval is a job's pod's v1.AnnotationMarkedForRemoval, ""
 	// when it has none.
 	MarkedForRemoval string
+	// HostsVersion is a job's pod's v1.AnnotationHostsVersion, "" when it
+	// has none: the host-discovery file a Horovod master was told of.
+	HostsVersion string
 	// PodIP is a job's pod's status.podIP, "" for other pods: a Horovod
 	// job's host-discovery file lists its trainers by address.
 	PodIP string

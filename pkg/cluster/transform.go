@@ -115,6 +115,7 @@ func slimPod(pod *corev1.Pod) *Pod {
 	out.OwnerReferences = shareOwners(pod.OwnerReferences)
 	out.DeletionCost = pod.Annotations[v1.AnnotationDeletionCost]
 	out.MarkedForRemoval = pod.Annotations[v1.AnnotationMarkedForRemoval]
+	out.HostsVersion = pod.Annotations[v1.AnnotationHostsVersion]
 	out.PodIP = pod.Status.PodIP
 	for i := range pod.Status.ContainerStatuses {
 		cs := &pod.Status.ContainerStatuses[i]

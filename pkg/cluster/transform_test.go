@@ -225,20 +225,24 @@ func TestTransformPodSharesWhatPodsHaveInCommon(t *testing.T) {
 }
 
 // TestTransformPodKeepsTheDeletionCostOfJobPods: the controller reads back
-// the pod-deletion-cost it sets on trainers, and nothing else of the
-// annotations.
+// the annotations it sets on a job's pods — the pod-deletion-cost, the
+// removal mark's time, the hosts version — and nothing else of them.
 func TestTransformPodKeepsTheDeletionCostOfJobPods(t *testing.T) {
 	annotated := func(p *corev1.Pod) *corev1.Pod {
 		p.Annotations[v1.AnnotationDeletionCost] = "999"
+		p.Annotations[v1.AnnotationMarkedForRemoval] = "2026-01-01T10:00:00Z"
+		p.Annotations[v1.AnnotationHostsVersion] = "v1"
 		return p
 	}
 	got, err := TransformPod(annotated(fatPod(builders.TrainerOf("job"))))
 	require.NoError(t, err)
-	assert.Equal(t, "999", got.(*Pod).DeletionCost)
+	pod := got.(*Pod)
+	assert.Equal(t, []string{"999", "2026-01-01T10:00:00Z", "v1"}, []string{pod.DeletionCost, pod.MarkedForRemoval, pod.HostsVersion})
 
 	got, err = TransformPod(annotated(fatPod()))
 	require.NoError(t, err)
-	assert.Empty(t, got.(*Pod).DeletionCost, "other pods keep no annotation")
+	pod = got.(*Pod)
+	assert.Equal(t, []string{"", "", ""}, []string{pod.DeletionCost, pod.MarkedForRemoval, pod.HostsVersion}, "other pods keep no annotation")
 }
 
 // TestTransformPodPreservesWhatTheSnapshotComputes: the tracker's record of

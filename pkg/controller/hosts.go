@@ -132,8 +132,10 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 		return err
 	}
 	want := HostsConfigMap(job, hosts, names)
+	key := job.Namespace + "/" + job.Name
 	existing, err := c.configMaps.ConfigMaps(job.Namespace).Get(want.Name)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		// No master runs without it: its volume is not optional.
 		_, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -142,30 +144,29 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 		if err != nil {
 			return fmt.Errorf("create ConfigMap %s: %w", want.Name, err)
 		}
-		c.log.Info("created the host-discovery ConfigMap", "job", job.Namespace+"/"+job.Name, "hosts", len(hosts))
-		return nil
-	}
-	if err != nil {
+		c.log.Info("created the host-discovery ConfigMap", "job", key, "hosts", len(hosts))
+	case err != nil:
 		return err
-	}
-	if !controlledBy(existing, job) {
+	case !controlledBy(existing, job):
 		return fmt.Errorf("ConfigMap %s is in the way: the job %s/%s does not control it", want.Name, job.Namespace, job.Name)
+	case !maps.Equal(existing.Data, want.Data) || existing.Annotations[v1.AnnotationHostsPods] != want.Annotations[v1.AnnotationHostsPods]:
+		update := existing.DeepCopy()
+		update.Data = want.Data
+		if update.Annotations == nil {
+			update.Annotations = map[string]string{}
+		}
+		update.Annotations[v1.AnnotationHostsPods] = want.Annotations[v1.AnnotationHostsPods]
+		if _, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
+		}
+		c.holds.written(key, now)
+		c.log.Debug("updated the host-discovery ConfigMap", "job", key, "hosts", len(hosts))
 	}
-	if maps.Equal(existing.Data, want.Data) && existing.Annotations[v1.AnnotationHostsPods] == want.Annotations[v1.AnnotationHostsPods] {
-		return nil
+	nudged, err := c.nudgeMasters(ctx, masters, hostsVersion(want.Data[HostsKey]))
+	if nudged {
+		c.holds.written(key, now)
 	}
-	update := existing.DeepCopy()
-	update.Data = want.Data
-	if update.Annotations == nil {
-		update.Annotations = map[string]string{}
-	}
-	update.Annotations[v1.AnnotationHostsPods] = want.Annotations[v1.AnnotationHostsPods]
-	if _, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
-	}
-	c.holds.written(job.Namespace+"/"+job.Name, now)
-	c.log.Debug("updated the host-discovery ConfigMap", "job", job.Namespace+"/"+job.Name, "hosts", len(hosts))
-	return c.nudgeMasters(ctx, masters, hostsVersion(want.Data[HostsKey]))
+	return err
 }
 
 // hostsVersion is a short hash of a hosts file, stable across runs.
@@ -176,26 +177,34 @@ func hostsVersion(list string) string {
 }
 
 // nudgeMasters writes the version of the host-discovery file the
-// ConfigMap now holds ([hostsVersion]) into the master pods'
-// v1.AnnotationHostsVersion. A kubelet projects a
-// changed ConfigMap into a pod's volume when it syncs the pod: on its
-// periodic sync, up to a minute and more later, or at once when the pod
-// changes. horovodrun reads the file every second or so.
-func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, version string) error {
+// ConfigMap now holds ([hostsVersion]) into the v1.AnnotationHostsVersion
+// of the master pods that do not carry it yet, and reports whether it
+// wrote any. A kubelet projects a changed ConfigMap into a pod's volume
+// when it syncs the pod: on its periodic sync, up to a minute and more
+// later, or at once when the pod changes. horovodrun reads the file every
+// second or so. Comparing with each pod's annotation, not nudging after an
+// update only, lets the next sync retry a nudge that failed; a new master
+// pod, which mounted the current file, is written once.
+func (c *Controller) nudgeMasters(ctx context.Context, masters []*cluster.Pod, version string) (bool, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationHostsVersion: version}}})
 	if err != nil {
-		return err
+		return false, err
 	}
+	nudged := false
 	for _, p := range masters {
-		if p.DeletionTimestamp != nil || p.NodeName == "" {
+		if p.DeletionTimestamp != nil || p.NodeName == "" || p.HostsVersion == version {
 			continue
 		}
 		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("annotate master pod %s with the hosts version: %w", p.Name, err)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nudged, fmt.Errorf("annotate master pod %s with the hosts version: %w", p.Name, err)
+		default:
+			nudged = true
 		}
 	}
-	return nil
+	return nudged, nil
 }
 
 // markForRemoval gives the trainers the lowest pod-deletion-cost

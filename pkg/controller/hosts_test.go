@@ -115,8 +115,12 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(horovodJob())
 	f.addJobObjects(job, 2)
-	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()),
-		builders.RolePod(job, v1.RoleMaster, "m", builders.OnNode("n-0"), builders.Phase(corev1.PodRunning)))
+	both, one := hostsVersion("10.0.0.1:2\n10.0.0.2:2\n"), hostsVersion("10.0.0.1:2\n")
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()), toldMaster(job, ""))
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, []string{nudge("m", both)}, nudges(f), "a master without the file's version is told of it once")
+	f.feedBack()
+	f.addPods(toldMaster(job, both)) // the informer delivers the nudge
 	f.settle("mnist")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
@@ -137,15 +141,47 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey])
 		assert.Equal(t, "t-a", cm.Annotations[v1.AnnotationHostsPods])
-		var nudges []string
-		for _, a := range f.kube.Actions() {
-			if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource().Resource == "pods" {
-				nudges = append(nudges, p.GetName()+" "+string(p.GetPatch()))
-			}
-		}
-		assert.Equal(t, []string{`m {"metadata":{"annotations":{"` + v1.AnnotationHostsVersion + `":"` + hostsVersion("10.0.0.1:2\n") + `"}}}`}, nudges,
+		assert.Equal(t, []string{nudge("m", one)}, nudges(f),
 			"the master pod gets the ConfigMap's version, for its kubelet to project the file now")
 	})
+	t.Run("a master not yet at the file's version is nudged again", func(t *testing.T) {
+		// The ConfigMap is current, but the master's annotation is not (a
+		// nudge that failed, or one the informer has not delivered yet).
+		f.feedBack()
+		f.reset()
+		require.NoError(t, f.sync("mnist"))
+		assert.Equal(t, []string{nudge("m", one)}, nudges(f), "only the master is written")
+		f.addPods(toldMaster(job, one))
+		f.reset()
+		require.NoError(t, f.sync("mnist"))
+		assert.Empty(t, f.writeStrings(), "a master at the file's version is left alone")
+	})
+}
+
+// toldMaster is mnist's running master pod m, told of the hosts file
+// version (none when "").
+func toldMaster(job *v1.TrainingJob, version string) *corev1.Pod {
+	return builders.RolePod(job, v1.RoleMaster, "m", builders.OnNode("n-0"), builders.Phase(corev1.PodRunning), func(p *corev1.Pod) {
+		if version != "" {
+			p.Annotations = map[string]string{v1.AnnotationHostsVersion: version}
+		}
+	})
+}
+
+// nudge is the patch that tells master pod name of the hosts file version.
+func nudge(name, version string) string {
+	return name + ` {"metadata":{"annotations":{"` + v1.AnnotationHostsVersion + `":"` + version + `"}}}`
+}
+
+// nudges are the pod patches the fixture's clientset recorded.
+func nudges(f *fixture) []string {
+	var out []string
+	for _, a := range f.kube.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource().Resource == "pods" {
+			out = append(out, p.GetName()+" "+string(p.GetPatch()))
+		}
+	}
+	return out
 }
 
 // TestHostsUpdatedBeforeTheScaleDown: when the controller lowers the

@@ -147,6 +147,34 @@ func TestTorchFailureBudget(t *testing.T) {
 	assert.Equal(t, "the trainers failed 2 times, more than spec.elasticPolicy.maxRestarts 1 (trainers EDL removed are not counted)", status.Message)
 }
 
+// TestTorchSuccessIsNoFailure: the ReplicaSet's restartPolicy Always
+// restarts a trainer whose training ended with exit 0; that restart is the
+// job's success, not a failure. Once the job finished, its trainers' ends
+// count no more: they are its teardown.
+func TestTorchSuccessIsNoFailure(t *testing.T) {
+	job := torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)}))
+	roles := roles(job)
+	master := builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready())
+	done := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1), builders.LastExited(0))
+	status := computeStatus(job, observation(job, roles, master, done), roles)
+	assert.Equal(t, v1.PhaseSucceeded, status.Phase, status.Message)
+	assert.Zero(t, status.Resize.Failures, "the restart after an exit 0")
+	assert.Empty(t, status.Resize.Counted)
+
+	// Its store gone, a trainer left behind fails; the job stays as it ended.
+	job.Status = status
+	torn := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.Ready(), builders.Restarts(1), builders.LastExited(1))
+	status = computeStatus(job, observation(job, roles, done, torn), roles)
+	assert.Equal(t, v1.PhaseSucceeded, status.Phase)
+	assert.Zero(t, status.Resize.Failures, "a finished job's teardown")
+
+	// A trainer that failed, then succeeded, had one failure.
+	job.Status = v1.TrainingJobStatus{}
+	again := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-c", builders.Ready(), builders.Restarts(2), builders.LastExited(0))
+	status = computeStatus(job, observation(job, roles, master, again), roles)
+	assert.Equal(t, int32(1), status.Resize.Failures)
+}
+
 // TestSyncFailsATorchJobPastItsBudget: the failure is the job's edge: a
 // Warning event after the status write, and every ReplicaSet goes to 0.
 func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {

@@ -41,8 +41,11 @@ func resizeStatus(job *v1.TrainingJob, trainers v1.ReplicaStatus, pods []*cluste
 // when its workers failed for real (a resize restarts them inside the
 // agent, within PET_MAX_RESTARTS). The trainers EDL removes are left out —
 // being deleted, or marked for removal (v1.DeletionCostRemove) — so a
-// trainer that exits on SIGTERM never counts. Counted keeps what each live
-// pod has had counted; a pod that is gone keeps its share in Failures.
+// trainer that exits on SIGTERM never counts. So is the restart that
+// follows an exit 0: the ReplicaSet's restartPolicy Always starts a trainer
+// whose training ended, and that exit is the job's success. Counted keeps
+// what each live pod has had counted; a pod that is gone keeps its share in
+// Failures.
 func countFailures(prev v1.ResizeStatus, pods []*cluster.Pod) (int32, []v1.PodRestarts) {
 	counted := map[string]int32{}
 	for _, c := range prev.Counted {
@@ -54,6 +57,9 @@ func countFailures(prev v1.ResizeStatus, pods []*cluster.Pod) (int32, []v1.PodRe
 		var restarts int32
 		for _, cs := range p.ContainerStatuses {
 			restarts += cs.RestartCount
+			if last := cs.LastTerminated; last != nil && last.ExitCode == 0 && cs.RestartCount > 0 {
+				restarts--
+			}
 		}
 		removed := p.DeletionTimestamp != nil || p.DeletionCost == v1.DeletionCostRemove
 		if !removed && restarts > counted[p.Name] {

@@ -58,12 +58,15 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	status.Pservers = replicaStatus(obs.replicaSets[v1.RolePserver], obs.pods[v1.RolePserver])
 	status.Trainers = replicaStatus(obs.replicaSets[v1.RoleTrainer], obs.pods[v1.RoleTrainer])
 
-	if job.Spec.RestartsOnResize() {
+	// A finished job's resizes and failures stay as they were when it
+	// finished: its trainers' ends after that are its teardown.
+	ended := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
+	if job.Spec.RestartsOnResize() && !ended {
 		status.Resize = resizeStatus(job, status.Trainers, obs.pods[v1.RoleTrainer], obs.now)
 		obs.resize = status.Resize
 	}
 	v := judge(job, obs, roles)
-	if status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed {
+	if ended {
 		v = verdict{status.Phase, status.Reason, status.Message}
 	}
 	status.Phase, status.Reason, status.Message = v.phase, v.reason, v.message

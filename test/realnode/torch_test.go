@@ -81,7 +81,8 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 
 	job := torchJob(t, args, ckpt)
 	resizes := watchReplicas(t, cp, ns, job.Name+"-trainer")
-	exits := watchTrainerExits(t, cp, ns, job.Name)
+	restarts := &restartLog{seen: map[string]int32{}}
+	exits := watchTrainerExits(t, cp, ns, job.Name, restarts)
 	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Create(ctx, job, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -106,7 +107,7 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 	})
 	require.NoError(t, err, "the job ends")
 	require.Equal(t, v1.PhaseSucceeded, final.Status.Phase, "%s: %s", final.Status.Reason, final.Status.Message)
-	assert.Zero(t, final.Status.Resize.Failures, "no resize counted as a failure")
+	assert.Zero(t, final.Status.Resize.Failures, "no resize counted as a failure; counted %v; restarts seen:\n%s", final.Status.Resize.Counted, restarts)
 	// Ended, the job holds no trainer: its ReplicaSet stays at 0.
 	time.Sleep(10 * time.Second)
 	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, job.Name+"-trainer", metav1.GetOptions{})
@@ -131,8 +132,8 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 		assert.Equal(t, int32(0), e.code, "%s exited %d (%s)", name, e.code, e.reason)
 		assert.Less(t, e.after, 30*time.Second, "%s ended within its grace period", name)
 	}
-	t.Logf("fixed-size final loss %.6f, elastic %.6f; training at 3 at %s, at 1 %.1f s after the burst, at 3 %.1f s after it went; resizes %v",
-		want, got, grown.Format(time.RFC3339), shrunk.Sub(burst).Seconds(), regrown.Sub(gone).Seconds(), history)
+	t.Logf("fixed-size final loss %.6f, elastic %.6f; training at 3 at %s, at 1 %.1f s after the burst, at 3 %.1f s after it went; resizes %v; trainer restarts: %s",
+		want, got, grown.Format(time.RFC3339), shrunk.Sub(burst).Seconds(), regrown.Sub(gone).Seconds(), history, restarts)
 	if dir := os.Getenv(torchRunOutEnv); dir != "" {
 		require.NoError(t, writeTorchRun(dir, readFile(t, trainLog), history, burst, gone))
 	}
@@ -323,8 +324,10 @@ type exit struct {
 
 // watchTrainerExits records, for each trainer pod that ran and is deleted
 // from now on, its container's exit code and the time from the deletion to
-// the container's end.
-func watchTrainerExits(t *testing.T, cp *framework.ControlPlane, ns, job string) func() map[string]exit {
+// the container's end. Each restart of a trainer not being deleted goes to
+// restarts, with the end of the log of the run that exited, so that a
+// failure counted against the job says which process failed and why.
+func watchTrainerExits(t *testing.T, cp *framework.ControlPlane, ns, job string, restarts *restartLog) func() map[string]exit {
 	t.Helper()
 	w, err := cp.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: selectorOf(map[string]string{v1.LabelTrainer: job})})
 	require.NoError(t, err)
@@ -342,6 +345,9 @@ func watchTrainerExits(t *testing.T, cp *framework.ControlPlane, ns, job string)
 			mu.Lock()
 			for _, c := range p.Status.ContainerStatuses {
 				started[p.Name] = started[p.Name] || c.ContainerID != ""
+				if p.DeletionTimestamp == nil && c.RestartCount > 0 {
+					restarts.saw(cp, p, c)
+				}
 			}
 			// A trainer that never started (created for a preempted one,
 			// then scaled away) has no process to stop.
@@ -376,4 +382,50 @@ func watchTrainerExits(t *testing.T, cp *framework.ControlPlane, ns, job string)
 		}
 		return out
 	}
+}
+
+// restartLog is what watchTrainerExits saw of trainer restarts: for each,
+// the pod, its restart count, how its container's last run ended and that
+// run's last log lines.
+type restartLog struct {
+	mu    sync.Mutex
+	seen  map[string]int32
+	lines []string
+}
+
+func (r *restartLog) saw(cp *framework.ControlPlane, p *corev1.Pod, c corev1.ContainerStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.RestartCount <= r.seen[p.Name] {
+		return
+	}
+	r.seen[p.Name] = c.RestartCount
+	line := fmt.Sprintf("%s restart %d at %s", p.Name, c.RestartCount, time.Now().Format(time.RFC3339))
+	if term := c.LastTerminationState.Terminated; term != nil {
+		line += fmt.Sprintf(": exited %d (%s) at %s", term.ExitCode, term.Reason, term.FinishedAt.Format(time.RFC3339))
+	}
+	i := len(r.lines)
+	r.lines = append(r.lines, line)
+	// The log of the run that exited, while the pod is there to ask; not
+	// on the watch's goroutine, whose times the exits are.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := cp.Kubectl(ctx, "-n", p.Namespace, "logs", p.Name, "--previous", "--tail", "30")
+		if err != nil {
+			out = err.Error()
+		}
+		r.mu.Lock()
+		r.lines[i] += "\n" + out
+		r.mu.Unlock()
+	}()
+}
+
+func (r *restartLog) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.lines) == 0 {
+		return "none"
+	}
+	return strings.Join(r.lines, "\n")
 }

@@ -66,6 +66,10 @@ type Pod struct {
 	// ContainerStatuses are a job's pod's containers that stopped or
 	// restarted; a container left out never did.
 	ContainerStatuses []ContainerStatus
+	// RunningSince is, for a job's pod, the latest time one of its
+	// containers started running now; zero while none runs. A PyTorch
+	// job's trainers judge their exits by their master's.
+	RunningSince metav1.Time
 }
 
 // PodResources is what a pod's requests and limits are computed from
@@ -120,10 +124,15 @@ type ContainerStatus struct {
 }
 
 // Termination is a container's exit code and the kubelet's reason (Error,
-// OOMKilled, ...).
+// OOMKilled, ...), when the run it ended started and finished, and, for a
+// non-zero exit, the end of its termination message (the last lines of its
+// log, with terminationMessagePolicy FallbackToLogsOnError).
 type Termination struct {
-	ExitCode int32
-	Reason   string
+	ExitCode   int32
+	Reason     string
+	StartedAt  metav1.Time
+	FinishedAt metav1.Time
+	Message    string
 }
 
 // GetObjectMeta makes the pod's metadata readable by meta.Accessor, which is

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -125,6 +126,9 @@ func slimPod(pod *corev1.Pod) *Pod {
 			// Waiting to start again after it exited: CrashLoopBackOff.
 			kept.Waiting = shareString(w.Reason)
 		}
+		if r := cs.State.Running; r != nil && r.StartedAt.After(out.RunningSince.Time) {
+			out.RunningSince = r.StartedAt
+		}
 		if kept.RestartCount == 0 && kept.Terminated == nil && kept.LastTerminated == nil {
 			continue // nothing to read: a container that never stopped
 		}
@@ -133,12 +137,48 @@ func slimPod(pod *corev1.Pod) *Pod {
 	return out
 }
 
-// exitOnly keeps a termination's exit code and reason.
+// exitOnly keeps a termination's exit code, reason and times, and the end
+// of a failure's message.
 func exitOnly(t *corev1.ContainerStateTerminated) *Termination {
 	if t == nil {
 		return nil
 	}
-	return &Termination{ExitCode: t.ExitCode, Reason: shareString(t.Reason)}
+	out := &Termination{ExitCode: t.ExitCode, Reason: shareString(t.Reason), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+	if t.ExitCode != 0 {
+		out.Message = MessageTail(t.Message)
+	}
+	return out
+}
+
+// The end of a failure's message kept: a training's traceback ends with
+// the line that says what went wrong.
+const (
+	messageLines = 8
+	messageBytes = 1024
+)
+
+// MessageTail is the last messageLines lines of a termination message, at
+// most messageBytes of them, with blank lines dropped.
+func MessageTail(msg string) string {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	kept := make([]string, 0, messageLines)
+	size := 0
+	for i := len(lines) - 1; i >= 0 && len(kept) < messageLines; i-- {
+		l := strings.TrimRight(lines[i], " \t\r")
+		if l == "" {
+			continue
+		}
+		if size+len(l)+1 > messageBytes {
+			if len(kept) == 0 {
+				kept = append(kept, l[len(l)-messageBytes+1:])
+			}
+			break
+		}
+		size += len(l) + 1
+		kept = append(kept, l)
+	}
+	slices.Reverse(kept)
+	return strings.Join(kept, "\n")
 }
 
 func stripContainers(cs []corev1.Container, keepRestartPolicy bool) []corev1.Container {

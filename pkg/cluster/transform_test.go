@@ -135,7 +135,7 @@ func TestTransformPodKeepsWhatTheControllerReadsOfJobPods(t *testing.T) {
 			assert.Equal(t, &Condition{Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "long message"}, pod.Scheduled)
 			assert.Equal(t, []ContainerStatus{
 				{Name: "main", RestartCount: 3, Waiting: "CrashLoopBackOff", LastTerminated: &Termination{ExitCode: 137}},
-				{Name: "exited", Terminated: &Termination{ExitCode: 1, Reason: "Error"}},
+				{Name: "exited", Terminated: &Termination{ExitCode: 1, Reason: "Error", Message: "long"}},
 			}, pod.ContainerStatuses, "a container that never stopped is left out")
 			assert.Equal(t, map[string]string{label: "job"}, pod.Labels)
 			assert.Equal(t, in.OwnerReferences, pod.OwnerReferences)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -16,14 +17,39 @@ const (
 	// rendezvous unless elasticPolicy.rdzvConf sets one.
 	DefaultLastCallSeconds = 3
 	// TorchMaxRestarts is torchrun's own max_restarts (PET_MAX_RESTARTS):
-	// every change of the trainers restarts the workers and uses one, so it
-	// is set out of reach; the job's failure budget is EDL's
-	// (spec.elasticPolicy.maxRestarts), counted over the trainer pods.
-	TorchMaxRestarts = 1_000_000
+	// 0, so that the agent exits when its worker group fails and the
+	// trainer container restarts, which the controller sees and judges: a
+	// failure of the training, or the work of a resize or of the master's
+	// loss ([torchExit]). A growth restarts the workers inside the agent
+	// without using a restart.
+	TorchMaxRestarts = 0
 	// HostsMountPath is where a Horovod job's master pod finds the
 	// host-discovery file (hosts) and script (discover_hosts.sh).
 	HostsMountPath = "/etc/edl"
+	// StateDir is where a PyTorch trainer and a Horovod launcher keep, in
+	// an emptyDir that outlives their container's restarts, the mark of a
+	// training that ended (finished): the ReplicaSet's restartPolicy
+	// Always starts such a container again, and it must not train again.
+	StateDir = "/var/lib/edl"
 )
+
+// launchOnce runs a Horovod job's launcher, its argument, once: after it
+// exited 0 the container's restarts only wait for the job's teardown. As
+// the container's first process it passes SIGTERM on to the launcher.
+const launchOnce = `f="$EDL_STATE_DIR/finished"
+if [ -e "$f" ]; then
+	echo "edl: the training ended (exit 0 at $(cat "$f")); not started again"
+	trap 'exit 0' TERM INT
+	while :; do sleep 3600 & wait $!; done
+fi
+sh -c "$1" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null' TERM INT
+wait $pid
+code=$?
+while kill -0 $pid 2>/dev/null; do wait $pid; code=$?; done
+if [ "$code" -eq 0 ]; then date -u +%Y-%m-%dT%H:%M:%SZ >"$f"; fi
+exit $code`
 
 // torchStore is the master of a PyTorch job: a c10d TCPStore that the
 // trainers' torchrun agents rendezvous through (is_host=false), on the port
@@ -80,7 +106,7 @@ func elasticCommand(job *v1.TrainingJob, role v1.Role) []string {
 		return append([]string{"python3", "-c", torchLeave}, torchArgs(spec.Trainer.Entrypoint)...)
 	case role == v1.RoleMaster:
 		slots := spec.Elastic().SlotsPerHost()
-		return []string{"sh", "-c", "exec horovodrun" +
+		return []string{"sh", "-c", launchOnce, "edl-launcher", "exec horovodrun" +
 			" --min-np " + strconv.Itoa(int(spec.Trainer.MinInstance*slots)) +
 			" --max-np " + strconv.Itoa(int(spec.Trainer.MaxInstance*slots)) +
 			" --host-discovery-script " + HostsMountPath + "/discover_hosts.sh " + spec.Trainer.Entrypoint}
@@ -119,6 +145,9 @@ func elasticEnv(job *v1.TrainingJob, role v1.Role) []corev1.EnvVar {
 		fieldEnv("NAMESPACE", "metadata.namespace"),
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("POD_IP", "status.podIP"),
+	}
+	if keepsState(job, role) {
+		env = append(env, corev1.EnvVar{Name: "EDL_STATE_DIR", Value: StateDir})
 	}
 	if spec.FrameworkOrDefault() != v1.FrameworkPyTorch || role != v1.RoleTrainer {
 		return env
@@ -165,15 +194,79 @@ func elasticPorts(job *v1.TrainingJob, role v1.Role) []corev1.ContainerPort {
 	return []corev1.ContainerPort{{Name: "rdzv", ContainerPort: job.Spec.Elastic().RdzvPortOrDefault(), Protocol: corev1.ProtocolTCP}}
 }
 
+// keepsState: the role's container runs the training's end (a PyTorch
+// trainer, a Horovod launcher) and keeps its mark in StateDir.
+func keepsState(job *v1.TrainingJob, role v1.Role) bool {
+	if job.Spec.FrameworkOrDefault() == v1.FrameworkHorovod {
+		return role == v1.RoleMaster
+	}
+	return role == v1.RoleTrainer
+}
+
+// The master of a PyTorch or Horovod job, when spec.master.resources sets
+// nothing: small and Guaranteed (requests equal to limits), so that it is
+// among the last pods a node under memory pressure evicts. A c10d store
+// (python3 with torch imported) or horovodrun's driver fits in it.
+var (
+	DefaultMasterCPU    = resource.MustParse("250m")
+	DefaultMasterMemory = resource.MustParse("512Mi")
+)
+
+// masterResources are the master's resources: spec.master.resources, or
+// the Guaranteed default.
+func masterResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if len(r.Requests) > 0 || len(r.Limits) > 0 {
+		return r
+	}
+	list := corev1.ResourceList{corev1.ResourceCPU: DefaultMasterCPU, corev1.ResourceMemory: DefaultMasterMemory}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
+}
+
+// GPUNodeLabel is the label GPU feature discovery (NVIDIA's GPU operator)
+// puts on a node with GPUs; a master prefers nodes without it.
+const GPUNodeLabel = "nvidia.com/gpu.present"
+
+// preferNoGPU adds to the master's affinity a preference for nodes without
+// GPUs: it holds a TCPStore or runs horovodrun, and a GPU node's room is
+// the trainers'. A preference only: where the job's placement allows GPU
+// nodes alone, the master runs there.
+func preferNoGPU(pod *corev1.PodSpec) {
+	if pod.Affinity == nil {
+		pod.Affinity = &corev1.Affinity{}
+	}
+	if pod.Affinity.NodeAffinity == nil {
+		pod.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Affinity.NodeAffinity
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: 100,
+		Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: GPUNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist},
+		}},
+	})
+}
+
 // elasticPod sets what a PyTorch or Horovod pod needs beyond the common
 // template: a trainer's grace period, in which it checkpoints after
-// SIGTERM, and a Horovod master's host-discovery volume.
+// SIGTERM; the master's default resources and its preference for nodes
+// without GPUs; the state volume of the container that runs the training's
+// end; a Horovod master's host-discovery volume. Every container's
+// termination message falls back to the end of its log, so that a failure
+// says why in status.resize.lastFailure.
 func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
+	c := &pod.Containers[0]
+	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	if keepsState(job, role) {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "edl-state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "edl-state", MountPath: StateDir})
+	}
 	if role == v1.RoleTrainer {
 		grace := v1.DefaultGracePeriodSeconds
 		pod.TerminationGracePeriodSeconds = &grace
 		return
 	}
+	c.Resources = masterResources(c.Resources)
+	preferNoGPU(pod)
 	if !job.Spec.HasHostDiscovery() {
 		return
 	}
@@ -187,6 +280,5 @@ func elasticPod(job *v1.TrainingJob, role v1.Role, pod *corev1.PodSpec) {
 			DefaultMode: &mode,
 		},
 	}})
-	c := &pod.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "edl-hosts", MountPath: HostsMountPath, ReadOnly: true})
 }

@@ -64,7 +64,7 @@ func TestTorchJobObjects(t *testing.T) {
 		"PET_RDZV_ENDPOINT":                  "mnist-master:29400",
 		"PET_RDZV_ID":                        "uid-mnist",
 		"PET_RDZV_CONF":                      "is_host=false,join_timeout=600,last_call_timeout=3",
-		"PET_MAX_RESTARTS":                   "1000000",
+		"PET_MAX_RESTARTS":                   "0",
 		"PET_LOCAL_ADDR":                     "fieldRef:status.podIP",
 		"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
 	} {
@@ -101,92 +101,21 @@ func TestSyncCreatesATorchJob(t *testing.T) {
 	}, f.writeStrings())
 }
 
-// TestTorchFailureBudget: a trainer EDL removes is never counted, a real
-// failure (a container restart) is, once; past maxRestarts the job fails.
-func TestTorchFailureBudget(t *testing.T) {
-	job := torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](1)}))
-	roles := roles(job)
-	pods := func(extra ...*corev1.Pod) []*corev1.Pod {
-		return append([]*corev1.Pod{
-			builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
-			builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready()),
-		}, extra...)
-	}
-
-	// A trainer the autoscaler removed exits 143 after SIGTERM.
-	removed := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.Terminating(), builders.Exited(143))
-	status := computeStatus(job, observation(job, roles, pods(removed)...), roles)
-	assert.Equal(t, v1.PhaseRunning, status.Phase, status.Message)
-	assert.Zero(t, status.Resize.Failures)
-
-	// One marked for removal that restarted on its way out is not counted either.
-	marked := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-c", builders.Ready(), builders.Restarts(1), builders.LastExited(1),
-		func(p *corev1.Pod) {
-			p.Annotations = map[string]string{v1.AnnotationDeletionCost: v1.DeletionCostRemove}
-		})
-	status = computeStatus(job, observation(job, roles, pods(marked)...), roles)
-	assert.Zero(t, status.Resize.Failures)
-
-	// A real failure is counted once, however often the status is computed.
-	failed := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-d", builders.Ready(), builders.Restarts(1), builders.LastExited(1))
-	status = computeStatus(job, observation(job, roles, pods(failed)...), roles)
-	assert.Equal(t, int32(1), status.Resize.Failures)
-	assert.Equal(t, []v1.PodRestarts{{Pod: "mnist-trainer-d", Restarts: 1}}, status.Resize.Counted)
-	assert.Equal(t, v1.PhaseRunning, status.Phase, "within the budget of 1")
-	job.Status = status
-	status = computeStatus(job, observation(job, roles, pods(failed)...), roles)
-	assert.Equal(t, int32(1), status.Resize.Failures, "counted once")
-
-	// The pod goes; its failure stays counted; another pod's failure passes the budget.
-	job.Status = status
-	again := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-e", builders.Ready(), builders.Restarts(1), builders.LastExited(137))
-	status = computeStatus(job, observation(job, roles, pods(again)...), roles)
-	assert.Equal(t, int32(2), status.Resize.Failures)
-	assert.Equal(t, v1.PhaseFailed, status.Phase)
-	assert.Equal(t, v1.ReasonTooManyFailures, status.Reason)
-	assert.Equal(t, "the trainers failed 2 times, more than spec.elasticPolicy.maxRestarts 1 (trainers EDL removed are not counted)", status.Message)
-}
-
-// TestTorchSuccessIsNoFailure: the ReplicaSet's restartPolicy Always
-// restarts a trainer whose training ended with exit 0; that restart is the
-// job's success, not a failure. Once the job finished, its trainers' ends
-// count no more: they are its teardown.
-func TestTorchSuccessIsNoFailure(t *testing.T) {
-	job := torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)}))
-	roles := roles(job)
-	master := builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready())
-	done := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1), builders.LastExited(0))
-	status := computeStatus(job, observation(job, roles, master, done), roles)
-	assert.Equal(t, v1.PhaseSucceeded, status.Phase, status.Message)
-	assert.Zero(t, status.Resize.Failures, "the restart after an exit 0")
-	assert.Empty(t, status.Resize.Counted)
-
-	// Its store gone, a trainer left behind fails; the job stays as it ended.
-	job.Status = status
-	torn := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-b", builders.Ready(), builders.Restarts(1), builders.LastExited(1))
-	status = computeStatus(job, observation(job, roles, done, torn), roles)
-	assert.Equal(t, v1.PhaseSucceeded, status.Phase)
-	assert.Zero(t, status.Resize.Failures, "a finished job's teardown")
-
-	// A trainer that failed, then succeeded, had one failure.
-	job.Status = v1.TrainingJobStatus{}
-	again := builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-c", builders.Ready(), builders.Restarts(2), builders.LastExited(0))
-	status = computeStatus(job, observation(job, roles, master, again), roles)
-	assert.Equal(t, int32(1), status.Resize.Failures)
-}
-
 // TestSyncFailsATorchJobPastItsBudget: the failure is the job's edge: a
 // Warning event after the status write, and every ReplicaSet goes to 0.
 func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)})))
 	f.addJobObjects(job, 1)
-	f.addPods(builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
-		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1), builders.LastExited(1)))
+	t0 := time.Now().Add(-time.Hour)
+	f.addPods(builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready(), builders.RunningSince(t0)),
+		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1),
+			builders.LastRun(2, t0.Add(time.Minute), t0.Add(2*time.Minute), "train.py: error: argument --epochs: invalid int value: 'x'")))
 	f.settle("mnist")
 	got := f.getJob("mnist")
 	assert.Equal(t, v1.PhaseFailed, got.Status.Phase)
 	assert.Equal(t, v1.ReasonTooManyFailures, got.Status.Reason)
+	assert.Contains(t, got.Status.Message, "exited with code 2: train.py: error: argument --epochs: invalid int value: 'x'")
 	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
 	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-master").Spec.Replicas)
 }

@@ -62,7 +62,7 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	// finished: its trainers' ends after that are its teardown.
 	ended := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
 	if job.Spec.RestartsOnResize() && !ended {
-		status.Resize = resizeStatus(job, status.Trainers, obs.pods[v1.RoleTrainer], obs.now)
+		status.Resize = resizeStatus(job, status.Trainers, obs.pods, obs.now)
 		obs.resize = status.Resize
 	}
 	v := judge(job, obs, roles)
@@ -86,9 +86,15 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 
 // judge decides the phase from the pods, in order of precedence: a success,
 // a failure, an object in the way, missing objects, then how far the pods got.
+// A job succeeds when a trainer exits 0, a Horovod job when its launcher
+// (horovodrun, in the master pod) does.
 func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
-	if e := findExit(obs.pods[v1.RoleTrainer], func(code int32) bool { return code == 0 }); e != nil {
-		return verdict{v1.PhaseSucceeded, v1.ReasonSucceeded, fmt.Sprintf("trainer pod %s container %s exited with code 0", e.pod, e.container)}
+	ender := v1.RoleTrainer
+	if job.Spec.FrameworkOrDefault() == v1.FrameworkHorovod {
+		ender = v1.RoleMaster
+	}
+	if e := findExit(obs.pods[ender], func(code int32) bool { return code == 0 }); e != nil {
+		return verdict{v1.PhaseSucceeded, v1.ReasonSucceeded, fmt.Sprintf("%s pod %s container %s exited with code 0", ender.Name(), e.pod, e.container)}
 	}
 	if job.Spec.RestartsOnResize() {
 		if v, failed := overBudget(job, obs.resize); failed {

@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=paddlepaddle.org, Version=v1
 	case v1.SchemeGroupVersion.WithKind("ElasticPolicy"):
 		return &paddlepaddlev1.ElasticPolicyApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Failure"):
+		return &paddlepaddlev1.FailureApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("HostDiscovery"):
 		return &paddlepaddlev1.HostDiscoveryApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("MasterSpec"):

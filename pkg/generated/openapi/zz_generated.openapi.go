@@ -34,6 +34,7 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy":       schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.Failure":             schema_pkg_apis_paddlepaddle_v1_Failure(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery":       schema_pkg_apis_paddlepaddle_v1_HostDiscovery(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec":          schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts":         schema_pkg_apis_paddlepaddle_v1_PodRestarts(ref),
@@ -406,7 +407,7 @@ func schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref common.ReferenceCallback)
 					},
 					"maxRestarts": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MaxRestarts is the job's failure budget: the real trainer failures (a trainer container exiting non-zero, not a trainer EDL removed) it survives; one more fails the job. torchrun's own max_restarts is set high, so that resizes, which restart every worker, never use it up.",
+							Description: "MaxRestarts is the job's failure budget: the failures of its training it survives; one more fails the job. A PyTorch job fails when its worker group fails (torchrun's max_restarts is 0, so its agent exits and the trainer container restarts), except where a resize or the loss of its master ended the run; a Horovod job when its launcher (horovodrun) exits non-zero.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -420,7 +421,7 @@ func schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref common.ReferenceCallback)
 					},
 					"hostDiscovery": {
 						SchemaProps: spec.SchemaProps{
-							Description: "HostDiscovery, for a Horovod job, has the controller keep the ConfigMap <job>-hosts listing the Running trainers (<podIP>:<slots>, one per line), mounted in the master pod at /etc/edl with a discover_hosts.sh that prints it.",
+							Description: "HostDiscovery, for a Horovod job only, sets its host-discovery file: the controller keeps the ConfigMap <job>-hosts listing the Running trainers (<podIP>:<slots>, one per line), mounted in the master pod at /etc/edl with a discover_hosts.sh that prints it. Every Horovod job has the file; unset, its slots per host are 1.",
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery"),
 						},
 					},
@@ -429,6 +430,58 @@ func schema_pkg_apis_paddlepaddle_v1_ElasticPolicy(ref common.ReferenceCallback)
 		},
 		Dependencies: []string{
 			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf"},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_Failure(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Failure is one failure of a job's training: the container whose exit was counted against the budget.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the container exited.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod is the pod the container ran in.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"exitCode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExitCode is the container's exit code.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the kubelet's reason for the termination (Error, OOMKilled, ...).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is the end of the container's termination message: the last lines of its log.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"time", "pod", "exitCode"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -667,9 +720,15 @@ func schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref common.ReferenceCallback) 
 					},
 					"failures": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Failures are the real trainer failures counted against spec.elasticPolicy.maxRestarts (the budget used).",
+							Description: "Failures are the failures of the job's training counted against spec.elasticPolicy.maxRestarts (the budget used).",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"lastFailure": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastFailure is the last failure counted.",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.Failure"),
 						},
 					},
 					"counted": {
@@ -704,7 +763,7 @@ func schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref common.ReferenceCallback) 
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts", metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.Failure", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts", metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

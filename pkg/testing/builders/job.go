@@ -100,6 +100,16 @@ func PyTorch(entrypoint string) JobOption {
 	}
 }
 
+// Horovod makes the job a Horovod job: no pservers, horovodrun in the
+// master pod running entrypoint over the trainers its host-discovery file
+// lists.
+func Horovod(entrypoint string) JobOption {
+	return func(j *v1.TrainingJob) {
+		PyTorch(entrypoint)(j)
+		j.Spec.Framework = v1.FrameworkHorovod
+	}
+}
+
 // Elastic sets the job's elasticPolicy.
 func Elastic(p v1.ElasticPolicy) JobOption {
 	return func(j *v1.TrainingJob) { j.Spec.ElasticPolicy = &p }

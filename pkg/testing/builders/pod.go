@@ -227,6 +227,23 @@ func LastExited(code int32) PodOption {
 	}
 }
 
+// LastRun sets the first container's previous run: started, ended with
+// code at finished, with its termination message.
+func LastRun(code int32, started, finished time.Time, message string) PodOption {
+	return func(p *corev1.Pod) {
+		firstStatus(p).LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(finished), Message: message}}
+	}
+}
+
+// RunningSince is Running, the first container's current run started at.
+func RunningSince(at time.Time) PodOption {
+	return func(p *corev1.Pod) {
+		Running()(p)
+		firstStatus(p).State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
+	}
+}
+
 // Restarts sets the first container's restart count.
 func Restarts(n int32) PodOption {
 	return func(p *corev1.Pod) { firstStatus(p).RestartCount = n }

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
 
 // ReplicaSetOption changes one thing of a ReplicaSet.
@@ -70,3 +72,14 @@ func TemplatePod(rs *appsv1.ReplicaSet, name string, opts ...PodOption) *corev1.
 
 // CreatedAt sets the creation time.
 func CreatedAt(t metav1.Time) PodOption { return func(p *corev1.Pod) { p.CreationTimestamp = t } }
+
+// LastScale puts the autoscaler's record of a scaling on the ReplicaSet
+// (v1.AnnotationLastScale), as the patch of its replicas does.
+func LastScale(r v1.ScaleRecord) ReplicaSetOption {
+	return func(rs *appsv1.ReplicaSet) {
+		if rs.Annotations == nil {
+			rs.Annotations = map[string]string{}
+		}
+		rs.Annotations[v1.AnnotationLastScale] = v1.LastScaleAnnotation(r)
+	}
+}

@@ -73,10 +73,12 @@ type ElasticPolicy struct {
 	// +optional
 	NProcPerNode *int32 `json:"nProcPerNode,omitempty"`
 
-	// MaxRestarts is the job's failure budget: the real trainer failures
-	// (a trainer container exiting non-zero, not a trainer EDL removed) it
-	// survives; one more fails the job. torchrun's own max_restarts is set
-	// high, so that resizes, which restart every worker, never use it up.
+	// MaxRestarts is the job's failure budget: the failures of its
+	// training it survives; one more fails the job. A PyTorch job fails
+	// when its worker group fails (torchrun's max_restarts is 0, so its
+	// agent exits and the trainer container restarts), except where a
+	// resize or the loss of its master ended the run; a Horovod job when
+	// its launcher (horovodrun) exits non-zero.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -91,10 +93,11 @@ type ElasticPolicy struct {
 	// +optional
 	ResizeCooldownSeconds *int32 `json:"resizeCooldownSeconds,omitempty"`
 
-	// HostDiscovery, for a Horovod job, has the controller keep the
-	// ConfigMap <job>-hosts listing the Running trainers (<podIP>:<slots>,
-	// one per line), mounted in the master pod at /etc/edl with a
-	// discover_hosts.sh that prints it.
+	// HostDiscovery, for a Horovod job only, sets its host-discovery
+	// file: the controller keeps the ConfigMap <job>-hosts listing the
+	// Running trainers (<podIP>:<slots>, one per line), mounted in the
+	// master pod at /etc/edl with a discover_hosts.sh that prints it. Every
+	// Horovod job has the file; unset, its slots per host are 1.
 	// +optional
 	HostDiscovery *HostDiscovery `json:"hostDiscovery,omitempty"`
 }
@@ -154,10 +157,14 @@ type ResizeStatus struct {
 	// +optional
 	Measured bool `json:"measured,omitempty"`
 
-	// Failures are the real trainer failures counted against
+	// Failures are the failures of the job's training counted against
 	// spec.elasticPolicy.maxRestarts (the budget used).
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
+
+	// LastFailure is the last failure counted.
+	// +optional
+	LastFailure *Failure `json:"lastFailure,omitempty"`
 
 	// Counted are the live trainer pods whose restarts Failures counted,
 	// so that a restart is counted once and a pod that goes keeps its
@@ -171,6 +178,25 @@ type ResizeStatus struct {
 	// the training script last wrote it.
 	// +optional
 	Progress string `json:"progress,omitempty"`
+}
+
+// Failure is one failure of a job's training: the container whose exit
+// was counted against the budget.
+type Failure struct {
+	// Time is when the container exited.
+	Time metav1.Time `json:"time"`
+	// Pod is the pod the container ran in.
+	Pod string `json:"pod"`
+	// ExitCode is the container's exit code.
+	ExitCode int32 `json:"exitCode"`
+	// Reason is the kubelet's reason for the termination (Error,
+	// OOMKilled, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message is the end of the container's termination message: the last
+	// lines of its log.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // AnnotationProgress is the annotation of a TrainingJob that its training
@@ -222,10 +248,11 @@ func (p ElasticPolicy) MaxRestartsOrDefault() int32 {
 // ResizeCooldown is elasticPolicy.resizeCooldownSeconds, 0 when unset.
 func (p ElasticPolicy) ResizeCooldown() int32 { return valueOr(p.ResizeCooldownSeconds, 0) }
 
-// HasHostDiscovery reports whether the job is a Horovod job with a
-// host-discovery file: a trainer must leave the file before its pod goes.
+// HasHostDiscovery reports whether the job has a host-discovery file: a
+// Horovod job always does (its launcher finds its trainers only through
+// it), and a trainer must leave the file before its pod goes.
 func (s *TrainingJobSpec) HasHostDiscovery() bool {
-	return s.FrameworkOrDefault() == FrameworkHorovod && s.ElasticPolicy != nil && s.ElasticPolicy.HostDiscovery != nil
+	return s.FrameworkOrDefault() == FrameworkHorovod
 }
 
 // SlotsPerHost is hostDiscovery.slotsPerHost after defaulting.

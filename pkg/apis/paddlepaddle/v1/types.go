@@ -48,6 +48,8 @@ type TrainingJob struct {
 // +kubebuilder:validation:XValidation:rule="has(self.framework) && self.framework != 'PaddlePaddle' || has(self.pserver)",message="pserver is required for a PaddlePaddle job (framework PaddlePaddle, the default)",fieldPath=".pserver"
 // +kubebuilder:validation:XValidation:rule="!has(self.framework) || self.framework == 'PaddlePaddle' || !has(self.pserver)",messageExpression="'pserver must not be set for a ' + self.framework + ' job: its trainers exchange gradients by all-reduce, without parameter servers'",fieldPath=".pserver"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.framework) && self.framework != 'PaddlePaddle'",message="elasticPolicy is for PyTorch and Horovod jobs: a PaddlePaddle job scales through its master's task queue (fault_tolerant)",fieldPath=".elasticPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.hostDiscovery) || has(self.framework) && self.framework == 'Horovod'",message="elasticPolicy.hostDiscovery is for Horovod jobs: a PyTorch job's trainers find each other through torchrun's rendezvous",fieldPath=".elasticPolicy.hostDiscovery"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.rdzvConf) || has(self.framework) && self.framework == 'PyTorch'",message="elasticPolicy.rdzvConf is for PyTorch jobs: horovodrun has no torchrun rendezvous to configure",fieldPath=".elasticPolicy.rdzvConf"
 type TrainingJobSpec struct {
 	// Framework is what the trainers run: PaddlePaddle (the launcher of
 	// paddlepaddle/paddlecloud-job, with pservers and, when fault tolerant,

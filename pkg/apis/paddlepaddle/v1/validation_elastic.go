@@ -33,6 +33,14 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	}
 	p := spec.Elastic()
 	ep := path.Child("elasticPolicy")
+	if p.HostDiscovery != nil && f != FrameworkHorovod {
+		errs = append(errs, field.Forbidden(ep.Child("hostDiscovery"),
+			"elasticPolicy.hostDiscovery is for Horovod jobs: a PyTorch job's trainers find each other through torchrun's rendezvous"))
+	}
+	if p.RdzvConf != nil && f != FrameworkPyTorch {
+		errs = append(errs, field.Forbidden(ep.Child("rdzvConf"),
+			"elasticPolicy.rdzvConf is for PyTorch jobs: horovodrun has no torchrun rendezvous to configure"))
+	}
 	if p.RdzvBackend != "" && p.RdzvBackend != DefaultRdzvBackend {
 		errs = append(errs, field.NotSupported(ep.Child("rdzvBackend"), p.RdzvBackend, []string{DefaultRdzvBackend}))
 	}

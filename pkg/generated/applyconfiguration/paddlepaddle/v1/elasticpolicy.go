@@ -40,20 +40,23 @@ type ElasticPolicyApplyConfiguration struct {
 	// NProcPerNode is the worker processes torchrun starts in each trainer
 	// pod (PET_NPROC_PER_NODE), one per GPU as a rule.
 	NProcPerNode *int32 `json:"nProcPerNode,omitempty"`
-	// MaxRestarts is the job's failure budget: the real trainer failures
-	// (a trainer container exiting non-zero, not a trainer EDL removed) it
-	// survives; one more fails the job. torchrun's own max_restarts is set
-	// high, so that resizes, which restart every worker, never use it up.
+	// MaxRestarts is the job's failure budget: the failures of its
+	// training it survives; one more fails the job. A PyTorch job fails
+	// when its worker group fails (torchrun's max_restarts is 0, so its
+	// agent exits and the trainer container restarts), except where a
+	// resize or the loss of its master ended the run; a Horovod job when
+	// its launcher (horovodrun) exits non-zero.
 	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 	// ResizeCooldownSeconds is the least time between two resizes of the
 	// job that the autoscaler keeps, above the cool-down it derives from
 	// the job's measured resize cost; a yield to pods of a higher priority
 	// does not wait for it.
 	ResizeCooldownSeconds *int32 `json:"resizeCooldownSeconds,omitempty"`
-	// HostDiscovery, for a Horovod job, has the controller keep the
-	// ConfigMap <job>-hosts listing the Running trainers (<podIP>:<slots>,
-	// one per line), mounted in the master pod at /etc/edl with a
-	// discover_hosts.sh that prints it.
+	// HostDiscovery, for a Horovod job only, sets its host-discovery
+	// file: the controller keeps the ConfigMap <job>-hosts listing the
+	// Running trainers (<podIP>:<slots>, one per line), mounted in the
+	// master pod at /etc/edl with a discover_hosts.sh that prints it. Every
+	// Horovod job has the file; unset, its slots per host are 1.
 	HostDiscovery *HostDiscoveryApplyConfiguration `json:"hostDiscovery,omitempty"`
 }
 

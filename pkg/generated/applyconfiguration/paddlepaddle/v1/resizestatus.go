@@ -39,9 +39,11 @@ type ResizeStatusApplyConfiguration struct {
 	LastCost *metav1.Duration `json:"lastCost,omitempty"`
 	// Measured is true once LastCost is the cost of the resize at Last.
 	Measured *bool `json:"measured,omitempty"`
-	// Failures are the real trainer failures counted against
+	// Failures are the failures of the job's training counted against
 	// spec.elasticPolicy.maxRestarts (the budget used).
 	Failures *int32 `json:"failures,omitempty"`
+	// LastFailure is the last failure counted.
+	LastFailure *FailureApplyConfiguration `json:"lastFailure,omitempty"`
 	// Counted are the live trainer pods whose restarts Failures counted,
 	// so that a restart is counted once and a pod that goes keeps its
 	// count in Failures.
@@ -94,6 +96,14 @@ func (b *ResizeStatusApplyConfiguration) WithMeasured(value bool) *ResizeStatusA
 // If called multiple times, the Failures field is set to the value of the last call.
 func (b *ResizeStatusApplyConfiguration) WithFailures(value int32) *ResizeStatusApplyConfiguration {
 	b.Failures = &value
+	return b
+}
+
+// WithLastFailure sets the LastFailure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastFailure field is set to the value of the last call.
+func (b *ResizeStatusApplyConfiguration) WithLastFailure(value *FailureApplyConfiguration) *ResizeStatusApplyConfiguration {
+	b.LastFailure = value
 	return b
 }
 

@@ -22,40 +22,52 @@ import (
 
 // apply patches the trainer ReplicaSet from act.From to act.To — the patch
 // tests the old count, so a concurrent writer wins and the next plan starts
-// from what it wrote — and records the decision as an event. The job's
-// status gets it from recordStatus, in the same write as the Scaling
+// from what it wrote — and records the decision as an event. The same
+// patch puts the decision's record, made at now, on the ReplicaSet
+// (v1.AnnotationLastScale), so that it outlives a restart before the
+// job's status gets it from recordStatus, in the same write as the Scaling
 // condition.
-func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner.ScaleAction) error {
+func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner.ScaleAction, now time.Time) error {
 	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
 	rs, err := a.replicaSets.ReplicaSets(job.Namespace).Get(name)
 	if err != nil {
 		return fmt.Errorf("get ReplicaSet %s: %w", name, err)
 	}
-	// The patch tests the object as well as the count: a ReplicaSet deleted
-	// and created again under the same name (another owner's, or the
-	// controller's after a deletion) is not the one planned for.
-	if act.To < act.From && len(act.Remove) > 0 {
+	marks := act.To < act.From && len(act.Remove) > 0
+	if marks {
 		if err := a.markForRemoval(ctx, job.Namespace, act.Remove, a.clock.Now()); err != nil {
+			a.clearMarks(ctx, job.Namespace, act.Remove) // those already marked
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
 		if job.Spec.HasHostDiscovery() {
 			a.awaitHostsDropped(ctx, job, act.Remove)
 		}
+		if ctx.Err() != nil {
+			// Stopped — a shutdown, a lost lease — before the replicas
+			// were lowered: the marks would keep these trainers out of a
+			// Horovod job's hosts file while they run.
+			a.clearMarks(ctx, job.Namespace, act.Remove)
+			return fmt.Errorf("scale down ReplicaSet %s: %w", name, context.Cause(ctx))
+		}
 	}
+	// The patch tests the object as well as the count: a ReplicaSet deleted
+	// and created again under the same name (another owner's, or the
+	// controller's after a deletion) is not the one planned for.
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
 		{"op": "test", "path": "/spec/replicas", "value": act.From},
 		{"op": "replace", "path": "/spec/replicas", "value": act.To},
+		lastScaleOp(rs.Annotations, scalingOf(act, now).record),
 	})
 	if err != nil {
 		return err
 	}
 	if _, err := a.kubeClient.AppsV1().ReplicaSets(job.Namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		if act.To < act.From && len(act.Remove) > 0 {
+		if marks {
 			// The marks would make a later scale-down delete these trainers
 			// instead of the ones its plan picks.
-			_ = a.markForRemoval(ctx, job.Namespace, act.Remove, time.Time{})
+			a.clearMarks(ctx, job.Namespace, act.Remove)
 		}
 		lost := apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 		if a.cfg.Metrics != nil {
@@ -100,7 +112,10 @@ func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, s *sc
 		return err
 	}
 	_, err = a.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil:
+		a.noteRecorded(job, s)
+	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("record the scaling in the status of %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
@@ -110,6 +125,24 @@ func (a *Autoscaler) recordScale(ctx context.Context, job *v1.TrainingJob, s *sc
 // once: a yield to a burst marks hundreds of trainers, and one at a time
 // the API server's latency, not the client's rate limit, would set the pace.
 const markParallelism = 8
+
+// markClearTimeout bounds the clearing of removal marks after a scale-down
+// that did not happen.
+const markClearTimeout = 10 * time.Second
+
+// clearMarks clears the removal marks of the named trainers after their
+// scale-down failed or was stopped, on a context of its own: ctx may be
+// what ended. A mark left in place would make the next scale-down delete
+// these trainers instead of the ones its plan picks, and keep them out of a
+// Horovod job's hosts file, until the controller clears it as stale
+// (controller.MarkTTL).
+func (a *Autoscaler) clearMarks(ctx context.Context, namespace string, pods []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markClearTimeout)
+	defer cancel()
+	if err := a.markForRemoval(ctx, namespace, pods, time.Time{}); err != nil {
+		a.log.Warn("clearing the removal marks failed; the controller clears them once stale", "namespace", namespace, "pods", strings.Join(pods, ","), "err", err)
+	}
+}
 
 // markForRemoval marks the named trainers for removal at at
 // (v1.RemovalMarkPatch: the lowest pod-deletion-cost, and the time, after
@@ -206,6 +239,9 @@ func (a *Autoscaler) recordStatus(ctx context.Context, job *v1.TrainingJob, e *p
 		}
 		a.written[writtenKey(job)] = now
 		a.writtenMu.Unlock()
+		if record != nil {
+			a.noteRecorded(job, record)
+		}
 		a.log.Debug("recorded what limits the job", "job", e.Job, "limit", e.Limit, "message", e.Message)
 		return nil
 	case apierrors.IsNotFound(err):
@@ -312,7 +348,7 @@ func (a *Autoscaler) applyActions(ctx context.Context, actions []planner.ScaleAc
 				continue
 			}
 			g.Go(func() error {
-				err := a.apply(ctx, objects[act.Job], act)
+				err := a.apply(ctx, objects[act.Job], act, now)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -362,14 +398,21 @@ func (a *Autoscaler) recordScalings(ctx context.Context, d planner.Decision, obj
 		stopped[pre.Job] = true
 	}
 	written := make(map[string]time.Time, len(d.Jobs))
+	recorded := make(map[string]v1.ScaleRecord, len(d.Jobs))
+	a.writtenMu.Lock() // Explain reads recorded
 	for _, e := range d.Jobs {
 		if job := objects[e.Job]; job != nil {
-			if t, ok := a.written[writtenKey(job)]; ok {
-				written[writtenKey(job)] = t // jobs no longer planned are forgotten
+			k := writtenKey(job)
+			if t, ok := a.written[k]; ok {
+				written[k] = t // jobs no longer planned are forgotten
+			}
+			if r, ok := a.recorded[k]; ok {
+				recorded[k] = r
 			}
 		}
 	}
-	a.written = written
+	a.written, a.recorded = written, recorded
+	a.writtenMu.Unlock()
 	var g errgroup.Group
 	g.SetLimit(applyParallelism)
 	for _, e := range d.Jobs {

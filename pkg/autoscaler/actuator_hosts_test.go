@@ -59,7 +59,7 @@ func applyHorovod(t *testing.T, timeout time.Duration, controller func(f *actuat
 	require.NoError(t, err)
 	act := planner.ScaleAction{Job: "ns/h", From: 3, To: 1, Reason: "scale down by 2: room for a pod", Cause: planner.CausePriority,
 		Nodes: []string{"n1", "n1"}, Remove: []string{"h-trainer-c", "h-trainer-b"}}
-	require.NoError(t, f.scaler.apply(ctx, job, act))
+	require.NoError(t, f.scaler.apply(ctx, job, act, f.clock.Now()))
 	return f, lowered
 }
 
@@ -103,4 +103,47 @@ func TestApplyGoesAheadWhenTheHostsFileIsNotUpdated(t *testing.T) {
 		"Warning HostsNotUpdated Scaling down without ConfigMap h-hosts dropping trainers h-trainer-c,h-trainer-b within 300ms",
 		"Normal Scaled Scaled trainers from 3 to 1: scale down by 2: room for a pod",
 	}, drain(f.recorder))
+}
+
+// TestApplyStoppedWhileTheHostsFileDropsClearsTheMarks: a scale-down of a
+// Horovod job stopped — a shutdown, a lost lease — while it waits for the
+// hosts file lowers nothing, records nothing, and clears the marks with a
+// context of its own, so that they do not keep running trainers out of the
+// hosts file.
+func TestApplyStoppedWhileTheHostsFileDropsClearsTheMarks(t *testing.T) {
+	objs := objects(elasticJob("h", 1, 4, 3, horovod), []runtime.Object{node("n1", "10", "64Gi"),
+		hostsConfigMap("h-trainer-a,h-trainer-b,h-trainer-c")})
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, HostsDropTimeout: time.Minute}, objs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.kube.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		cancel() // stopped while the hosts file still lists the trainers
+		return false, nil, nil
+	})
+	job := f.job("h")
+	act := planner.ScaleAction{Job: "ns/h", From: 3, To: 1, Reason: "scale down by 2: room for a pod", Cause: planner.CausePriority,
+		Nodes: []string{"n1", "n1"}, Remove: []string{"h-trainer-c", "h-trainer-b"}}
+	err := f.scaler.apply(ctx, job, act, f.clock.Now())
+	require.ErrorIs(t, err, context.Canceled)
+
+	assert.Empty(t, replicaSetPatches(f), "the replicas stay")
+	var marks, clears int
+	for _, w := range f.writes() {
+		if p, ok := w.(clienttesting.PatchAction); ok && p.GetResource().Resource == "pods" {
+			if string(p.GetPatch()) == string(v1.RemovalMarkPatch(time.Time{})) {
+				clears++
+			} else {
+				marks++
+			}
+		}
+	}
+	assert.Equal(t, 2, marks)
+	assert.Equal(t, 2, clears, "every mark is cleared")
+	for _, name := range []string{"h-trainer-b", "h-trainer-c"} {
+		pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.NotContains(t, pod.Annotations, v1.AnnotationDeletionCost, name)
+		assert.NotContains(t, pod.Annotations, v1.AnnotationMarkedForRemoval, name)
+	}
+	assert.Empty(t, drain(f.recorder), "no Scaled event, and no warning about a scale-down that did not happen")
 }

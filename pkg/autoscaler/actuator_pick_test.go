@@ -32,7 +32,7 @@ func applyPicked(t *testing.T, failPatch bool) ([]clienttesting.Action, map[stri
 	require.NoError(t, err)
 	act := planner.ScaleAction{Job: "ns/a", From: 3, To: 2, Reason: "scale down by 1: room for a pod", Cause: planner.CausePriority,
 		Nodes: []string{"n1"}, Remove: []string{"a-trainer-a"}}
-	applyErr := f.scaler.apply(ctx, job, act)
+	applyErr := f.scaler.apply(ctx, job, act, f.clock.Now())
 	pod, err := f.kube.CoreV1().Pods("ns").Get(ctx, "a-trainer-a", metav1.GetOptions{})
 	require.NoError(t, err)
 	return f.writes(), pod.Annotations, applyErr

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -152,10 +153,15 @@ func TestRunOnceGrowsAndRecords(t *testing.T) {
 	rsPatch := writes[0].(clienttesting.PatchAction)
 	assert.Equal(t, "a-trainer", rsPatch.GetName())
 	assert.Equal(t, types.JSONPatchType, rsPatch.GetPatchType())
-	assert.JSONEq(t, `[{"op":"test","path":"/metadata/uid","value":"a-trainer-uid"},{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":4}]`, string(rsPatch.GetPatch()))
+	record := v1.LastScaleAnnotation(v1.ScaleRecord{Time: metav1.NewTime(f.clock.Now()), From: 1, To: 4, Reason: actions[0].Reason})
+	assert.JSONEq(t, `[{"op":"test","path":"/metadata/uid","value":"a-trainer-uid"},{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":4},`+
+		`{"op":"add","path":"/metadata/annotations/edl.paddlepaddle.org~1last-scale","value":`+strconv.Quote(record)+`}]`, string(rsPatch.GetPatch()),
+		"the record goes on the ReplicaSet with the replicas")
 	rs, err := f.kube.AppsV1().ReplicaSets("ns").Get(context.Background(), "a-trainer", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(4), *rs.Spec.Replicas)
+	assert.Equal(t, record, rs.Annotations[v1.AnnotationLastScale])
+	assert.Contains(t, rs.Annotations, controller.AnnotationTemplateHash, "the other annotations stay")
 
 	statusPatch := writes[1].(clienttesting.PatchAction)
 	assert.Equal(t, "status", statusPatch.GetSubresource())

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
@@ -159,10 +160,15 @@ type Autoscaler struct {
 
 	// written is when each job's Scaling condition was last written (by
 	// job key and UID), so that figures that move with every pod do not
-	// rewrite it every cycle; see recordStatus. Only RunOnce touches it,
-	// from the goroutines that write a plan's statuses, under writtenMu.
+	// rewrite it every cycle; see recordStatus. recorded is the last
+	// scaling written into each job's status, so that a write the job
+	// informer has not caught up with is not copied again from the
+	// ReplicaSet ([Autoscaler.unrecorded]). RunOnce writes them, from the
+	// goroutines that write a plan's statuses, and Explain reads recorded,
+	// under writtenMu.
 	writtenMu sync.Mutex
 	written   map[string]time.Time
+	recorded  map[string]v1.ScaleRecord
 
 	// lastPlan is when RunOnce last planned (UnixNano; 0 before the first
 	// plan): a plan's moves are the rate's share of the time since, so that
@@ -249,8 +255,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context) []planner.ScaleAction {
 	a.log.Debug("planned", "jobs", len(in.jobs), "actions", len(decision.Actions), "pending", len(snap.Pending),
 		"cpu_requested_milli", snap.CPURequestMilli, "cpu_total_milli", snap.CPUTotalMilli)
 	// 4. Apply: patch the trainer ReplicaSets, the scale-downs first.
-	applied := a.applyActions(ctx, decision.Actions, in.elastic, now)
-	// 5. Record: each job's Scaling condition and last scaling, then the
+	applied := a.applyActions(ctx, decision.Actions, in.elastic, now).withUnrecorded(in.unrecorded)
+	// 5. Record: each job's Scaling condition and last scaling — the one
+	// applied, or one only its trainer ReplicaSet holds — then the
 	// preemptions, admissions and places in the queue, the jobs that did
 	// not start in time sent back to it, and the teams' shares.
 	a.recordScalings(ctx, decision, in.elastic, applied, now)

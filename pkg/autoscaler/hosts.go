@@ -30,7 +30,8 @@ const (
 )
 
 // awaitHostsDropped waits until the job's host-discovery ConfigMap names
-// none of removed (v1.AnnotationHostsPods), then v1.HostsSettle more.
+// none of removed (v1.AnnotationHostsPods), then v1.HostsSettle more, or
+// until ctx ends.
 func (a *Autoscaler) awaitHostsDropped(ctx context.Context, job *v1.TrainingJob, removed []string) {
 	name := v1.HostsConfigMapName(job.Name)
 	timeout := a.cfg.HostsDropTimeout
@@ -46,6 +47,9 @@ func (a *Autoscaler) awaitHostsDropped(ctx context.Context, job *v1.TrainingJob,
 		listed = strings.Split(cm.Annotations[v1.AnnotationHostsPods], ",")
 		return !slices.ContainsFunc(removed, func(p string) bool { return slices.Contains(listed, p) }), nil
 	})
+	if ctx.Err() != nil {
+		return // stopped: the caller does not scale down
+	}
 	if err != nil {
 		a.log.Warn("scaling down without the host-discovery file dropping the trainers removed", "job", job.Namespace+"/"+job.Name, "removed", strings.Join(removed, ","), "listed", strings.Join(listed, ","))
 		a.recorder.Eventf(job, corev1.EventTypeWarning, v1.EventHostsNotUpdated,

@@ -23,6 +23,10 @@ type inputs struct {
 	jobs []planner.Job
 	// elastic are the TrainingJobs of jobs.
 	elastic map[string]*v1.TrainingJob
+	// unrecorded are the last scalings of jobs that only their trainer
+	// ReplicaSets hold, by key: the status write that follows a scaling
+	// did not happen.
+	unrecorded map[string]*scaling
 	// queue is Decide's queue; queued its TrainingJobs (the queued ones, the
 	// running ones it may preempt).
 	queue  planner.Queue
@@ -38,7 +42,7 @@ type inputs struct {
 // readInputs reads the cycle's inputs at now from the informers and snap.
 func (a *Autoscaler) readInputs(snap snapshot.Snapshot, now time.Time) inputs {
 	var in inputs
-	in.jobs, in.elastic = a.elasticJobs()
+	in.jobs, in.elastic, in.unrecorded = a.elasticJobs()
 	in.jobs = planner.JobsFromSnapshot(snap, in.jobs)
 	in.queue, in.queued, in.notStarted = a.queue(snap, now)
 	in.teams = a.readTeams()
@@ -110,16 +114,20 @@ func (a *Autoscaler) sinceLastPlan(now time.Time) time.Duration {
 }
 
 // elasticJobs are the Running jobs with min-instance < max-instance whose
-// trainer ReplicaSet they control, as Plan's input, and the jobs by key.
-func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
+// trainer ReplicaSet they control, as Plan's input, the jobs by key, and
+// the last scalings that only their trainer ReplicaSets hold
+// ([lastScaleOf]), by key. A job's cool-downs start at its last scaling,
+// wherever it is recorded.
+func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, map[string]*scaling) {
 	all, err := a.jobs.List(labels.Everything())
 	if err != nil { // a lister's List never fails
 		a.log.Error("list TrainingJobs", "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
 	jobs := make([]planner.Job, 0, len(all))
 	objects := make(map[string]*v1.TrainingJob, len(all))
+	var unrecorded map[string]*scaling
 	for _, tj := range all {
 		spec := &tj.Spec
 		if tj.Status.Phase != v1.PhaseRunning || spec.Suspend || spec.Trainer.MinInstance >= spec.Trainer.MaxInstance {
@@ -145,14 +153,26 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob) {
 		if t := tj.Status.LastScaleDown; t != nil {
 			job.LastScaleDown = t.Time
 		}
+		last, missing := lastScaleOf(tj, rs)
+		if missing {
+			if last.To < last.From && last.Time.After(job.LastScaleDown) {
+				job.LastScaleDown = last.Time.Time
+			}
+			if s := a.unrecorded(tj, last); s != nil {
+				if unrecorded == nil {
+					unrecorded = map[string]*scaling{}
+				}
+				unrecorded[job.Key] = s
+			}
+		}
 		if a.cfg.PriceResizes {
-			priceOf(&job, tj)
+			priceOf(&job, tj, last)
 		}
 		job.NamesRemovals = tj.Spec.HasHostDiscovery()
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}
-	return jobs, objects
+	return jobs, objects, unrecorded
 }
 
 func key(tj *v1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }

@@ -82,7 +82,7 @@ func TestElasticJobsCoolDownFromLastScaleDown(t *testing.T) {
 		elasticJob("free", 1, 10, 2, func(j *v1.TrainingJob) { j.Status.LastScale = gaveUp }),
 		[]runtime.Object{node("n1", "64", "64Gi")})
 	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second}, objs...)
-	jobs, _ := f.scaler.elasticJobs()
+	jobs, _, _ := f.scaler.elasticJobs()
 	last := map[string]time.Time{}
 	for _, j := range jobs {
 		last[j.Key] = j.LastScaleDown
@@ -104,7 +104,7 @@ func TestElasticJobsCarryTheirResizePrice(t *testing.T) {
 	objs := objects(elasticJob("torch", 1, 3, 3, torch), elasticJob("paddle", 1, 3, 3), []runtime.Object{node("n1", "64", "64Gi")})
 	for _, priced := range []bool{true, false} {
 		f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second, PriceResizes: priced}, objs...)
-		jobs, _ := f.scaler.elasticJobs()
+		jobs, _, _ := f.scaler.elasticJobs()
 		byKey := map[string]planner.Job{}
 		for _, j := range jobs {
 			byKey[j.Key] = j

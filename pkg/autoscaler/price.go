@@ -9,16 +9,17 @@ import (
 
 // priceOf fills what the planner prices a job's resizes with: whether its
 // trainers restart on every resize (a PyTorch or Horovod job), the time of
-// its last resize (status.lastScale, which the actuator writes), its cost
-// as the controller measured it (status.resize.lastCost: from the resize
-// until every trainer pod was Ready again) and the floor its spec sets.
-func priceOf(job *planner.Job, tj *v1.TrainingJob) {
+// its last resize (last, the newer of status.lastScale and the record on
+// its trainer ReplicaSet: [lastScaleOf]), its cost as the controller
+// measured it (status.resize.lastCost: from the resize until every trainer
+// pod was Ready again) and the floor its spec sets.
+func priceOf(job *planner.Job, tj *v1.TrainingJob, last *v1.ScaleRecord) {
 	if !tj.Spec.RestartsOnResize() {
 		return
 	}
 	job.RestartsOnResize = true
-	if s := tj.Status.LastScale; s != nil {
-		job.LastResize = s.Time.Time
+	if last != nil {
+		job.LastResize = last.Time.Time
 	}
 	if c := tj.Status.Resize.LastCost; c != nil {
 		job.ResizeCost = c.Duration

@@ -103,7 +103,7 @@ func (a *Autoscaler) WaitForSync(ctx context.Context) bool {
 func (a *Autoscaler) Explain() Report {
 	now := a.clock.Now()
 	snap := a.tracker.InquiryResource()
-	jobs, _ := a.elasticJobs()
+	jobs, _, _ := a.elasticJobs()
 	jobs = planner.JobsFromSnapshot(snap, jobs)
 	opts := a.options(now)
 	opts.Teams = a.readTeams().planned

@@ -29,6 +29,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	tjinformers "github.com/paddlepaddle/edl/pkg/generated/informers/externalversions/paddlepaddle/v1"
 	tjlisters "github.com/paddlepaddle/edl/pkg/generated/listers/paddlepaddle/v1"
@@ -257,7 +258,7 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 }
 
 // roles are the roles a job runs ([v1.TrainingJobSpec.Roles]).
-func roles(job *v1.TrainingJob) []v1.Role { return job.Spec.Roles() }
+func roles(job *v1.TrainingJob) []v1.Role { return frameworks.For(&job.Spec).Roles(&job.Spec) }
 
 // sync brings one job's objects and status to what its spec asks for.
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -306,7 +307,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if len(obs.blocked) == 0 {
 		// The hosts file drops the trainers a scale-down removes before
 		// the ReplicaSet is lowered ([Hosts]).
-		if job.Spec.HasHostDiscovery() {
+		if leavesFirst(job) {
 			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
 				report(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/framework/pytorch"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
@@ -54,7 +55,7 @@ func TestTorchJobObjects(t *testing.T) {
 
 	trainer := ReplicaSet(job, v1.RoleTrainer, 1, nil).Spec.Template.Spec
 	c = trainer.Containers[0]
-	assert.Equal(t, []string{"python3", "-c", torchLeave, "/workspace/train.py", "--epochs", "3"}, c.Command)
+	assert.Equal(t, []string{"python3", "-c", pytorch.Wrapper, "/workspace/train.py", "--epochs", "3"}, c.Command)
 	assert.Empty(t, c.Ports)
 	env := envOf(c)
 	for k, want := range map[string]string{
@@ -83,7 +84,7 @@ func TestTorchArgs(t *testing.T) {
 		"python3 train.py --name 'a b'": {"--no-python", "sh", "-c", "python3 train.py --name 'a b'"},
 		"train.sh > /tmp/log":           {"--no-python", "sh", "-c", "train.sh > /tmp/log"},
 	} {
-		assert.Equal(t, want, torchArgs(entry), entry)
+		assert.Equal(t, want, pytorch.Args(entry), entry)
 	}
 }
 

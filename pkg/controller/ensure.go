@@ -55,7 +55,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas
 	}
-	if role == v1.RoleTrainer && job.Spec.HasHostDiscovery() && stop == "" && *want.Spec.Replicas < have {
+	if role == v1.RoleTrainer && leavesFirst(job) && stop == "" && *want.Spec.Replicas < have {
 		// Not before the master's hosts file dropped the trainers.
 		key := job.Namespace + "/" + job.Name
 		if wait := c.holds.wait(key, c.pacer.clock.Now()); wait > 0 {

@@ -12,6 +12,8 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/framework"
+	"github.com/paddlepaddle/edl/pkg/framework/pytorch"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
@@ -29,20 +31,20 @@ func TestTorchExits(t *testing.T) {
 		code     int32
 		run, end time.Duration // the run's start and end, from t0
 		master   time.Time
-		want     judgement
+		want     framework.Judgement
 	}{
-		{"an exit 0 is the training's end, never a failure", 0, 21 * time.Minute, 22 * time.Minute, master, excused},
-		{"a run that fails on its own is a failure", 1, 21 * time.Minute, 22 * time.Minute, master, failed},
-		{"a run a scale-down ended (it began before the resize, ended within the window)", 1, 5 * time.Minute, 11 * time.Minute, time.Time{}, excused},
-		{"a run that began before a resize and failed long after it is a failure", 1, 5 * time.Minute, 10*time.Minute + ResizeWindow + time.Second, at(0), failed},
-		{"a run that began after the resize is not the resize's", 1, 10*time.Minute + time.Second, 11 * time.Minute, at(0), failed},
-		{"a run that lost its master (it began before the master's current run)", 1, 15 * time.Minute, 19 * time.Minute, master, excused},
-		{"a run that began before the master and failed long after the master came back", 1, 15 * time.Minute, 20*time.Minute + MasterLossWindow + time.Second, master, failed},
-		{"while no master runs, an exit waits", 1, 15 * time.Minute, 19 * time.Minute, time.Time{}, later},
+		{"an exit 0 is the training's end, never a failure", 0, 21 * time.Minute, 22 * time.Minute, master, framework.Excused},
+		{"a run that fails on its own is a failure", 1, 21 * time.Minute, 22 * time.Minute, master, framework.Failed},
+		{"a run a scale-down ended (it began before the resize, ended within the window)", 1, 5 * time.Minute, 11 * time.Minute, time.Time{}, framework.Excused},
+		{"a run that began before a resize and failed long after it is a failure", 1, 5 * time.Minute, 10*time.Minute + pytorch.ResizeWindow + time.Second, at(0), framework.Failed},
+		{"a run that began after the resize is not the resize's", 1, 10*time.Minute + time.Second, 11 * time.Minute, at(0), framework.Failed},
+		{"a run that lost its master (it began before the master's current run)", 1, 15 * time.Minute, 19 * time.Minute, master, framework.Excused},
+		{"a run that began before the master and failed long after the master came back", 1, 15 * time.Minute, 20*time.Minute + pytorch.MasterLossWindow + time.Second, master, framework.Failed},
+		{"while no master runs, an exit waits", 1, 15 * time.Minute, 19 * time.Minute, time.Time{}, framework.Later},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			term := &cluster.Termination{ExitCode: tc.code, StartedAt: metav1.NewTime(at(tc.run)), FinishedAt: metav1.NewTime(at(tc.end))}
-			assert.Equal(t, tc.want, torchExit(&resize, tc.master)(term))
+			assert.Equal(t, tc.want, pytorch.Judge(term, &resize, tc.master))
 		})
 	}
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,75 +17,14 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/framework/horovod"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
-
-// The keys of a Horovod job's host-discovery ConfigMap ([HostsConfigMap]).
-const (
-	// HostsKey lists the trainers horovodrun may use, <podIP>:<slots> one
-	// per line.
-	HostsKey = "hosts"
-	// DiscoverHostsKey is the script horovodrun's --host-discovery-script
-	// runs: it prints HostsKey.
-	DiscoverHostsKey = "discover_hosts.sh"
-)
-
-// discoverHosts prints the hosts file next to it. The kubelet swaps the
-// mounted ConfigMap's files atomically (a symlink), so a run never reads a
-// half-written list.
-const discoverHosts = "#!/bin/sh\nexec cat " + HostsMountPath + "/" + HostsKey + "\n"
-
-// Hosts is the host-discovery list of a Horovod job whose trainer
-// ReplicaSet runs replicas: the trainers that are Running, Ready and not
-// being deleted, as <podIP>:<slotsPerHost>, sorted. It follows
-// et-operator's order: a trainer leaves the list before its pod goes, so
-// that horovodrun's driver, which runs the discovery script every second
-// or so, stops using it first. So it leaves out the trainers the
-// ReplicaSet is about to delete: those marked v1.DeletionCostRemove by the
-// autoscaler, and, when replicas is below the trainers still counted, the
-// ones the ReplicaSet controller deletes first — the marked, the pending
-// and the not yet ready, then the newest. It returns the list, the names
-// of the trainers it lists in the same order, and the ready trainers it
-// leaves out for replicas alone (excess): the controller marks those for
-// removal, so that the ReplicaSet deletes exactly them. Hosts is pure.
-func Hosts(job *v1.TrainingJob, replicas int32, trainers []*cluster.Pod) (hosts, names []string, excess []*cluster.Pod) {
-	var active, ready []*cluster.Pod
-	doomed := 0 // active trainers the ReplicaSet deletes before any listed one
-	for _, p := range trainers {
-		if p.DeletionTimestamp != nil || p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
-			continue // not counted by the ReplicaSet any more
-		}
-		active = append(active, p)
-		if p.DeletionCost == v1.DeletionCostRemove || p.Phase != corev1.PodRunning || !p.Ready || p.PodIP == "" {
-			doomed++
-			continue
-		}
-		ready = append(ready, p)
-	}
-	// The newest go first when the ReplicaSet deletes more than the
-	// marked and the not ready (its ranking by age, for equal costs).
-	slices.SortStableFunc(ready, func(a, b *cluster.Pod) int {
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(b.Name, a.Name)
-	})
-	if n := len(active) - int(replicas) - doomed; n > 0 {
-		excess, ready = ready[:min(n, len(ready))], ready[min(n, len(ready)):]
-	}
-	slices.SortFunc(ready, func(a, b *cluster.Pod) int { return strings.Compare(a.PodIP, b.PodIP) })
-	slots := strconv.Itoa(int(job.Spec.Elastic().SlotsPerHost()))
-	hosts, names = make([]string, 0, len(ready)), make([]string, 0, len(ready))
-	for _, p := range ready {
-		hosts = append(hosts, p.PodIP+":"+slots)
-		names = append(names, p.Name)
-	}
-	return hosts, names, excess
-}
 
 // HostsConfigMap is a Horovod job's host-discovery ConfigMap, controlled
 // by the job, listing hosts, and naming the trainer pods they are in
-// v1.AnnotationHostsPods; the master pod mounts it at HostsMountPath with
-// mode 0755 ([elasticPod]).
+// v1.AnnotationHostsPods; the master pod mounts it at horovod.MountPath
+// with mode 0755.
 func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMap {
 	list := strings.Join(hosts, "\n")
 	if list != "" {
@@ -102,12 +38,12 @@ func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMa
 			Annotations:     map[string]string{v1.AnnotationHostsPods: strings.Join(names, ",")},
 			OwnerReferences: []metav1.OwnerReference{ownerReference(job)},
 		},
-		Data: map[string]string{HostsKey: list, DiscoverHostsKey: discoverHosts},
+		Data: map[string]string{horovod.HostsKey: list, horovod.DiscoverHostsKey: horovod.DiscoverHosts},
 	}
 }
 
 // ensureHosts creates or updates the job's host-discovery ConfigMap when
-// it differs from what [Hosts] lists for the trainer ReplicaSet's
+// it differs from what [horovod.Hosts] lists for the trainer ReplicaSet's
 // replicas; most syncs write nothing. The controller is its one writer.
 // After an update it nudges the master pods ([Controller.nudgeMasters]), so
 // that the file in them changes within a second or so. On a scale-down
@@ -127,7 +63,7 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 			c.holds.written(job.Namespace+"/"+job.Name, now)
 		}
 	}()
-	hosts, names, excess := Hosts(job, replicas, trainers)
+	hosts, names, excess := horovod.Hosts(job, replicas, trainers)
 	if err := c.markForRemoval(ctx, excess, now); err != nil {
 		return err
 	}
@@ -162,22 +98,15 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 		c.holds.written(key, now)
 		c.log.Debug("updated the host-discovery ConfigMap", "job", key, "hosts", len(hosts))
 	}
-	nudged, err := c.nudgeMasters(ctx, masters, hostsVersion(want.Data[HostsKey]))
+	nudged, err := c.nudgeMasters(ctx, masters, horovod.Version(want.Data[horovod.HostsKey]))
 	if nudged {
 		c.holds.written(key, now)
 	}
 	return err
 }
 
-// hostsVersion is a short hash of a hosts file, stable across runs.
-func hostsVersion(list string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(list))
-	return strconv.FormatUint(h.Sum64(), 36)
-}
-
 // nudgeMasters writes the version of the host-discovery file the
-// ConfigMap now holds ([hostsVersion]) into the v1.AnnotationHostsVersion
+// ConfigMap now holds ([horovod.Version]) into the v1.AnnotationHostsVersion
 // of the master pods that do not carry it yet, and reports whether it
 // wrote any. A kubelet projects a changed ConfigMap into a pod's volume
 // when it syncs the pod: on its periodic sync, up to a minute and more
@@ -266,4 +195,12 @@ func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string)
 		}
 	}
 	return desiredReplicas(job, v1.RoleTrainer, current, final)
+}
+
+// leavesFirst: the job's trainers leave its host-discovery file before their
+// pods go (a Horovod job), so the controller keeps the file and holds a
+// scale-down until the file dropped the trainers it removes.
+func leavesFirst(job *v1.TrainingJob) bool {
+	tr := frameworks.Training(&job.Spec)
+	return tr != nil && tr.LeavesFirst
 }

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/framework/horovod"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
 )
 
@@ -73,7 +74,7 @@ func TestHosts(t *testing.T) {
 		{"none", 0, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hosts, _, _ := Hosts(horovodJob(), tc.replicas, slim(tc.pods...))
+			hosts, _, _ := horovod.Hosts(horovodJob(), tc.replicas, slim(tc.pods...))
 			assert.Equal(t, tc.want, hosts)
 		})
 	}
@@ -87,16 +88,16 @@ func TestDiscoverHostsScriptPrintsTheHosts(t *testing.T) {
 	for key, data := range cm.Data {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, key), []byte(data), 0o755))
 	}
-	script := strings.ReplaceAll(cm.Data[DiscoverHostsKey], HostsMountPath, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, DiscoverHostsKey), []byte(script), 0o755))
-	out, err := exec.Command("sh", filepath.Join(dir, DiscoverHostsKey)).Output()
+	script := strings.ReplaceAll(cm.Data[horovod.DiscoverHostsKey], horovod.MountPath, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, horovod.DiscoverHostsKey), []byte(script), 0o755))
+	out, err := exec.Command("sh", filepath.Join(dir, horovod.DiscoverHostsKey)).Output()
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", string(out))
-	assert.Equal(t, cm.Data[HostsKey], string(out))
+	assert.Equal(t, cm.Data[horovod.HostsKey], string(out))
 }
 
 func TestHostsNamesTheTrainersItLists(t *testing.T) {
-	hosts, names, excess := Hosts(horovodJob(), 3, slim(
+	hosts, names, excess := horovod.Hosts(horovodJob(), 3, slim(
 		hostPod("t-b", "10.0.0.9", 0, builders.Ready()), hostPod("t-a", "10.0.0.10", 0, builders.Ready()),
 		hostPod("t-c", "10.0.0.3", 0, builders.Ready(), marked())))
 	assert.Equal(t, []string{"10.0.0.10:2", "10.0.0.9:2"}, hosts)
@@ -104,7 +105,7 @@ func TestHostsNamesTheTrainersItLists(t *testing.T) {
 	assert.Empty(t, excess, "three replicas: none left out for the count")
 	cm := HostsConfigMap(horovodJob(), hosts, names)
 	assert.Equal(t, "t-a,t-b", cm.Annotations[v1.AnnotationHostsPods])
-	_, names, excess = Hosts(horovodJob(), 1, slim(
+	_, names, excess = horovod.Hosts(horovodJob(), 1, slim(
 		hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()),
 		hostPod("t-c", "10.0.0.3", 2*time.Minute, builders.Ready())))
 	assert.Equal(t, []string{"t-a"}, names)
@@ -115,7 +116,7 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(horovodJob())
 	f.addJobObjects(job, 2)
-	both, one := hostsVersion("10.0.0.1:2\n10.0.0.2:2\n"), hostsVersion("10.0.0.1:2\n")
+	both, one := horovod.Version("10.0.0.1:2\n10.0.0.2:2\n"), horovod.Version("10.0.0.1:2\n")
 	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", 0, builders.Ready()), toldMaster(job, ""))
 	require.NoError(t, f.sync("mnist"))
 	assert.Equal(t, []string{nudge("m", both)}, nudges(f), "a master without the file's version is told of it once")
@@ -124,7 +125,7 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 	f.settle("mnist")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", cm.Data[HostsKey])
+	assert.Equal(t, "10.0.0.1:2\n10.0.0.2:2\n", cm.Data[horovod.HostsKey])
 	assert.Equal(t, "t-a,t-b", cm.Annotations[v1.AnnotationHostsPods])
 	assert.True(t, controlledBy(cm, job), "the job controls its ConfigMap")
 
@@ -139,7 +140,7 @@ func TestSyncKeepsTheHostsConfigMap(t *testing.T) {
 		require.NoError(t, f.sync("mnist"))
 		cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey])
+		assert.Equal(t, "10.0.0.1:2\n", cm.Data[horovod.HostsKey])
 		assert.Equal(t, "t-a", cm.Annotations[v1.AnnotationHostsPods])
 		assert.Equal(t, []string{nudge("m", one)}, nudges(f),
 			"the master pod gets the ConfigMap's version, for its kubelet to project the file now")
@@ -203,7 +204,7 @@ func TestHostsUpdatedBeforeTheScaleDown(t *testing.T) {
 	assert.Empty(t, trainerPatches(f), "held for the master's kubelet to write the file")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, v1.HostsConfigMapName("mnist"), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "10.0.0.1:2\n", cm.Data[HostsKey], "the newest trainer, which the ReplicaSet deletes, is gone")
+	assert.Equal(t, "10.0.0.1:2\n", cm.Data[horovod.HostsKey], "the newest trainer, which the ReplicaSet deletes, is gone")
 	pod, err := f.kube.CoreV1().Pods(testNamespace).Get(f.ctx, "t-b", metav1.GetOptions{})
 	if err == nil { // the fixture's client holds the pods it was given
 		assert.Equal(t, v1.DeletionCostRemove, pod.Annotations[v1.AnnotationDeletionCost])

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // observed is what the listers hold about one job.
@@ -61,7 +62,7 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	// A finished job's resizes and failures stay as they were when it
 	// finished: its trainers' ends after that are its teardown.
 	ended := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
-	if job.Spec.RestartsOnResize() && !ended {
+	if frameworks.Training(&job.Spec) != nil && !ended {
 		status.Resize = resizeStatus(job, status.Trainers, obs.pods, obs.now)
 		obs.resize = status.Resize
 	}
@@ -86,17 +87,18 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 
 // judge decides the phase from the pods, in order of precedence: a success,
 // a failure, an object in the way, missing objects, then how far the pods got.
-// A job succeeds when a trainer exits 0, a Horovod job when its launcher
-// (horovodrun, in the master pod) does.
+// A job succeeds when a container of its framework's Ender role exits 0 (a
+// trainer; a Horovod job's launcher, in the master pod).
 func judge(job *v1.TrainingJob, obs observed, roles []v1.Role) verdict {
 	ender := v1.RoleTrainer
-	if job.Spec.FrameworkOrDefault() == v1.FrameworkHorovod {
-		ender = v1.RoleMaster
+	tr := frameworks.Training(&job.Spec)
+	if tr != nil {
+		ender = tr.Ender
 	}
 	if e := findExit(obs.pods[ender], func(code int32) bool { return code == 0 }); e != nil {
 		return verdict{v1.PhaseSucceeded, v1.ReasonSucceeded, fmt.Sprintf("%s pod %s container %s exited with code 0", ender.Name(), e.pod, e.container)}
 	}
-	if job.Spec.RestartsOnResize() {
+	if tr != nil {
 		if v, failed := overBudget(job, obs.resize); failed {
 			return v
 		}

@@ -1,0 +1,195 @@
+# EDL's wrapper of torchrun: the first process of a PyTorch job's trainer
+# container, run as `python3 -c <this file> <torchrun's arguments>` (EDL's
+# binary embeds it as pytorch.Wrapper). Standard library only, Python >= 3.8:
+# it runs with the trainer image's python3.
+#
+# It runs torchrun's agent (python3 -m torch.distributed.run) and makes a
+# trainer that EDL removes leave the job without ending it. The agent, sent
+# SIGTERM, closes the job's rendezvous, and every other trainer's agent then
+# ends its run too. So on SIGTERM (or SIGINT) the wrapper kills the agent with
+# SIGKILL, which closes nothing, sends SIGTERM to the agent's workers, which
+# checkpoint and exit, waits for them and exits 0.
+#
+# The stop signals and SIGCHLD are blocked from the first line and taken one
+# at a time with sigwaitinfo: none is lost however early it comes, and one
+# that came before the agent was started is still pending when the wrapper
+# would start it, so it never does.
+import signal
+
+STOP = {signal.SIGTERM, signal.SIGINT}
+signal.pthread_sigmask(signal.SIG_BLOCK, STOP | {signal.SIGCHLD})
+
+# The other imports come after the mask, on purpose.
+import os
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def main():
+    become_subreaper()
+    finished = finished_path()
+    when = read(finished)
+    if when is not None:
+        # The ReplicaSet (restartPolicy Always) restarted a trainer whose
+        # training had ended: running it again would train once more.
+        say("the training ended (exit 0 at %s); not started again" % when)
+        signal.sigwaitinfo(STOP)
+        return 0
+    pending = signal.sigpending() & STOP
+    if pending:
+        say("%s before torchrun started; not started" % name(min(pending)))
+        return 0
+    # The agent gets no blocked signal (its workers must feel SIGTERM) and
+    # the default SIGPIPE and SIGXFSZ, which python3 ignores.
+    agent = os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-m", "torch.distributed.run"] + sys.argv[1:],
+        os.environ,
+        setsigmask=(),
+        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+    )
+    while True:
+        sig = signal.sigwaitinfo(STOP | {signal.SIGCHLD}).si_signo
+        if sig in STOP:
+            return leave(agent, sig)
+        status = reap(agent)
+        if status is not None:
+            code = exit_code(status)
+            if code == 0 and finished:
+                record(finished)
+            return code
+
+
+def leave(agent, sig):
+    """Kills the agent, stops its workers, waits for every child: the
+    trainer leaves the job, and the job goes on without it."""
+    # The agent is stopped first, so that it starts no worker while they are
+    # counted. A stopped process catches nothing and still dies by SIGKILL.
+    os.kill(agent, signal.SIGSTOP)
+    _, status = os.waitpid(agent, os.WUNTRACED)
+    parents = parent_pids()
+    workers = sorted(p for p, parent in parents.items() if parent == agent)
+    if os.WIFSTOPPED(status):
+        os.kill(agent, signal.SIGKILL)
+        # Gone before its workers stop, so it cannot restart them; they are
+        # the wrapper's children now.
+        os.waitpid(agent, 0)
+    if not workers:
+        # The agent had ended by itself and handed its workers to the
+        # wrapper. Their own children (a DataLoader's workers) are left to
+        # them: killed under a worker, they would fail its checkpoint.
+        me = os.getpid()
+        workers = sorted(p for p, parent in parents.items() if parent == me and p != agent)
+    for w in workers:
+        try:
+            os.kill(w, signal.SIGTERM)
+        except ProcessLookupError:
+            pass  # it ended meanwhile
+    say("%s: the agent is killed, its workers %s told to stop" % (name(sig), workers))
+    # Every child, the workers and whatever they orphaned; within the
+    # pod's grace period, after which the kubelet kills what is left.
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return 0
+
+
+def parent_pids():
+    """Each process's parent, from /proc/<pid>/stat: the second field after
+    the command name, which is in parentheses and may hold any byte, ')' and
+    spaces too; hence the split at the last ')'."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            pass  # it ended since the listing
+    return parents
+
+
+def reap(agent):
+    """Reaps every child that ended, the agent or a process orphaned into
+    the wrapper, and returns the agent's wait status if it was among them."""
+    found = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if pid == 0:
+            return found
+        if pid == agent:
+            found = status
+
+
+def become_subreaper():
+    """Makes the wrapper the parent of every process orphaned below it, the
+    workers of the agent it kills among them, whatever its PID (PID 1 is
+    their parent anyway, but not when the pod shares its process
+    namespace): it can wait for them and reaps them."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1)) == 0:
+            return
+        why = os.strerror(ctypes.get_errno())
+    except (ImportError, OSError, AttributeError) as e:
+        why = str(e)
+    say("cannot become a child subreaper (%s): unless this is PID 1, the workers "
+        "of a killed agent are neither waited for nor reaped" % why)
+
+
+def finished_path():
+    """$EDL_STATE_DIR/finished, or None when the pod has no state dir. The
+    dir is an emptyDir: it outlives the container's restarts, not the pod."""
+    state = os.environ.get("EDL_STATE_DIR")
+    if state and os.path.isdir(state):
+        return os.path.join(state, "finished")
+    return None
+
+
+def read(finished):
+    """The time the training ended, or None if it has not."""
+    if not finished:
+        return None
+    try:
+        with open(finished) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def record(finished):
+    """Writes the time into finished, whole or not at all."""
+    try:
+        with open(finished + ".tmp", "w") as f:
+            f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
+        os.replace(finished + ".tmp", finished)
+    except OSError as e:
+        say("cannot record the end of the training: %s" % e)
+
+
+def exit_code(status):
+    """The shell's exit code for a wait status: 128+N for death by signal N."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def name(sig):
+    return signal.Signals(sig).name
+
+
+def say(line):
+    print("edl: " + line, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

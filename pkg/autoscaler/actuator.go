@@ -40,7 +40,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
-		if job.Spec.HasHostDiscovery() {
+		if leavesFirst(job) {
 			a.awaitHostsDropped(ctx, job, act.Remove)
 		}
 		if ctx.Err() != nil {

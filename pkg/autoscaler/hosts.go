@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // A Horovod job's scale-down follows et-operator's order: its
@@ -63,4 +64,12 @@ func (a *Autoscaler) awaitHostsDropped(ctx context.Context, job *v1.TrainingJob,
 	case <-ctx.Done():
 	case <-settle.C:
 	}
+}
+
+// leavesFirst: the job's trainers leave its host-discovery file before their
+// pods go (a Horovod job): a scale-down names and marks the trainers it
+// removes.
+func leavesFirst(job *v1.TrainingJob) bool {
+	tr := frameworks.Training(&job.Spec)
+	return tr != nil && tr.LeavesFirst
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // inputs are what one cycle plans with, read from the informers, and the
@@ -168,7 +169,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 		if a.cfg.PriceResizes {
 			priceOf(&job, tj, last)
 		}
-		job.NamesRemovals = tj.Spec.HasHostDiscovery()
+		job.NamesRemovals = leavesFirst(tj)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}
@@ -226,7 +227,7 @@ func (a *Autoscaler) queuedJobs(now time.Time) ([]planner.QueuedJob, map[string]
 // pserver.min-instance pservers and trainer.min-instance trainers; false
 // while one of its ReplicaSets is missing.
 func (a *Autoscaler) minimumOf(tj *v1.TrainingJob) (planner.QueuedJob, bool) {
-	roles := tj.Spec.Roles()
+	roles := frameworks.For(&tj.Spec).Roles(&tj.Spec)
 	q := planner.QueuedJob{Key: key(tj), Priority: a.priority(tj.Spec.PriorityClassName), Created: queuedSince(tj),
 		MaxTrainers: tj.Spec.Trainer.MaxInstance}
 	var scoped []cluster.RolePods

@@ -5,6 +5,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // priceOf fills what the planner prices a job's resizes with: whether its
@@ -14,7 +15,7 @@ import (
 // measured it (status.resize.lastCost: from the resize until every trainer
 // pod was Ready again) and the floor its spec sets.
 func priceOf(job *planner.Job, tj *v1.TrainingJob, last *v1.ScaleRecord) {
-	if !tj.Spec.RestartsOnResize() {
+	if frameworks.Training(&tj.Spec) == nil {
 		return
 	}
 	job.RestartsOnResize = true

@@ -216,14 +216,6 @@ func (s *TrainingJobSpec) FrameworkOrDefault() Framework {
 	return s.Framework
 }
 
-// RestartsOnResize reports whether every change of the job's trainers
-// restarts all of them: a PyTorch or Horovod job's does; a fault-tolerant
-// PaddlePaddle job's trainers come and go through the task queue.
-func (s *TrainingJobSpec) RestartsOnResize() bool {
-	f := s.FrameworkOrDefault()
-	return f == FrameworkPyTorch || f == FrameworkHorovod
-}
-
 // Elastic is spec.elasticPolicy, or an empty one.
 func (s *TrainingJobSpec) Elastic() ElasticPolicy {
 	if s.ElasticPolicy == nil {
@@ -248,31 +240,10 @@ func (p ElasticPolicy) MaxRestartsOrDefault() int32 {
 // ResizeCooldown is elasticPolicy.resizeCooldownSeconds, 0 when unset.
 func (p ElasticPolicy) ResizeCooldown() int32 { return valueOr(p.ResizeCooldownSeconds, 0) }
 
-// HasHostDiscovery reports whether the job has a host-discovery file: a
-// Horovod job always does (its launcher finds its trainers only through
-// it), and a trainer must leave the file before its pod goes.
-func (s *TrainingJobSpec) HasHostDiscovery() bool {
-	return s.FrameworkOrDefault() == FrameworkHorovod
-}
-
 // SlotsPerHost is hostDiscovery.slotsPerHost after defaulting.
 func (p ElasticPolicy) SlotsPerHost() int32 {
 	if p.HostDiscovery == nil {
 		return DefaultSlotsPerHost
 	}
 	return valueOr(p.HostDiscovery.SlotsPerHost, DefaultSlotsPerHost)
-}
-
-// Roles are the roles a job runs, in the order the controller creates them:
-// a PaddlePaddle job's pservers and trainers, with a master when fault
-// tolerant; a PyTorch or Horovod job's master (the rendezvous store, the
-// launcher) and trainers.
-func (s *TrainingJobSpec) Roles() []Role {
-	switch {
-	case s.RestartsOnResize():
-		return []Role{RoleMaster, RoleTrainer}
-	case s.FaultTolerant:
-		return []Role{RoleMaster, RolePserver, RoleTrainer}
-	}
-	return []Role{RolePserver, RoleTrainer}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,11 @@ import (
 // patch puts the decision's record, made at now, on the ReplicaSet
 // (v1.AnnotationLastScale), so that it outlives a restart before the
 // job's status gets it from recordStatus, in the same write as the Scaling
-// condition.
+// condition. A scale-down of a job whose trainers leave its host list
+// first (Horovod) marks the trainers it removes and writes
+// v1.AnnotationScaleDownTo instead of the replicas: the controller lowers
+// them once the list dropped the trainers ([pendingScaleDown]); no cycle
+// waits for it.
 func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner.ScaleAction, now time.Time) error {
 	name := v1.ReplicaSetName(job.Name, v1.RoleTrainer)
 	rs, err := a.replicaSets.ReplicaSets(job.Namespace).Get(name)
@@ -40,26 +45,23 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
-		if leavesFirst(job) {
-			a.awaitHostsDropped(ctx, job, act.Remove)
-		}
-		if ctx.Err() != nil {
-			// Stopped — a shutdown, a lost lease — before the replicas
-			// were lowered: the marks would keep these trainers out of a
-			// Horovod job's hosts file while they run.
-			a.clearMarks(ctx, job.Namespace, act.Remove)
-			return fmt.Errorf("scale down ReplicaSet %s: %w", name, context.Cause(ctx))
-		}
 	}
+	pending := marks && leavesFirst(job)
 	// The patch tests the object as well as the count: a ReplicaSet deleted
 	// and created again under the same name (another owner's, or the
 	// controller's after a deletion) is not the one planned for.
-	patch, err := json.Marshal([]map[string]any{
+	ops := []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
 		{"op": "test", "path": "/spec/replicas", "value": act.From},
-		{"op": "replace", "path": "/spec/replicas", "value": act.To},
-		lastScaleOp(rs.Annotations, scalingOf(act, now).record),
-	})
+	}
+	if !pending {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/spec/replicas", "value": act.To})
+	}
+	ops = append(ops, lastScaleOp(rs.Annotations, scalingOf(act, now).record))
+	if pending {
+		ops = append(ops, map[string]any{"op": "add", "path": annotationPath(v1.AnnotationScaleDownTo), "value": strconv.Itoa(int(act.To))})
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,12 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.Scaled(act)
 	}
-	a.log.Info("scaled trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason)
+	a.log.Info("scaled trainers", "job", act.Job, "from", act.From, "to", act.To, "reason", act.Reason, "afterHostsDrop", pending)
+	if pending {
+		a.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaling trainers from %d to %d once the host list dropped %s: %s",
+			act.From, act.To, strings.Join(act.Remove, ","), act.Reason)
+		return nil
+	}
 	a.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled trainers from %d to %d: %s", act.From, act.To, act.Reason)
 	return nil
 }

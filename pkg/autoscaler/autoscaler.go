@@ -82,10 +82,6 @@ type Config struct {
 	MaxMovesPerSecond float64
 	// PriceResizes prices the resizes of jobs that restart on one.
 	PriceResizes bool
-	// HostsDropTimeout bounds how long a Horovod job's scale-down waits for
-	// its host-discovery ConfigMap to drop the trainers it removes
-	// ([Autoscaler.awaitHostsDropped]); 0 means DefaultHostsDropTimeout.
-	HostsDropTimeout time.Duration
 	// DryRun plans and logs, and patches nothing.
 	DryRun bool
 	// GangAdmission admits the queued jobs (condition Queued True) whose

@@ -142,11 +142,15 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 			continue // someone else's ReplicaSet: the controller reports it
 		}
 		template := &rs.Spec.Template.Spec
+		current := *rs.Spec.Replicas
+		if to, ok := v1.ScaleDownTo(rs.Annotations); ok && to < current {
+			current = to // decided, and lowered by the controller once the host list dropped the trainers
+		}
 		job := planner.Job{
 			Key:       key(tj),
 			Min:       spec.Trainer.MinInstance,
 			Max:       spec.Trainer.MaxInstance,
-			Current:   *rs.Spec.Replicas,
+			Current:   current,
 			Priority:  a.priority(spec.PriorityClassName),
 			Placement: snapshot.PlacementOf(template),
 		}

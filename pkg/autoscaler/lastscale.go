@@ -79,6 +79,10 @@ func lastScaleOp(annotations map[string]string, r v1.ScaleRecord) map[string]any
 	if annotations == nil {
 		return map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{v1.AnnotationLastScale: value}}
 	}
-	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(v1.AnnotationLastScale)
-	return map[string]any{"op": "add", "path": path, "value": value}
+	return map[string]any{"op": "add", "path": annotationPath(v1.AnnotationLastScale), "value": value}
+}
+
+// annotationPath is the JSON pointer of an object's annotation key.
+func annotationPath(key string) string {
+	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }

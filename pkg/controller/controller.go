@@ -307,8 +307,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if len(obs.blocked) == 0 {
 		// The hosts file drops the trainers a scale-down removes before
 		// the ReplicaSet is lowered ([Hosts]).
+		acked := true
 		if leavesFirst(job) {
-			if err := c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
+			var err error
+			if acked, err = c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
 				report(err)
 			}
 		}
@@ -318,7 +320,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					report(err)
 				}
 			}
-			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], stop, obs.queued); err != nil {
+			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], stop, obs.queued, acked); err != nil {
 				report(err)
 			}
 		}
@@ -328,7 +330,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 		if !final {
-			if err := c.ensureDeletionCosts(ctx, key, job, obs.pods[v1.RoleTrainer], obs.now); err != nil {
+			if err := c.ensureDeletionCosts(ctx, key, job, obs.pods[v1.RoleTrainer], trainerReplicas(job, obs, final, stop), obs.now); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -102,27 +102,35 @@ func TestStaleMarks(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		name  string
-		pods  []*corev1.Pod
-		stale []string
-		next  time.Duration
+		name   string
+		pods   []*corev1.Pod
+		target int32 // 0: as many as the pods
+		stale  []string
+		next   time.Duration
 	}{
 		{"a fresh mark stands, and is looked at again when it goes stale",
-			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-20*time.Second)))}, nil, 40 * time.Second},
-		{"a mark older than MarkTTL is stale",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-20*time.Second)))}, 0, nil, 40 * time.Second},
+		{"a mark older than MarkTTL on a trainer no longer to be deleted is stale",
 			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-MarkTTL-time.Second))), trainerPod("b", builders.Ready(), markedAt(now.Add(-50*time.Second)))},
-			[]string{"a"}, 10 * time.Second},
+			0, []string{"a"}, 10 * time.Second},
+		{"an old mark stands while the ReplicaSet (or a pending scale-down) is to delete trainers",
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), markedAt(now.Add(-time.Hour))), trainerPod("b", builders.Ready())},
+			1, nil, 0},
 		{"a trainer being deleted keeps its mark",
-			[]*corev1.Pod{trainerPod("a", builders.Ready(), builders.Terminating(), markedAt(now.Add(-time.Hour)))}, nil, 0},
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), builders.Terminating(), markedAt(now.Add(-time.Hour)))}, 0, nil, 0},
 		{"a mark without its time (of an older EDL) is left alone",
-			[]*corev1.Pod{trainerPod("a", builders.Ready(), marked())}, nil, 0},
+			[]*corev1.Pod{trainerPod("a", builders.Ready(), marked())}, 0, nil, 0},
 		{"a priced trainer is no mark",
 			[]*corev1.Pod{trainerPod("a", builders.Ready(), func(p *corev1.Pod) {
 				p.Annotations = map[string]string{v1.AnnotationDeletionCost: "7", v1.AnnotationMarkedForRemoval: now.Add(-time.Hour).Format(time.RFC3339)}
-			})}, nil, 0},
+			})}, 0, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stale, next := StaleMarks(slim(tc.pods...), now)
+			target := tc.target
+			if target == 0 {
+				target = int32(len(tc.pods))
+			}
+			stale, next := StaleMarks(slim(tc.pods...), target, now)
 			assert.Equal(t, tc.stale, names(stale))
 			assert.Equal(t, tc.next, next)
 		})

@@ -22,7 +22,13 @@ import (
 // and the template that drifted from what the job asks for. A job stopped
 // for stop (stopReason) gets 0 replicas; the template of a queued job
 // carries the admission gate.
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, stop string, queued bool) error {
+//
+// A trainer ReplicaSet of a job whose trainers leave its host list first
+// (Horovod) is lowered only once the list without the trainers it removes
+// is acked — every master pod carries its version — and v1.HostsSettle
+// passed since the last write ([hostsHolds]), or v1.HostsDropTimeout after
+// the autoscaler decided (v1.AnnotationScaleDownTo), with a Warning event.
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, stop string, queued, acked bool) error {
 	build := func(replicas int32) *appsv1.ReplicaSet {
 		if stop != "" {
 			replicas = 0
@@ -50,25 +56,48 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return nil
 	}
 
-	want := build(desiredReplicas(job, role, existing.Spec.Replicas, stop == stopFinished))
 	have := int32(1)
 	if existing.Spec.Replicas != nil {
 		have = *existing.Spec.Replicas
 	}
+	target, pending := scaleDownTarget(existing)
+	want := build(desiredReplicas(job, role, &target, stop == stopFinished))
+	var ops []jsonPatchOp
 	if role == v1.RoleTrainer && leavesFirst(job) && stop == "" && *want.Spec.Replicas < have {
-		// Not before the master's hosts file dropped the trainers.
+		// Not before the master pods have the hosts file without the trainers.
 		key := job.Namespace + "/" + job.Name
-		if wait := c.holds.wait(key, c.pacer.clock.Now()); wait > 0 {
-			c.log.Debug("holding the scale-down until the hosts file dropped the trainers", "job", key, "wait", wait)
+		now := c.pacer.clock.Now()
+		wait := c.holds.wait(key, now)
+		if !acked && wait <= 0 {
+			wait = time.Second // the nudges' events bring the job back; this bounds the wait
+		}
+		var decided time.Time
+		if r := v1.LastScaleOf(existing.Annotations); pending && r != nil {
+			decided = r.Time.Time
+		}
+		switch {
+		case wait <= 0:
+		case !decided.IsZero() && !now.Before(decided.Add(v1.HostsDropTimeout)):
+			c.log.Warn("scaling down without the master pods acking the hosts file", "job", key, "to", *want.Spec.Replicas)
+			c.recorder.Eventf(job, corev1.EventTypeWarning, v1.EventHostsNotUpdated,
+				"Scaling down to %d trainers without every master pod having the hosts file that drops the trainers removed within %s", *want.Spec.Replicas, v1.HostsDropTimeout)
+		default:
+			c.log.Debug("holding the scale-down until the master pods have the hosts file without the trainers", "job", key, "wait", wait, "acked", acked)
 			want.Spec.Replicas = &have
+			if !decided.IsZero() {
+				wait = min(wait, decided.Add(v1.HostsDropTimeout).Sub(now))
+			}
 			c.queue.AddAfter(key, wait)
 		}
 	}
 	// A JSON patch, so that a new template replaces the old one whole:
 	// fields the job no longer sets disappear with it.
-	var ops []jsonPatchOp
 	if have != *want.Spec.Replicas {
 		ops = append(ops, jsonPatchOp{"replace", "/spec/replicas", *want.Spec.Replicas})
+	}
+	if _, ok := existing.Annotations[v1.AnnotationScaleDownTo]; ok && *want.Spec.Replicas <= target {
+		// Done, or past: the ReplicaSet is at the count decided.
+		ops = append(ops, jsonPatchOp{"remove", "/metadata/annotations/" + escapeJSONPointer(v1.AnnotationScaleDownTo), nil})
 	}
 	if hash := want.Annotations[AnnotationTemplateHash]; existing.Annotations[AnnotationTemplateHash] != hash {
 		// The job's spec changed: new pods start from the new template; a
@@ -95,6 +124,8 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		switch {
 		case stop != "":
 			why = stop
+		case pending && *want.Spec.Replicas == target:
+			why = "the autoscaler's scale-down, once the hosts file left out the trainers it removes"
 		case have == 0 && (job.Status.Phase == v1.PhaseQueued || job.Status.Phase == v1.PhaseSuspended):
 			why = "the job starts"
 		case role != v1.RoleTrainer:
@@ -106,16 +137,42 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	return nil
 }
 
+// scaleDownTarget is what a trainer ReplicaSet's replicas are to be: its
+// replicas, or the count of a scale-down decided and not applied yet
+// (v1.AnnotationScaleDownTo), which pending reports.
+func scaleDownTarget(rs *appsv1.ReplicaSet) (target int32, pending bool) {
+	target = 1
+	if rs.Spec.Replicas != nil {
+		target = *rs.Spec.Replicas
+	}
+	if to, ok := v1.ScaleDownTo(rs.Annotations); ok && to < target {
+		return to, true
+	}
+	return target, false
+}
+
 // MarkTTL is how long a trainer's removal mark (v1.DeletionCostRemove,
-// timed by v1.AnnotationMarkedForRemoval) stands: the autoscaler lowers the
-// replicas seconds after it marks, so a mark still there a minute later is
-// stale, and the controller clears it.
+// timed by v1.AnnotationMarkedForRemoval) stands at the least: the
+// autoscaler marks the trainers it removes a moment before it lowers the
+// replicas or decides a pending scale-down.
 const MarkTTL = time.Minute
 
-// StaleMarks returns the trainers whose removal mark is older than MarkTTL
-// at now, and how long until the next of the others goes stale (0 for
-// none). A mark without its time is left alone. StaleMarks is pure.
-func StaleMarks(trainers []*cluster.Pod, now time.Time) (stale []*cluster.Pod, next time.Duration) {
+// StaleMarks returns the trainers whose removal mark is stale at now — the
+// mark is older than MarkTTL and the trainer is no longer going to be
+// deleted: no more trainers are active than target, the count the trainer
+// ReplicaSet runs or is to run ([scaleDownTarget]) — and how long until the
+// next of the others passes MarkTTL (0 for none). A mark without its time
+// is left alone. StaleMarks is pure.
+func StaleMarks(trainers []*cluster.Pod, target int32, now time.Time) (stale []*cluster.Pod, next time.Duration) {
+	var active int32
+	for _, p := range trainers {
+		if p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed {
+			active++
+		}
+	}
+	if active > target {
+		return nil, 0 // the ReplicaSet deletes the marked first
+	}
 	for _, p := range trainers {
 		if p.DeletionTimestamp != nil || p.DeletionCost != v1.DeletionCostRemove || p.MarkedForRemoval == "" {
 			continue
@@ -140,8 +197,8 @@ func StaleMarks(trainers []*cluster.Pod, now time.Time) (stale []*cluster.Pod, n
 // differs from what DeletionCosts wants, and clears the stale removal
 // marks ([StaleMarks]); most syncs write nothing. The job, key, is synced
 // again when a mark standing now goes stale.
-func (c *Controller) ensureDeletionCosts(ctx context.Context, key string, job *v1.TrainingJob, trainers []*cluster.Pod, now time.Time) error {
-	stale, next := StaleMarks(trainers, now)
+func (c *Controller) ensureDeletionCosts(ctx context.Context, key string, job *v1.TrainingJob, trainers []*cluster.Pod, target int32, now time.Time) error {
+	stale, next := StaleMarks(trainers, target, now)
 	if next > 0 {
 		c.queue.AddAfter(key, next)
 	}

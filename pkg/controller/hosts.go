@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
@@ -46,16 +45,17 @@ func HostsConfigMap(job *v1.TrainingJob, hosts, names []string) *corev1.ConfigMa
 // it differs from what [horovod.Hosts] lists for the trainer ReplicaSet's
 // replicas; most syncs write nothing. The controller is its one writer.
 // After an update it nudges the master pods ([Controller.nudgeMasters]), so
-// that the file in them changes within a second or so. On a scale-down
-// the ConfigMap drops a trainer before its pod goes (et-operator's order):
-// the autoscaler marks the trainers it removes, waits until the ConfigMap
-// no longer names them and v1.HostsSettle more, and only then lowers the
-// replicas; when the controller lowers them (the job's max-instance was
-// lowered), it marks the trainers Hosts leaves out for it and holds the
-// ReplicaSet for v1.HostsSettle after the update ([hostsHolds]). A
-// ConfigMap of that name the job does not control is left alone and
-// reported.
-func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod, now time.Time) (err error) {
+// that the file in them changes within a second or so, and reports
+// whether the file was acked: as wanted, and carried by every master pod.
+// On a scale-down the ConfigMap drops a trainer before its pod goes
+// (et-operator's order): the trainers removed are marked — by the
+// autoscaler, which leaves the replicas to the controller
+// (v1.AnnotationScaleDownTo), or here for the count replicas asks (the
+// job's max-instance was lowered) — and [Controller.ensureReplicaSet]
+// lowers the replicas once the file without them is acked and
+// v1.HostsSettle passed ([hostsHolds]). A ConfigMap of that name the job
+// does not control is left alone and reported.
+func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, replicas int32, trainers, masters []*cluster.Pod, now time.Time) (acked bool, err error) {
 	defer func() {
 		if err != nil {
 			// The file may still list trainers a lower count removes:
@@ -65,26 +65,27 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 	}()
 	hosts, names, excess := horovod.Hosts(job, replicas, trainers)
 	if err := c.markForRemoval(ctx, excess, now); err != nil {
-		return err
+		return false, err
 	}
 	want := HostsConfigMap(job, hosts, names)
 	key := job.Namespace + "/" + job.Name
 	existing, err := c.configMaps.ConfigMaps(job.Namespace).Get(want.Name)
+	written := true
 	switch {
 	case apierrors.IsNotFound(err):
 		// No master runs without it: its volume is not optional.
 		_, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return nil // the cache is behind; its event brings the job back
+			return false, nil // the cache is behind; its event brings the job back
 		}
 		if err != nil {
-			return fmt.Errorf("create ConfigMap %s: %w", want.Name, err)
+			return false, fmt.Errorf("create ConfigMap %s: %w", want.Name, err)
 		}
 		c.log.Info("created the host-discovery ConfigMap", "job", key, "hosts", len(hosts))
 	case err != nil:
-		return err
+		return false, err
 	case !controlledBy(existing, job):
-		return fmt.Errorf("ConfigMap %s is in the way: the job %s/%s does not control it", want.Name, job.Namespace, job.Name)
+		return false, fmt.Errorf("ConfigMap %s is in the way: the job %s/%s does not control it", want.Name, job.Namespace, job.Name)
 	case !maps.Equal(existing.Data, want.Data) || existing.Annotations[v1.AnnotationHostsPods] != want.Annotations[v1.AnnotationHostsPods]:
 		update := existing.DeepCopy()
 		update.Data = want.Data
@@ -93,16 +94,21 @@ func (c *Controller) ensureHosts(ctx context.Context, job *v1.TrainingJob, repli
 		}
 		update.Annotations[v1.AnnotationHostsPods] = want.Annotations[v1.AnnotationHostsPods]
 		if _, err := c.kubeClient.CoreV1().ConfigMaps(job.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
+			return false, fmt.Errorf("update ConfigMap %s: %w", want.Name, err)
 		}
 		c.holds.written(key, now)
 		c.log.Debug("updated the host-discovery ConfigMap", "job", key, "hosts", len(hosts))
+	default:
+		written = false
 	}
 	nudged, err := c.nudgeMasters(ctx, masters, horovod.Version(want.Data[horovod.HostsKey]))
 	if nudged {
 		c.holds.written(key, now)
 	}
-	return err
+	// Acked: the file was as wanted and every master pod carried its
+	// version already; a write or a nudge of this sync is acked by the
+	// events of a later one.
+	return !written && !nudged && err == nil, err
 }
 
 // nudgeMasters writes the version of the host-discovery file the
@@ -189,10 +195,8 @@ func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string)
 	}
 	var current *int32
 	if rs := obs.replicaSets[v1.RoleTrainer]; rs != nil {
-		current = rs.Spec.Replicas
-		if current == nil {
-			current = ptr.To(int32(1))
-		}
+		target, _ := scaleDownTarget(rs)
+		current = &target
 	}
 	return desiredReplicas(job, v1.RoleTrainer, current, final)
 }

@@ -279,3 +279,82 @@ func TestAFailedHostsWriteHoldsTheScaleDown(t *testing.T) {
 	require.Error(t, f.sync("mnist"))
 	assert.Empty(t, trainerPatches(f), "no scale-down while the file may list the trainers it removes")
 }
+
+// pendingScaleDown is the fixture of a settled Horovod job of two ready
+// trainers and a master at the hosts file's version, whose scale-down to
+// one trainer the autoscaler decided decided ago: t-b marked, the trainer
+// ReplicaSet annotated v1.AnnotationScaleDownTo, its replicas left at 2.
+func pendingScaleDown(t *testing.T, decided time.Duration) (*fixture, *v1.TrainingJob) {
+	f := newFixture(t)
+	job := f.addJob(horovodJob())
+	f.addJobObjects(job, 2)
+	both := horovod.Version("10.0.0.1:2\n10.0.0.2:2\n")
+	f.addPods(hostPod("t-a", "10.0.0.1", 0, builders.Ready()), hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready()), toldMaster(job, both))
+	// The API server holds the master, so that a nudge finds it.
+	require.NoError(t, f.kube.Tracker().Add(toldMaster(job, both)))
+	f.settle("mnist")
+	rs := f.getReplicaSet(v1.ReplicaSetName("mnist", v1.RoleTrainer)).DeepCopy()
+	rs.Annotations[v1.AnnotationScaleDownTo] = "1"
+	rs.Annotations[v1.AnnotationLastScale] = v1.LastScaleAnnotation(v1.ScaleRecord{Time: metav1.NewTime(time.Now().Add(-decided)), From: 2, To: 1, Reason: "room"})
+	f.updateReplicaSet(rs)
+	f.addPods(hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready(), markedAt(time.Now())))
+	f.reset()
+	return f, job
+}
+
+// TestPendingScaleDownWaitsForTheMastersAck: a scale-down the autoscaler
+// decided for a Horovod job is the controller's to apply: the hosts file
+// drops the marked trainer and the master is nudged; the replicas stay
+// while the master pod does not carry the new file's version — however
+// long the settle — and go down, with the decision's annotation, once it
+// does and v1.HostsSettle passed.
+func TestPendingScaleDownWaitsForTheMastersAck(t *testing.T) {
+	f, job := pendingScaleDown(t, 0)
+	one := horovod.Version("10.0.0.1:2\n")
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, []string{nudge("m", one)}, nudges(f))
+	assert.Empty(t, trainerPatches(f), "not before the master has the file")
+
+	f.feedBack()
+	time.Sleep(v1.HostsSettle)
+	f.reset()
+	require.NoError(t, f.sync("mnist"))
+	assert.Empty(t, trainerPatches(f), "the settle passed, but the master pod does not carry the version: no ack")
+
+	f.addPods(toldMaster(job, one))
+	time.Sleep(v1.HostsSettle)
+	f.reset()
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, []string{`[{"op":"replace","path":"/spec/replicas","value":1},{"op":"remove","path":"/metadata/annotations/edl.paddlepaddle.org~1scale-down-to","value":null}]`},
+		trainerPatches(f), "acked and settled: lowered to the count decided")
+	assert.Equal(t, []string{"Normal Scaled Scaled ReplicaSet mnist-trainer from 2 to 1: the autoscaler's scale-down, once the hosts file left out the trainers it removes"}, f.events(), "no warning")
+}
+
+// TestPendingScaleDownGoesAheadAfterTheTimeout: a master that never acks
+// (a nudge that keeps failing) holds a scale-down v1.HostsDropTimeout after
+// the decision at most; then it goes ahead with a Warning event.
+func TestPendingScaleDownGoesAheadAfterTheTimeout(t *testing.T) {
+	f, _ := pendingScaleDown(t, v1.HostsDropTimeout+time.Second)
+	f.kube.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.PatchAction).GetName() == "m" {
+			return true, nil, errors.New("the master's node is gone")
+		}
+		return false, nil, nil
+	})
+	_ = f.sync("mnist")
+	assert.Equal(t, []string{`[{"op":"replace","path":"/spec/replicas","value":1},{"op":"remove","path":"/metadata/annotations/edl.paddlepaddle.org~1scale-down-to","value":null}]`}, trainerPatches(f))
+	events := strings.Join(f.events(), "\n")
+	assert.Contains(t, events, "Warning "+v1.EventHostsNotUpdated)
+}
+
+// TestAMarkOnATrainerToBeDeletedIsNotStale: the autoscaler's mark on a
+// trainer whose scale-down is pending stands however old: it is still to
+// be deleted.
+func TestAMarkOnATrainerToBeDeletedIsNotStale(t *testing.T) {
+	f, _ := pendingScaleDown(t, 0)
+	f.addPods(hostPod("t-b", "10.0.0.2", time.Minute, builders.Ready(), markedAt(time.Now().Add(-2*MarkTTL))))
+	require.NoError(t, f.sync("mnist"))
+	for _, p := range nudges(f) {
+		assert.NotContains(t, p, "t-b ", "the mark of t-b stands")
+	}
+}

@@ -57,8 +57,7 @@ func RemovalMarkPatch(at time.Time) []byte {
 }
 
 // AnnotationHostsPods, on a Horovod job's host-discovery ConfigMap, names
-// the trainer pods its hosts file lists, comma-separated: the autoscaler
-// lowers the replicas once the trainers it removes are no longer named.
+// the trainer pods its hosts file lists, comma-separated.
 const AnnotationHostsPods = "paddlepaddle.org/hosts-pods"
 
 // AnnotationHostsVersion, on a Horovod job's master pod, is a hash of the
@@ -68,11 +67,11 @@ const AnnotationHostsPods = "paddlepaddle.org/hosts-pods"
 // later).
 const AnnotationHostsVersion = "paddlepaddle.org/hosts-version"
 
-// HostsSettle is how long a Horovod job's trainer still runs after the
-// host-discovery ConfigMap dropped it, at the least: the autoscaler and the
-// controller lower the trainer ReplicaSet no sooner. It covers the master's
-// kubelet writing the new file into the pod once the controller nudged it
-// (AnnotationHostsVersion) — 0.05 to 0.92 s on the real node of the tests
+// HostsSettle is how long a Horovod job's trainer still runs after every
+// master pod carries the version of the host list that dropped it, at the
+// least: the controller lowers the trainer ReplicaSet no sooner. It covers
+// the master's kubelet writing the new file into the pod once the
+// controller nudged it (AnnotationHostsVersion) — 0.05 to 0.92 s on the real node of the tests
 // (TestHorovodHostsFileDropsATrainerBeforeItsPodGoes) — and horovodrun's
 // driver, which runs the discovery script every second.
 const HostsSettle = 3 * time.Second

@@ -211,6 +211,7 @@ func start(ctx context.Context, opts options, logger log.Logger) error {
 		ServiceInformer:    kubeInformers.Core().V1().Services(),
 		PodInformer:        w.Pods,
 		ConfigMapInformer:  w.ConfigMaps,
+		PDBInformer:        w.PDBs,
 		Recorder:           recorder,
 		Logger:             logger,
 		Metrics:            m,

@@ -71,6 +71,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 		if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: jobInf,
 			ReplicaSetInformer: rs, ServiceInformer: svc, PodInformer: pods,
 			ConfigMapInformer: kubeInformers.Core().V1().ConfigMaps(),
+			PDBInformer:       kubeInformers.Policy().V1().PodDisruptionBudgets(),
 			Recorder:          record.NewFakeRecorder(0), Logger: discard}); err != nil {
 			b.Fatal(err)
 		}

@@ -135,6 +135,7 @@ func benchSimulated(b *testing.B, c simCluster) {
 	if _, err := controller.New(controller.Config{KubeClient: kube, TJClient: tj, JobInformer: w.Jobs,
 		ReplicaSetInformer: w.ReplicaSets, ServiceInformer: w.KubeInformers.Core().V1().Services(), PodInformer: w.Pods,
 		ConfigMapInformer: w.KubeInformers.Core().V1().ConfigMaps(),
+		PDBInformer:       w.PDBs,
 		Recorder:          record.NewFakeRecorder(0), Logger: discard, GPUResources: w.GPUs, StatusInterval: planner.Interval}); err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	policyinformers "k8s.io/client-go/informers/policy/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+
 	log "github.com/inconshreveable/log15"
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,6 +50,7 @@ type Controller struct {
 	replicaSets appslisters.ReplicaSetLister
 	services    corelisters.ServiceLister
 	configMaps  corelisters.ConfigMapLister
+	pdbs        policylisters.PodDisruptionBudgetLister
 	pods        cache.Indexer
 	synced      []cache.InformerSynced
 
@@ -81,6 +85,9 @@ type Config struct {
 	// ConfigMapInformer holds the Horovod jobs' host-discovery ConfigMaps
 	// ([HostsConfigMap]).
 	ConfigMapInformer coreinformers.ConfigMapInformer
+	// PDBInformer holds the masters' PodDisruptionBudgets
+	// ([MasterDisruptionBudget]).
+	PDBInformer policyinformers.PodDisruptionBudgetInformer
 
 	// Recorder records the events of the jobs.
 	Recorder record.EventRecorder
@@ -111,7 +118,7 @@ type Config struct {
 // informer, so it must be called before the informers start.
 func New(cfg Config) (*Controller, error) {
 	jobInformer, rsInformer := cfg.JobInformer, cfg.ReplicaSetInformer
-	svcInformer, podInformer, cmInformer := cfg.ServiceInformer, cfg.PodInformer, cfg.ConfigMapInformer
+	svcInformer, podInformer, cmInformer, pdbInformer := cfg.ServiceInformer, cfg.PodInformer, cfg.ConfigMapInformer, cfg.PDBInformer
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -123,11 +130,12 @@ func New(cfg Config) (*Controller, error) {
 		replicaSets: rsInformer.Lister(),
 		services:    svcInformer.Lister(),
 		configMaps:  cmInformer.Lister(),
+		pdbs:        pdbInformer.Lister(),
 		pods:        podInformer.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{
 			jobInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 			svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-			cmInformer.Informer().HasSynced,
+			cmInformer.Informer().HasSynced, pdbInformer.Informer().HasSynced,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			rateLimiter(),
@@ -169,6 +177,7 @@ func New(cfg Config) (*Controller, error) {
 		{rsInformer.Informer(), ownedHandler},
 		{svcInformer.Informer(), ownedHandler},
 		{cmInformer.Informer(), ownedHandler},
+		{pdbInformer.Informer(), ownedHandler},
 		{podInformer.Informer(), podHandler},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
@@ -311,6 +320,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if leavesFirst(job) {
 			var err error
 			if acked, err = c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
+				report(err)
+			}
+		}
+		if !final {
+			if err := c.ensureMasterBudget(ctx, job); err != nil {
 				report(err)
 			}
 		}

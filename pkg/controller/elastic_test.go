@@ -95,6 +95,7 @@ func TestSyncCreatesATorchJob(t *testing.T) {
 	f.addJob(torchJob())
 	require.NoError(t, f.sync("mnist"))
 	assert.Equal(t, []string{
+		"create poddisruptionbudgets mnist-master",
 		"create services mnist-master",
 		"create replicasets mnist-master",
 		"create replicasets mnist-trainer",

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddlepaddle/edl/pkg/frameworks"
+	policyv1 "k8s.io/api/policy/v1"
+
 	log "github.com/inconshreveable/log15"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -76,6 +79,7 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 		ServiceInformer:    f.kubeInf.Core().V1().Services(),
 		PodInformer:        f.kubeInf.Core().V1().Pods(),
 		ConfigMapInformer:  f.kubeInf.Core().V1().ConfigMaps(),
+		PDBInformer:        f.kubeInf.Policy().V1().PodDisruptionBudgets(),
 		Recorder:           f.recorder,
 		Logger:             logger,
 	}
@@ -185,6 +189,9 @@ func (f *fixture) addPods(pods ...*corev1.Pod) {
 // job, with the trainer ReplicaSet at the given replicas.
 func (f *fixture) addJobObjects(job *v1.TrainingJob, trainers int32) {
 	f.t.Helper()
+	if frameworks.Training(&job.Spec) != nil {
+		require.NoError(f.t, f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(MasterDisruptionBudget(job)))
+	}
 	for _, role := range roles(job) {
 		replicas := desiredReplicas(job, role, &trainers, false)
 		f.addReplicaSet(ReplicaSet(job, role, replicas, nil))
@@ -212,6 +219,8 @@ func (f *fixture) feedBack() {
 	copyAll(f.kube.Tracker(), gvrServices, gvkServices, f.svcIndexer())
 	copyAll(f.kube.Tracker(), corev1.SchemeGroupVersion.WithResource("configmaps"), corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 		f.kubeInf.Core().V1().ConfigMaps().Informer().GetIndexer())
+	copyAll(f.kube.Tracker(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"),
+		f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer())
 }
 
 // kubeObjects are the ReplicaSets and Services the fake API server holds.

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
+
 	log "github.com/inconshreveable/log15"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +47,10 @@ type Watch struct {
 	// ConfigMaps holds the Horovod jobs' host-discovery ConfigMaps alone
 	// (labelled paddle-job-master), not every ConfigMap of the cluster.
 	ConfigMaps coreinformers.ConfigMapInformer
-	Tracker    *cluster.Tracker
+	// PDBs holds the PodDisruptionBudgets of the jobs' masters alone
+	// (labelled paddle-job-master).
+	PDBs    policyinformers.PodDisruptionBudgetInformer
+	Tracker *cluster.Tracker
 	// GPUs are the extended resources counted as GPUs.
 	GPUs []corev1.ResourceName
 }
@@ -75,6 +81,12 @@ func New(kubeClient kubernetes.Interface, tjClient tjclient.Interface, resync ti
 			func(o *metav1.ListOptions) { o.LabelSelector = v1.LabelMaster })
 	})
 	w.ConfigMaps = w.KubeInformers.Core().V1().ConfigMaps()
+	w.KubeInformers.InformerFor(&policyv1.PodDisruptionBudget{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return policyinformers.NewFilteredPodDisruptionBudgetInformer(c, metav1.NamespaceAll, resync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			func(o *metav1.ListOptions) { o.LabelSelector = v1.LabelMaster })
+	})
+	w.PDBs = w.KubeInformers.Policy().V1().PodDisruptionBudgets()
 	var err error
 	w.Tracker, err = cluster.New(cluster.Config{
 		PodInformer:          w.Pods,

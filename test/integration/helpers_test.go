@@ -262,6 +262,7 @@ func runEDL(t *testing.T, plane *framework.ControlPlane, ns string, scaling *aut
 	ctrl, err := controller.New(controller.Config{KubeClient: kubeClient, TJClient: tj, JobInformer: jobInformer,
 		ReplicaSetInformer: rsInformer, ServiceInformer: kubeInformers.Core().V1().Services(), PodInformer: podInformer,
 		ConfigMapInformer: kubeInformers.Core().V1().ConfigMaps(),
+		PDBInformer:       kubeInformers.Policy().V1().PodDisruptionBudgets(),
 		Recorder:          recorder, Logger: logger, GangAdmission: scaling != nil && scaling.GangAdmission})
 	require.NoError(t, err)
 	var scaler *autoscaler.Autoscaler

@@ -334,7 +334,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					report(err)
 				}
 			}
-			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], stop, obs.queued, acked); err != nil {
+			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], rsInputs{stop: stop, queued: obs.queued, acked: acked, trainersLeft: countPods(obs.pods[v1.RoleTrainer], notEnded) > 0}); err != nil {
 				report(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -104,7 +105,8 @@ func TestSyncCreatesATorchJob(t *testing.T) {
 }
 
 // TestSyncFailsATorchJobPastItsBudget: the failure is the job's edge: a
-// Warning event after the status write, and every ReplicaSet goes to 0.
+// Warning event after the status write, and every ReplicaSet goes to 0 —
+// the master, the job's last pod to go, once no trainer pod is left.
 func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {
 	f := newFixture(t)
 	job := f.addJob(torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)})))
@@ -113,13 +115,18 @@ func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {
 	f.addPods(builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready(), builders.RunningSince(t0)),
 		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready(), builders.Restarts(1),
 			builders.LastRun(2, t0.Add(time.Minute), t0.Add(2*time.Minute), "train.py: error: argument --epochs: invalid int value: 'x'")))
-	f.settle("mnist")
+	events := f.settle("mnist")
 	got := f.getJob("mnist")
 	assert.Equal(t, v1.PhaseFailed, got.Status.Phase)
 	assert.Equal(t, v1.ReasonTooManyFailures, got.Status.Reason)
 	assert.Contains(t, got.Status.Message, "exited with code 2: train.py: error: argument --epochs: invalid int value: 'x'")
 	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
-	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-master").Spec.Replicas)
+	assert.Equal(t, int32(1), *f.getReplicaSet("mnist-master").Spec.Replicas, "while a trainer pod is left")
+	assert.Contains(t, strings.Join(events, "\n"), "Warning Failed the training failed 1 times")
+
+	require.NoError(t, f.podIndexer().Delete(cached(t, builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a"))))
+	f.settle("mnist")
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-master").Spec.Replicas, "the trainers gone, the master goes")
 }
 
 // TestTorchResizeCost: a growth is counted and priced from its time until

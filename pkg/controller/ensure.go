@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // ensureReplicaSet creates a role's ReplicaSet, or JSON-patches the replicas
@@ -28,7 +29,11 @@ import (
 // is acked — every master pod carries its version — and v1.HostsSettle
 // passed since the last write ([hostsHolds]), or v1.HostsDropTimeout after
 // the autoscaler decided (v1.AnnotationScaleDownTo), with a Warning event.
-func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, stop string, queued, acked bool) error {
+// The master of a job whose training restarts with it (PyTorch, Horovod)
+// is its last pod to go: stopped, it keeps its replica while trainer pods
+// remain.
+func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, role v1.Role, existing *appsv1.ReplicaSet, in rsInputs) error {
+	stop, queued, acked := in.stop, in.queued, in.acked
 	build := func(replicas int32) *appsv1.ReplicaSet {
 		if stop != "" {
 			replicas = 0
@@ -90,6 +95,9 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 			c.queue.AddAfter(key, wait)
 		}
 	}
+	if role == v1.RoleMaster && stop != "" && in.trainersLeft && frameworks.Training(&job.Spec) != nil && *want.Spec.Replicas < have {
+		want.Spec.Replicas = &have // the trainers go first; their pods' events bring the job back
+	}
 	// A JSON patch, so that a new template replaces the old one whole:
 	// fields the job no longer sets disappear with it.
 	if have != *want.Spec.Replicas {
@@ -135,6 +143,16 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventScaled, "Scaled ReplicaSet %s from %d to %d: %s", existing.Name, have, *want.Spec.Replicas, why)
 	}
 	return nil
+}
+
+// rsInputs is what a sync knows that [Controller.ensureReplicaSet] needs:
+// why the job is stopped ("" when it runs), whether it is queued, whether
+// its hosts file is acked ([Controller.ensureHosts]; true without one), and
+// whether trainer pods remain.
+type rsInputs struct {
+	stop          string
+	queued, acked bool
+	trainersLeft  bool
 }
 
 // scaleDownTarget is what a trainer ReplicaSet's replicas are to be: its

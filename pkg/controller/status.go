@@ -241,6 +241,12 @@ func isActive(p *cluster.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed
 }
 
+// notEnded: the pod is there and its containers have not ended for good
+// (it may be being deleted).
+func notEnded(p *cluster.Pod) bool {
+	return p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed
+}
+
 func isRunning(p *cluster.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Phase == corev1.PodRunning
 }

@@ -10,6 +10,18 @@
 # SIGKILL, which closes nothing, sends SIGTERM to the agent's workers, which
 # checkpoint and exit, waits for them and exits 0.
 #
+# torchrun's agent runs with one change, AGENT's: when it exits it leaves
+# the job's rendezvous instead of closing it. With PET_MAX_RESTARTS 0 an
+# agent exits as soon as its worker group fails (EDL's controller judges
+# the container's exit: a failure of the training, or the work of a resize
+# or of the master's loss), and a closed rendezvous would let no trainer
+# join it again, neither this one restarted nor a scale-down's survivors.
+#
+# When the agent fails, the end of the failing worker's stderr (torchrun
+# tees it into $EDL_STATE_DIR/torchrun) is written to the container's
+# termination log, so that the job's status says why, not torchrun's
+# summary of it.
+#
 # The stop signals and SIGCHLD are blocked from the first line and taken one
 # at a time with sigwaitinfo: none is lost however early it comes, and one
 # that came before the agent was started is still pending when the wrapper
@@ -21,10 +33,40 @@ signal.pthread_sigmask(signal.SIG_BLOCK, STOP | {signal.SIGCHLD})
 
 # The other imports come after the mask, on purpose.
 import os
+import shutil
 import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
+
+# The agent: torch.distributed.run, its DynamicRendezvousHandler.shutdown
+# made to leave the round (torch's own exit operation, as an agent runs it
+# before it joins the next round) rather than close the rendezvous.
+AGENT = r"""
+import sys
+try:
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous as dr
+
+    def leave(self):
+        self._stop_heartbeats()
+        try:
+            self._op_executor.run(dr._RendezvousExitOp(), self._get_deadline(self._settings.timeout.close))
+        except Exception as e:
+            print("edl: leaving the rendezvous: %s" % e, file=sys.stderr, flush=True)
+        return True
+
+    dr.DynamicRendezvousHandler.shutdown = leave
+except (ImportError, AttributeError) as e:
+    print("edl: torchrun will close its rendezvous when it exits (%s)" % e, file=sys.stderr, flush=True)
+sys.argv[0] = "torchrun"
+from torch.distributed.run import main
+main()
+"""
+
+# The end of a failing worker's stderr kept in the termination log: the
+# kubelet keeps at most 4096 bytes of it.
+MESSAGE_LINES = 20
+MESSAGE_BYTES = 3000
 
 
 def main():
@@ -41,12 +83,14 @@ def main():
     if pending:
         say("%s before torchrun started; not started" % name(min(pending)))
         return 0
+    env = dict(os.environ)
+    logs = worker_logs(env)
     # The agent gets no blocked signal (its workers must feel SIGTERM) and
     # the default SIGPIPE and SIGXFSZ, which python3 ignores.
     agent = os.posix_spawn(
         sys.executable,
-        [sys.executable, "-m", "torch.distributed.run"] + sys.argv[1:],
-        os.environ,
+        [sys.executable, "-c", AGENT] + sys.argv[1:],
+        env,
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
     )
@@ -59,7 +103,53 @@ def main():
             code = exit_code(status)
             if code == 0 and finished:
                 record(finished)
+            if code != 0 and logs:
+                tell_why(logs)
             return code
+
+
+def worker_logs(env):
+    """Has torchrun tee its workers' stderr into $EDL_STATE_DIR/torchrun,
+    emptied first, unless the trainer sets where its logs go itself; returns
+    the dir, or None."""
+    state = env.get("EDL_STATE_DIR")
+    if not state or not os.path.isdir(state) or "PET_LOG_DIR" in env or "PET_TEE" in env or "PET_REDIRECTS" in env:
+        return None
+    logs = os.path.join(state, "torchrun")
+    shutil.rmtree(logs, ignore_errors=True)
+    env["PET_LOG_DIR"], env["PET_TEE"] = logs, "2"
+    return logs
+
+
+def tell_why(logs):
+    """Writes the end of the failing worker's stderr to the termination log
+    ($EDL_TERMINATION_LOG, else /dev/termination-log, where the kubelet
+    reads it): of the stderr.log files torchrun wrote, the newest that holds
+    a traceback, else the newest that holds anything."""
+    found = []
+    for root, _, files in os.walk(logs):
+        if "stderr.log" in files:
+            path = os.path.join(root, "stderr.log")
+            try:
+                with open(path, "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+                found.append((os.path.getmtime(path), "Traceback" in text, text))
+            except OSError:
+                pass
+    found = [f for f in found if f[2].strip()]
+    if not found:
+        return
+    _, _, text = max(found, key=lambda f: (f[1], f[0]))
+    lines = [l for l in text.splitlines() if l.strip()][-MESSAGE_LINES:]
+    tail = "\n".join(lines)[-MESSAGE_BYTES:]
+    path = os.environ.get("EDL_TERMINATION_LOG", "/dev/termination-log")
+    if not os.path.exists(path) and "EDL_TERMINATION_LOG" not in os.environ:
+        return  # not in a container the kubelet started
+    try:
+        with open(path, "w") as f:
+            f.write(tail + "\n")
+    except OSError as e:
+        say("cannot write the termination log %s: %s" % (path, e))
 
 
 def leave(agent, sig):

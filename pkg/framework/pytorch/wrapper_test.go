@@ -247,14 +247,18 @@ func TestWrapperWithoutAStateDirRunsEveryTime(t *testing.T) {
 
 // config is how a test starts the wrapper; an option changes it.
 type config struct {
-	launch   string  // a mode of testdata/launch.py, or python3 -c
-	stateDir *string // EDL_STATE_DIR; nil: unset
+	launch         string  // a mode of testdata/launch.py, or python3 -c
+	stateDir       *string // EDL_STATE_DIR; nil: unset
+	terminationLog string  // EDL_TERMINATION_LOG; "": unset
 }
 
 type option func(*config)
 
 func withStateDir(dir string) option { return func(c *config) { c.stateDir = &dir } }
 func launchedBy(mode string) option  { return func(c *config) { c.launch = mode } }
+func withTerminationLog(path string) option {
+	return func(c *config) { c.terminationLog = path }
+}
 
 // run is one run of the wrapper and its stand-in agent.
 type run struct {
@@ -301,6 +305,9 @@ func start(ctx context.Context, t *testing.T, standIn string, opts ...option) *r
 		"EDL_STANDIN="+standIn, "EDL_STANDIN_DIR="+r.traces)
 	if c.stateDir != nil {
 		env = append(env, "EDL_STATE_DIR="+*c.stateDir)
+	}
+	if c.terminationLog != "" {
+		env = append(env, "EDL_TERMINATION_LOG="+c.terminationLog)
 	}
 	out, err := os.Create(r.out)
 	require.NoError(t, err)
@@ -472,4 +479,41 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestWrapperTellsWhyTheTrainingFailed: torchrun tees its workers' stderr
+// into the state dir, and when the agent fails the end of the worker's
+// that holds a traceback — not torchrun's summary — goes to the
+// termination log, which the controller reads into the job's status.
+func TestWrapperTellsWhyTheTrainingFailed(t *testing.T) {
+	ctx := testContext(t)
+	state, why := t.TempDir(), filepath.Join(t.TempDir(), "termination-log")
+	r := start(ctx, t, "fail 1", withStateDir(state), withTerminationLog(why))
+	assert.Equal(t, 1, r.wait(ctx, t))
+	assert.Equal(t, filepath.Join(state, "torchrun")+" 2\n", r.read(t, "agent-env"), "stderr teed into the state dir")
+	msg, err := os.ReadFile(why)
+	require.NoError(t, err)
+	assert.Equal(t, "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nValueError: invalid literal for int() with base 10: 'notanumber'\n", string(msg))
+
+	// The next run starts with the logs of the last one gone.
+	r = start(ctx, t, "exit 0", withStateDir(state), withTerminationLog(filepath.Join(t.TempDir(), "unused")))
+	assert.Equal(t, 0, r.wait(ctx, t))
+	assert.NoDirExists(t, filepath.Join(state, "torchrun"))
+
+	// Without a state dir, torchrun's logs are its own.
+	r = start(ctx, t, "exit 3")
+	assert.Equal(t, 3, r.wait(ctx, t))
+	assert.Equal(t, "None None\n", r.read(t, "agent-env"))
+}
+
+// TestWrapperLeavesTheRendezvousOpen: the agent's rendezvous handler, shut
+// down as an agent that exits shuts it, stops its heartbeats and leaves the
+// round — it never closes the rendezvous, which would keep every trainer
+// from joining again.
+func TestWrapperLeavesTheRendezvousOpen(t *testing.T) {
+	ctx := testContext(t)
+	r := start(ctx, t, "shutdown 1")
+	assert.Equal(t, 1, r.wait(ctx, t))
+	assert.Equal(t, "heartbeats stopped\nleft\n", r.read(t, "rendezvous"))
+	assert.Empty(t, r.output(t), "patched without a word")
 }

@@ -45,6 +45,13 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 			return err
 		}
 		a.log.Info("marked trainers for removal", "job", act.Job, "pods", strings.Join(act.Remove, ","))
+		if ctx.Err() != nil {
+			// Stopped — a shutdown, a lost lease — before the decision was
+			// written: the marks would keep these trainers out of a Horovod
+			// job's hosts file while they run.
+			a.clearMarks(ctx, job.Namespace, act.Remove)
+			return fmt.Errorf("scale down ReplicaSet %s: %w", name, context.Cause(ctx))
+		}
 	}
 	pending := marks && leavesFirst(job)
 	// The patch tests the object as well as the count: a ReplicaSet deleted

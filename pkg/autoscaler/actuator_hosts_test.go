@@ -105,3 +105,28 @@ func TestApplyClearsTheMarksOfAHorovodScaleDownNotDecided(t *testing.T) {
 	}
 	assert.Empty(t, drain(f.recorder))
 }
+
+// TestApplyStoppedAfterTheMarksClearsThem: a scale-down stopped — a
+// shutdown, a lost lease — once it marked the trainers writes no decision,
+// records nothing, and clears the marks with a context of its own.
+func TestApplyStoppedAfterTheMarksClearsThem(t *testing.T) {
+	f := newActuatorFixture(t, Config{MaxLoadDesired: 0.97, Interval: time.Second},
+		objects(elasticJob("h", 1, 4, 3, horovod), []runtime.Object{node("n1", "10", "64Gi")})...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	marks := 0
+	f.kube.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if marks++; marks == len(horovodDown.Remove) {
+			cancel() // stopped as the last mark is written
+		}
+		return false, nil, nil
+	})
+	require.ErrorIs(t, f.scaler.apply(ctx, f.job("h"), horovodDown, f.clock.Now()), context.Canceled)
+	assert.Empty(t, replicaSetPatches(f), "no decision written")
+	for _, name := range []string{"h-trainer-b", "h-trainer-c"} {
+		pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.NotContains(t, pod.Annotations, v1.AnnotationDeletionCost, name)
+	}
+	assert.Empty(t, drain(f.recorder))
+}

@@ -32,8 +32,8 @@ func resizeStatus(job *v1.TrainingJob, trainers v1.ReplicaStatus, pods map[v1.Ro
 		t := last.Time
 		s.Count++
 		s.Last = &t
-		// A scale-down starts no pod: its survivors restart inside theirs,
-		// which readiness does not see; the growth's figure stands.
+		// A scale-down starts no pod: its survivors' containers restart
+		// in theirs; the growth's figure stands.
 		s.Measured = last.To <= last.From
 	}
 	if !s.Measured && s.Last != nil && trainers.Desired > 0 && trainers.Ready >= trainers.Desired && !now.Before(s.Last.Time) {

@@ -126,8 +126,8 @@ func slimPod(pod *corev1.Pod) *Pod {
 			// Waiting to start again after it exited: CrashLoopBackOff.
 			kept.Waiting = shareString(w.Reason)
 		}
-		if r := cs.State.Running; r != nil && r.StartedAt.After(out.RunningSince.Time) {
-			out.RunningSince = r.StartedAt
+		if r := cs.State.Running; r != nil && (out.RunningSince == nil || r.StartedAt.After(out.RunningSince.Time)) {
+			out.RunningSince = r.StartedAt.DeepCopy()
 		}
 		if kept.RestartCount == 0 && kept.Terminated == nil && kept.LastTerminated == nil {
 			continue // nothing to read: a container that never stopped

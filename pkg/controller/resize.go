@@ -54,7 +54,7 @@ func resizeStatus(job *v1.TrainingJob, trainers v1.ReplicaStatus, pods map[v1.Ro
 func masterSince(masters []*cluster.Pod) time.Time {
 	var since time.Time
 	for _, p := range masters {
-		if isRunning(p) && p.RunningSince.After(since) {
+		if isRunning(p) && p.RunningSince != nil && p.RunningSince.After(since) {
 			since = p.RunningSince.Time
 		}
 	}

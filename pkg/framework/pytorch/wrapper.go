@@ -5,9 +5,11 @@ import _ "embed" // for Wrapper
 // Wrapper is the program that stands first in a PyTorch job's trainer
 // container, run as `python3 -c <Wrapper> <torchrun's arguments>`: a Python 3
 // program (edl_torchrun.py; standard library only, Python 3.8 or newer, as the
-// trainer image's python3 runs it) that runs torchrun's agent,
-// `python3 -m torch.distributed.run <torchrun's arguments>`, and makes a
-// trainer EDL removes leave the job without ending it.
+// trainer image's python3 runs it) that runs torchrun's agent
+// (torch.distributed.run's main, its rendezvous handler made to leave the
+// round when the agent exits rather than close the rendezvous, so that a
+// trainer restarted after a failure, and a scale-down's survivors, can join
+// again), and makes a trainer EDL removes leave the job without ending it.
 //
 // torchrun's agent, sent SIGTERM, closes the job's rendezvous, after which
 // every other agent ends its run too (torch.distributed.elastic's
@@ -17,9 +19,11 @@ import _ "embed" // for Wrapper
 // agent's workers, which finish their step (the training script's contract: a
 // checkpoint and an exit) and exit; it waits for them within the grace period,
 // then exits 0. Their end fails the survivors' collectives, so the survivors'
-// agents restart their workers and re-rendezvous without this trainer once its
-// keep-alive lapses. On its own exit the agent's status is the trainer's
-// (128+N when signal N killed it).
+// agents exit, their containers restart and re-rendezvous without this
+// trainer once its keep-alive lapses. On its own exit the agent's status is
+// the trainer's (128+N when signal N killed it); when it failed, the end of
+// the failing worker's stderr (teed by torchrun into the state dir) goes to
+// the container's termination log.
 //
 // It takes the signals from its first line, so one that comes before the agent
 // started means the agent never starts; it becomes a child subreaper, so it

@@ -237,9 +237,9 @@ func checkpointDir(t *testing.T, ns string) string {
 }
 
 // horovodJob is a Horovod job "real" on the real node without an
-// elasticPolicy, one or two trainers running horovodWorker, its master's
-// horovodrun the given script; it returns the job and the host directory
-// of its events, mounted at /edl-events.
+// elasticPolicy, one or two trainers of 200m CPU running horovodWorker, its
+// master's horovodrun the given script; it returns the job and the host
+// directory of its events, mounted at /edl-events.
 func horovodJob(t *testing.T, ns, horovodrun string) (*v1.TrainingJob, string) {
 	t.Helper()
 	events := filepath.Join("/var/lib/edl-node", "events", ns)

@@ -78,40 +78,10 @@ func TestHorovodHostsFileDropsATrainerBeforeItsPodGoes(t *testing.T) {
 	tj, err := tjclient.NewForConfig(cp.Config)
 	require.NoError(t, err)
 
-	events := filepath.Join("/var/lib/edl-node", "events", ns)
-	for dir, files := range map[string]map[string]string{
-		"bin":       {"horovodrun": horovodrunStub},
-		"workspace": {"train.py": horovodWorker},
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Join(events, dir), 0o755))
-		for name, text := range files {
-			require.NoError(t, os.WriteFile(filepath.Join(events, dir, name), []byte(text), 0o755)) // #nosec G306 -- run in the pods
-		}
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(events) })
-	hostPath := func(name, dir, at string) (corev1.Volume, corev1.VolumeMount) {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(events, dir)}}},
-			corev1.VolumeMount{Name: name, MountPath: at}
-	}
-	eventsVol, eventsMount := hostPath("events", "", "/edl-events")
-	binVol, binMount := hostPath("bin", "bin", "/usr/local/bin")
-	workVol, workMount := hostPath("workspace", "workspace", "/workspace")
-	trainer := corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-	}}
-	job := &v1.TrainingJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "real"},
-		Spec: v1.TrainingJobSpec{
-			Framework:     v1.FrameworkHorovod,
-			ElasticPolicy: &v1.ElasticPolicy{HostDiscovery: &v1.HostDiscovery{SlotsPerHost: ptr.To(int32(1))}},
-			Image:         exampleImage(t),
-			NodeSelector:  map[string]string{framework.RealNodeLabel: "true"},
-			Volumes:       []corev1.Volume{eventsVol, binVol, workVol},
-			VolumeMounts:  []corev1.VolumeMount{eventsMount, binMount, workMount},
-			Master:        v1.MasterSpec{Resources: smallRole},
-			Trainer:       v1.TrainerSpec{Entrypoint: "python3 /workspace/train.py", MinInstance: 1, MaxInstance: 3, Resources: trainer},
-		},
-	}
+	job, events := horovodJob(t, ns, horovodrunStub)
+	job.Spec.ElasticPolicy = &v1.ElasticPolicy{HostDiscovery: &v1.HostDiscovery{SlotsPerHost: ptr.To(int32(1))}}
+	job.Spec.Trainer.MaxInstance = 3
+	job.Spec.Trainer.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
 	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Create(ctx, job, metav1.CreateOptions{})
 	require.NoError(t, err)
 	launcher := filepath.Join(events, "launcher")

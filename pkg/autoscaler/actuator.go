@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
+	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // apply patches the trainer ReplicaSet from act.From to act.To — the patch
@@ -53,7 +54,7 @@ func (a *Autoscaler) apply(ctx context.Context, job *v1.TrainingJob, act planner
 			return fmt.Errorf("scale down ReplicaSet %s: %w", name, context.Cause(ctx))
 		}
 	}
-	pending := marks && leavesFirst(job)
+	pending := marks && frameworks.LeavesFirst(&job.Spec)
 	// The patch tests the object as well as the count: a ReplicaSet deleted
 	// and created again under the same name (another owner's, or the
 	// controller's after a deletion) is not the one planned for.

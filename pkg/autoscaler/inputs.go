@@ -173,7 +173,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 		if a.cfg.PriceResizes {
 			priceOf(&job, tj, last)
 		}
-		job.NamesRemovals = leavesFirst(tj)
+		job.NamesRemovals = frameworks.LeavesFirst(&tj.Spec)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}

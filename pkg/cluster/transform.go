@@ -145,7 +145,7 @@ func exitOnly(t *corev1.ContainerStateTerminated) *Termination {
 	}
 	out := &Termination{ExitCode: t.ExitCode, Reason: shareString(t.Reason), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
 	if t.ExitCode != 0 {
-		out.Message = MessageTail(t.Message)
+		out.Message = messageTail(t.Message)
 	}
 	return out
 }
@@ -157,9 +157,9 @@ const (
 	messageBytes = 1024
 )
 
-// MessageTail is the last messageLines lines of a termination message, at
+// messageTail is the last messageLines lines of a termination message, at
 // most messageBytes of them, with blank lines dropped.
-func MessageTail(msg string) string {
+func messageTail(msg string) string {
 	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
 	kept := make([]string, 0, messageLines)
 	size := 0

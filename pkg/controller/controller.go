@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	policyinformers "k8s.io/client-go/informers/policy/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
-
 	log "github.com/inconshreveable/log15"
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -264,7 +263,7 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	return true
 }
 
-// roles are the roles a job runs ([v1.TrainingJobSpec.Roles]).
+// roles are the roles a job runs, as its framework says.
 func roles(job *v1.TrainingJob) []v1.Role { return frameworks.For(&job.Spec).Roles(&job.Spec) }
 
 // sync brings one job's objects and status to what its spec asks for.
@@ -313,9 +312,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if len(obs.blocked) == 0 {
 		// The hosts file drops the trainers a scale-down removes before
-		// the ReplicaSet is lowered ([Hosts]).
+		// the ReplicaSet is lowered ([horovod.Hosts]).
 		acked := true
-		if leavesFirst(job) {
+		if frameworks.LeavesFirst(&job.Spec) {
 			var err error
 			if acked, err = c.ensureHosts(ctx, job, trainerReplicas(job, obs, final, stop), obs.pods[v1.RoleTrainer], obs.pods[v1.RoleMaster], obs.now); err != nil {
 				report(err)

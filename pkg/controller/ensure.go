@@ -68,7 +68,7 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	target, pending := scaleDownTarget(existing)
 	want := build(desiredReplicas(job, role, &target, stop == stopFinished))
 	var ops []jsonPatchOp
-	if role == v1.RoleTrainer && leavesFirst(job) && stop == "" && *want.Spec.Replicas < have {
+	if role == v1.RoleTrainer && frameworks.LeavesFirst(&job.Spec) && stop == "" && *want.Spec.Replicas < have {
 		// Not before the master pods have the hosts file without the trainers.
 		key := job.Namespace + "/" + job.Name
 		now := c.pacer.clock.Now()
@@ -182,13 +182,7 @@ const MarkTTL = time.Minute
 // next of the others passes MarkTTL (0 for none). A mark without its time
 // is left alone. StaleMarks is pure.
 func StaleMarks(trainers []*cluster.Pod, target int32, now time.Time) (stale []*cluster.Pod, next time.Duration) {
-	var active int32
-	for _, p := range trainers {
-		if p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed {
-			active++
-		}
-	}
-	if active > target {
+	if countPods(trainers, isActive) > target {
 		return nil, 0 // the ReplicaSet deletes the marked first
 	}
 	for _, p := range trainers {

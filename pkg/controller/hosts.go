@@ -17,7 +17,6 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/framework/horovod"
-	"github.com/paddlepaddle/edl/pkg/frameworks"
 )
 
 // HostsConfigMap is a Horovod job's host-discovery ConfigMap, controlled
@@ -199,12 +198,4 @@ func trainerReplicas(job *v1.TrainingJob, obs observed, final bool, stop string)
 		current = &target
 	}
 	return desiredReplicas(job, v1.RoleTrainer, current, final)
-}
-
-// leavesFirst: the job's trainers leave its host-discovery file before their
-// pods go (a Horovod job), so the controller keeps the file and holds a
-// scale-down until the file dropped the trainers it removes.
-func leavesFirst(job *v1.TrainingJob) bool {
-	tr := frameworks.Training(&job.Spec)
-	return tr != nil && tr.LeavesFirst
 }

@@ -25,7 +25,8 @@ type Framework interface {
 	// Service gives a role's Service (every role's but the trainers') its
 	// ports, and makes it headless where no client needs one address.
 	Service(job *v1.TrainingJob, role v1.Role, svc *corev1.ServiceSpec)
-	// Training is how the job's training is judged and resized; nil for a
+	// Training is how the job's training is judged and resized, shared and
+	// read-only; nil for a
 	// framework whose pods are judged as the original EDL judged them
 	// (PaddlePaddle: a trainer's exit, the restarts of a fault-tolerant
 	// job's pods).

@@ -26,3 +26,12 @@ func For(spec *v1.TrainingJobSpec) framework.Framework {
 // Training is the job's framework's [framework.Training]: nil for a
 // PaddlePaddle job.
 func Training(spec *v1.TrainingJobSpec) *framework.Training { return For(spec).Training() }
+
+// LeavesFirst reports whether the job's trainers leave its host list before
+// their pods go (a Horovod job, in et-operator's order): a scale-down names
+// and marks the trainers it removes, and the controller lowers the
+// replicas once the master pods have the list without them.
+func LeavesFirst(spec *v1.TrainingJobSpec) bool {
+	tr := Training(spec)
+	return tr != nil && tr.LeavesFirst
+}

@@ -106,9 +106,11 @@ func (Framework) Service(_ *v1.TrainingJob, _ v1.Role, svc *corev1.ServiceSpec) 
 // Training: the launcher's exits are the training's; horovodrun itself
 // rides out the trainers that come and go, and a trainer leaves the
 // host-discovery file before its pod goes.
-func (Framework) Training() *framework.Training {
-	return &framework.Training{Ender: v1.RoleMaster, Judge: judge, LeavesFirst: true}
-}
+func (Framework) Training() *framework.Training { return training }
+
+// training is shared and read-only: the controller and the autoscaler ask
+// for it on every sync and cycle.
+var training = &framework.Training{Ender: v1.RoleMaster, Judge: judge, LeavesFirst: true}
 
 func judge(t *cluster.Termination, _ *metav1.Time, _ time.Time) framework.Judgement {
 	if t.ExitCode == 0 {

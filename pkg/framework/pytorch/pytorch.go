@@ -88,9 +88,11 @@ func (Framework) Service(job *v1.TrainingJob, _ v1.Role, svc *corev1.ServiceSpec
 }
 
 // Training: the trainers' exits are the training's, judged by [Judge].
-func (Framework) Training() *framework.Training {
-	return &framework.Training{Ender: v1.RoleTrainer, Judge: Judge}
-}
+func (Framework) Training() *framework.Training { return training }
+
+// training is shared and read-only: the controller and the autoscaler ask
+// for it on every sync and cycle.
+var training = &framework.Training{Ender: v1.RoleTrainer, Judge: Judge}
 
 // Judge judges an exit of a trainer, whose agent exits when its worker
 // group fails: a failure, unless the run it ended began before the last

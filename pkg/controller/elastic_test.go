@@ -136,7 +136,6 @@ func TestTorchResizeCost(t *testing.T) {
 	roles := roles(job)
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	job.Status.LastScale = &v1.ScaleRecord{Time: metav1.NewTime(t0), From: 1, To: 2}
-	job.Annotations = map[string]string{v1.AnnotationProgress: "epoch 2"}
 	obs := observation(job, roles,
 		builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready()),
 		builders.RolePod(job, v1.RoleTrainer, "mnist-trainer-a", builders.Ready()),
@@ -146,7 +145,6 @@ func TestTorchResizeCost(t *testing.T) {
 	status := computeStatus(job, obs, roles)
 	assert.Equal(t, int32(1), status.Resize.Count)
 	assert.Nil(t, status.Resize.LastCost, "not every trainer is Ready yet")
-	assert.Equal(t, "epoch 2", status.Resize.Progress)
 
 	job.Status = status
 	obs = observation(job, roles,

@@ -25,7 +25,7 @@ const GroupWindow = time.Minute
 // cost of the last growth — from its time until every trainer pod is Ready
 // again, observed at now — the failures of its training counted against
 // the budget (the exits of its framework's Ender role, judged by the
-// framework), and the progress the training script reports. It is pure.
+// framework). It is pure.
 func resizeStatus(job *v1.TrainingJob, trainers v1.ReplicaStatus, pods map[v1.Role][]*cluster.Pod, now time.Time) v1.ResizeStatus {
 	s := *job.Status.Resize.DeepCopy()
 	if last := job.Status.LastScale; last != nil && (s.Last == nil || last.Time.After(s.Last.Time)) {
@@ -45,7 +45,6 @@ func resizeStatus(job *v1.TrainingJob, trainers v1.ReplicaStatus, pods map[v1.Ro
 			return tr.Judge(t, s.Last, masterSince(pods[v1.RoleMaster]))
 		})
 	}
-	s.Progress = job.Annotations[v1.AnnotationProgress]
 	return s
 }
 

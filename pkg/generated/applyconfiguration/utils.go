@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &paddlepaddlev1.MasterSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PodRestarts"):
 		return &paddlepaddlev1.PodRestartsApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ProgressStatus"):
+		return &paddlepaddlev1.ProgressStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PserverSpec"):
 		return &paddlepaddlev1.PserverSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("RdzvConf"):
@@ -52,6 +54,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &paddlepaddlev1.ResizeStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ScaleRecord"):
 		return &paddlepaddlev1.ScaleRecordApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ScalingModel"):
+		return &paddlepaddlev1.ScalingModelApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("SizeThroughput"):
+		return &paddlepaddlev1.SizeThroughputApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("TrainerSpec"):
 		return &paddlepaddlev1.TrainerSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("TrainingJob"):

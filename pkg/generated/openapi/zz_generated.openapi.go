@@ -38,11 +38,14 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.HostDiscovery":       schema_pkg_apis_paddlepaddle_v1_HostDiscovery(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec":          schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PodRestarts":         schema_pkg_apis_paddlepaddle_v1_PodRestarts(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ProgressStatus":      schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec":         schema_pkg_apis_paddlepaddle_v1_PserverSpec(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf":            schema_pkg_apis_paddlepaddle_v1_RdzvConf(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus":       schema_pkg_apis_paddlepaddle_v1_ReplicaStatus(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus":        schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord":         schema_pkg_apis_paddlepaddle_v1_ScaleRecord(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScalingModel":        schema_pkg_apis_paddlepaddle_v1_ScalingModel(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.SizeThroughput":      schema_pkg_apis_paddlepaddle_v1_SizeThroughput(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec":         schema_pkg_apis_paddlepaddle_v1_TrainerSpec(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainingJob":         schema_pkg_apis_paddlepaddle_v1_TrainingJob(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainingJobList":     schema_pkg_apis_paddlepaddle_v1_TrainingJobList(ref),
@@ -564,6 +567,148 @@ func schema_pkg_apis_paddlepaddle_v1_PodRestarts(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressStatus is what EDL knows of a job's training from its progress reports: the last report, the throughput measured at each size the job ran at, the model fitted to them and the ETA.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"unit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Unit is what Done and Total count: samples or steps.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"done": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Done is the work done at the last report.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"total": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Total is the work in all; 0 when the training does not say.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Percent is Done of Total, for kubectl's printer columns.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"batch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Batch is the global batch, the samples of a step; 0 when unknown.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"noiseScale": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NoiseScale is the gradient noise scale the training last reported.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"trainers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainers is the world size of the last report, Nodes the nodes its trainers ran on.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"nodes": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"run": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Run names the process that wrote the last report.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reported": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reported is the time of the last report, by the training's clock.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"throughput": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Throughput is the throughput at Trainers: measured, else predicted; \"812/s\", for kubectl.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"eta": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ETA is the time the job had left at its last report: the work left at the throughput, plus the cost of a restart when the job is being resized. Empty without a Total or a throughput.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"finishesAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FinishesAt is Reported plus the ETA.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"restartCost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartCost is the last measured cost of a restart of the training (a resize, or a failure): the time from the last report before it to the first after it, less the time the work between them took, plus the time to redo the work it lost.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"measured": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Measured is the throughput at each size the job ran at, restarts left out.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.SizeThroughput"),
+									},
+								},
+							},
+						},
+					},
+					"model": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Model is the scaling model fitted to Measured.",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScalingModel"),
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Error is why the last report was refused, naming the key.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"done", "trainers", "reported"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScalingModel", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.SizeThroughput", resource.Quantity{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.MicroTime{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_paddlepaddle_v1_PserverSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -752,13 +897,6 @@ func schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref common.ReferenceCallback) 
 							},
 						},
 					},
-					"progress": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Progress is the job's edl.paddlepaddle.org/progress annotation, as the training script last wrote it.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
 				},
 			},
 		},
@@ -810,6 +948,140 @@ func schema_pkg_apis_paddlepaddle_v1_ScaleRecord(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_ScalingModel(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ScalingModel is the Pollux model of a job's step time (pkg/scaling), fitted to its measured throughput: seconds, per sample where it says.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"gradBase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GradBase is α_g, the gradient's fixed cost.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"gradPerSample": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GradPerSample is β_g, the gradient's cost per sample.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"syncLocalBase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SyncLocalBase is α_r, an all-reduce of two replicas on one node.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"syncLocalPerReplica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SyncLocalPerReplica is β_r, what a replica beyond two adds on one node.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"syncNetBase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SyncNetBase is α_n, an all-reduce of two replicas across nodes.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"syncNetPerReplica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SyncNetPerReplica is β_n, what a replica beyond two adds across nodes.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"overlap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Overlap is γ, how much of the synchronisation hides behind the computation.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"maxTrainers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxTrainers is the largest size measured.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"sizes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Sizes is how many of Measured the fit used.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"fitError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FitError is the root mean square of the model's relative error on the measurements.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"fittedMillis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FittedMillis is the measured time (Measured's Millis summed) the fit saw: the model is fitted again when a size is added, or once the measured time has grown by half.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"gradBase", "gradPerSample", "syncLocalBase", "syncLocalPerReplica", "syncNetBase", "syncNetPerReplica", "overlap", "maxTrainers", "sizes", "fitError", "fittedMillis"},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_paddlepaddle_v1_SizeThroughput(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SizeThroughput is the work a job did at one size and how long it took: Work/Millis×1000 is its throughput there.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"trainers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainers is the world size.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"nodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Nodes is the nodes the trainers ran on.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"work": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Work is the work done, in the job's unit.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"millis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Millis is the milliseconds it took.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"trainers", "nodes", "work", "millis"},
+			},
+		},
 	}
 }
 
@@ -1300,16 +1572,22 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobStatus(ref common.ReferenceCallb
 					},
 					"resize": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Resize counts the job's resizes and failures, with the cost of its last resize and the progress its training script reports.",
+							Description: "Resize counts the job's resizes and failures, with the cost of its last resize.",
 							Default:     map[string]interface{}{},
 							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus"),
+						},
+					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is what the job's training reports of its progress, with its throughput at each size and the ETA (the progress contract).",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ProgressStatus"),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ProgressStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

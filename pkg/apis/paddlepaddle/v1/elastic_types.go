@@ -173,11 +173,6 @@ type ResizeStatus struct {
 	// +listMapKey=pod
 	// +optional
 	Counted []PodRestarts `json:"counted,omitempty"`
-
-	// Progress is the job's edl.paddlepaddle.org/progress annotation, as
-	// the training script last wrote it.
-	// +optional
-	Progress string `json:"progress,omitempty"`
 }
 
 // Failure is one failure of a job's training: the container whose exit
@@ -198,11 +193,6 @@ type Failure struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
-
-// AnnotationProgress is the annotation of a TrainingJob that its training
-// script may patch with its progress (e.g. "epoch 3 step 1200"); the
-// controller copies it into status.resize.progress.
-const AnnotationProgress = "edl.paddlepaddle.org/progress"
 
 // ReasonTooManyFailures: the trainers of a PyTorch or Horovod job failed
 // more often than spec.elasticPolicy.maxRestarts.

@@ -22,6 +22,9 @@ import (
 // +kubebuilder:printcolumn:name="Limited By",type=string,JSONPath=`.status.conditions[?(@.type=="Scaling")].reason`,priority=1,description="What limits the trainers after the autoscaler's last plan"
 // +kubebuilder:printcolumn:name="Resizes",type=integer,JSONPath=`.status.resize.count`,priority=1,description="Trainer resizes the autoscaler applied"
 // +kubebuilder:printcolumn:name="Resize Cost",type=string,JSONPath=`.status.resize.lastCost`,priority=1,description="How long the last measured resize took until every trainer was Ready again"
+// +kubebuilder:printcolumn:name="Progress",type=integer,JSONPath=`.status.progress.percent`,description="Percent of the work done, as the training reports it"
+// +kubebuilder:printcolumn:name="Throughput",type=string,JSONPath=`.status.progress.throughput`,description="Work a second at the job's size"
+// +kubebuilder:printcolumn:name="ETA",type=string,JSONPath=`.status.progress.eta`,description="Time left at the training's last report"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Queued",type=string,JSONPath=`.status.conditions[?(@.type=="Queued")].message`,priority=1,description="Position in the admission queue and what the job waits for"
 //
@@ -370,9 +373,14 @@ type TrainingJobStatus struct {
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 
 	// Resize counts the job's resizes and failures, with the cost of its
-	// last resize and the progress its training script reports.
+	// last resize.
 	// +optional
 	Resize ResizeStatus `json:"resize,omitempty,omitzero"`
+
+	// Progress is what the job's training reports of its progress, with
+	// its throughput at each size and the ETA (the progress contract).
+	// +optional
+	Progress *ProgressStatus `json:"progress,omitempty"`
 }
 
 // ReplicaStatus counts the replicas of one role.

@@ -48,9 +48,6 @@ type ResizeStatusApplyConfiguration struct {
 	// so that a restart is counted once and a pod that goes keeps its
 	// count in Failures.
 	Counted []PodRestartsApplyConfiguration `json:"counted,omitempty"`
-	// Progress is the job's edl.paddlepaddle.org/progress annotation, as
-	// the training script last wrote it.
-	Progress *string `json:"progress,omitempty"`
 }
 
 // ResizeStatusApplyConfiguration constructs a declarative configuration of the ResizeStatus type for use with
@@ -117,13 +114,5 @@ func (b *ResizeStatusApplyConfiguration) WithCounted(values ...*PodRestartsApply
 		}
 		b.Counted = append(b.Counted, *values[i])
 	}
-	return b
-}
-
-// WithProgress sets the Progress field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Progress field is set to the value of the last call.
-func (b *ResizeStatusApplyConfiguration) WithProgress(value string) *ResizeStatusApplyConfiguration {
-	b.Progress = &value
 	return b
 }

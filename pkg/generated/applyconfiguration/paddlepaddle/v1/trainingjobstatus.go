@@ -59,8 +59,11 @@ type TrainingJobStatusApplyConfiguration struct {
 	// after a start that failed.
 	RetryAfter *apismetav1.Time `json:"retryAfter,omitempty"`
 	// Resize counts the job's resizes and failures, with the cost of its
-	// last resize and the progress its training script reports.
+	// last resize.
 	Resize *ResizeStatusApplyConfiguration `json:"resize,omitempty"`
+	// Progress is what the job's training reports of its progress, with
+	// its throughput at each size and the ETA (the progress contract).
+	Progress *ProgressStatusApplyConfiguration `json:"progress,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -175,5 +178,13 @@ func (b *TrainingJobStatusApplyConfiguration) WithRetryAfter(value apismetav1.Ti
 // If called multiple times, the Resize field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithResize(value *ResizeStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
 	b.Resize = value
+	return b
+}
+
+// WithProgress sets the Progress field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Progress field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithProgress(value *ProgressStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Progress = value
 	return b
 }

@@ -324,6 +324,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if err := c.ensureMasterBudget(ctx, job); err != nil {
 				report(err)
 			}
+			if err := c.ensureProgress(ctx, job); err != nil {
+				report(err)
+			}
 		}
 		for _, role := range jobRoles {
 			if role != v1.RoleTrainer {
@@ -401,6 +404,9 @@ func (c *Controller) observe(job *v1.TrainingJob, jobRoles []v1.Role) (observed,
 		default:
 			obs.services[role] = svc
 		}
+	}
+	if err := c.observeProgress(job, &obs); err != nil {
+		return obs, err
 	}
 	objs, err := c.pods.ByIndex(jobIndex, job.Namespace+"/"+job.Name)
 	if err != nil {

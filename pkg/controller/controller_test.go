@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,12 +57,17 @@ func TestSyncCreatesANewJob(t *testing.T) {
 			name: "plain job",
 			job:  builders.Job("mnist", testNamespace, builders.Trainers(3, 6)),
 			wantWrites: []string{
+				"create serviceaccounts mnist-trainer",
+				"create roles mnist-progress",
+				"create rolebindings mnist-progress",
+				"create configmaps mnist-progress",
 				"create services mnist-pserver",
 				"create replicasets mnist-pserver",
 				"create replicasets mnist-trainer",
 				"update trainingjobs/status mnist",
 			},
 			wantEvents: []string{
+				"Normal Created Created ConfigMap mnist-progress for the training's progress, writable by service account mnist-trainer alone",
 				"Normal Created Created Service mnist-pserver",
 				"Normal Created Created ReplicaSet mnist-pserver with 1 replicas",
 				"Normal Created Created ReplicaSet mnist-trainer with 3 replicas",
@@ -71,6 +77,10 @@ func TestSyncCreatesANewJob(t *testing.T) {
 			name: "fault-tolerant job",
 			job:  builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(3, 6), builders.Pservers(2)),
 			wantWrites: []string{
+				"create serviceaccounts mnist-trainer",
+				"create roles mnist-progress",
+				"create rolebindings mnist-progress",
+				"create configmaps mnist-progress",
 				"create services mnist-master",
 				"create replicasets mnist-master",
 				"create services mnist-pserver",
@@ -79,6 +89,7 @@ func TestSyncCreatesANewJob(t *testing.T) {
 				"update trainingjobs/status mnist",
 			},
 			wantEvents: []string{
+				"Normal Created Created ConfigMap mnist-progress for the training's progress, writable by service account mnist-trainer alone",
 				"Normal Created Created Service mnist-master",
 				"Normal Created Created ReplicaSet mnist-master with 1 replicas",
 				"Normal Created Created Service mnist-pserver",
@@ -111,6 +122,14 @@ func TestSyncCreatesANewJob(t *testing.T) {
 				case *corev1.Service:
 					role := map[string]v1.Role{"mnist-master": v1.RoleMaster, "mnist-pserver": v1.RolePserver}[obj.Name]
 					assert.Equal(t, Service(tt.job, role), obj, "Service %s", obj.Name)
+				case *corev1.ServiceAccount:
+					assert.Equal(t, ProgressServiceAccount(tt.job), obj)
+				case *rbacv1.Role:
+					assert.Equal(t, ProgressRole(tt.job), obj)
+				case *rbacv1.RoleBinding:
+					assert.Equal(t, ProgressRoleBinding(tt.job), obj)
+				case *corev1.ConfigMap:
+					assert.Equal(t, ProgressConfigMap(tt.job), obj)
 				default:
 					t.Errorf("unexpected create of %T", obj)
 				}
@@ -141,9 +160,9 @@ func TestSyncSteadyStateWritesNothing(t *testing.T) {
 		wantEvents []string // "type reason" of the events on the way
 	}{
 		{name: "new plain job", job: builders.Job("mnist", testNamespace), wantPhase: v1.PhaseCreating,
-			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created"}},
+			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created", "Normal Created"}},
 		{name: "new fault-tolerant job", job: builders.Job("mnist", testNamespace, builders.FaultTolerant()), wantPhase: v1.PhaseCreating,
-			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created", "Normal Created", "Normal Created"}},
+			wantEvents: []string{"Normal Created", "Normal Created", "Normal Created", "Normal Created", "Normal Created", "Normal Created"}},
 		{name: "running plain job", job: builders.Job("mnist", testNamespace), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,
 			wantEvents: []string{"Normal Running"}},
 		{name: "running fault-tolerant job", job: builders.Job("mnist", testNamespace, builders.FaultTolerant()), trainers: 2, pods: 2, wantPhase: v1.PhaseRunning,

@@ -12,7 +12,8 @@ import (
 
 // recordEdges records an event when the job enters a phase, becomes
 // blocked, is suspended or resumed, meets a refusal its last status did not
-// report, or a master or pserver starts failing.
+// report, a master or pserver starts failing, or its training writes a
+// progress report that cannot be read.
 func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatus, refused []refusal) {
 	key := job.Namespace + "/" + job.Name
 	if status.Phase != job.Status.Phase {
@@ -48,6 +49,10 @@ func (c *Controller) recordEdges(job *v1.TrainingJob, status v1.TrainingJobStatu
 		!isTrue(job.Status.Conditions, v1.ConditionRoleFailing) {
 		c.log.Warn("a master or pserver of the job is failing", "job", key, "reason", failing.Reason, "message", failing.Message)
 		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventRoleFailing, failing.Message)
+	}
+	if p := status.Progress; p != nil && p.Error != "" && (job.Status.Progress == nil || job.Status.Progress.Error != p.Error) {
+		c.log.Warn("the training wrote a progress report that cannot be read", "job", key, "error", p.Error)
+		c.recorder.Event(job, corev1.EventTypeWarning, v1.EventBadProgress, p.Error)
 	}
 }
 

@@ -89,14 +89,19 @@ func TestTorchArgs(t *testing.T) {
 	}
 }
 
-// TestSyncCreatesATorchJob: the master's ReplicaSet and Service, then the
-// trainers'; no pserver object.
+// TestSyncCreatesATorchJob: the master's budget, the progress contract,
+// the master's ReplicaSet and Service, then the trainers'; no pserver
+// object.
 func TestSyncCreatesATorchJob(t *testing.T) {
 	f := newFixture(t)
 	f.addJob(torchJob())
 	require.NoError(t, f.sync("mnist"))
 	assert.Equal(t, []string{
 		"create poddisruptionbudgets mnist-master",
+		"create serviceaccounts mnist-trainer",
+		"create roles mnist-progress",
+		"create rolebindings mnist-progress",
+		"create configmaps mnist-progress",
 		"create services mnist-master",
 		"create replicasets mnist-master",
 		"create replicasets mnist-trainer",

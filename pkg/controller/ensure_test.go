@@ -283,6 +283,10 @@ func TestSyncLeavesForeignObjectsAlone(t *testing.T) {
 		require.NoError(t, f.sync("mnist"))
 
 		assert.Equal(t, []string{
+			"create serviceaccounts mnist-trainer",
+			"create roles mnist-progress",
+			"create rolebindings mnist-progress",
+			"create configmaps mnist-progress",
 			"create services mnist-pserver",
 			"create replicasets mnist-pserver",
 			"create replicasets mnist-trainer",

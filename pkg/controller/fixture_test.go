@@ -192,6 +192,7 @@ func (f *fixture) addJobObjects(job *v1.TrainingJob, trainers int32) {
 	if frameworks.Training(&job.Spec) != nil {
 		require.NoError(f.t, f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(MasterDisruptionBudget(job)))
 	}
+	require.NoError(f.t, f.kubeInf.Core().V1().ConfigMaps().Informer().GetIndexer().Add(ProgressConfigMap(job)))
 	for _, role := range roles(job) {
 		replicas := desiredReplicas(job, role, &trainers, false)
 		f.addReplicaSet(ReplicaSet(job, role, replicas, nil))

@@ -262,7 +262,9 @@ func TestOnlyHorovodJobsWithHostDiscoveryGetAConfigMap(t *testing.T) {
 			f.addJob(job)
 			require.NoError(t, f.sync("mnist"))
 			for _, a := range f.kube.Actions() {
-				assert.NotEqual(t, "configmaps", a.GetResource().Resource, "%s %s", a.GetVerb(), a.GetResource())
+				if c, ok := a.(clienttesting.CreateAction); ok && a.GetResource().Resource == "configmaps" {
+					assert.Equal(t, v1.ProgressConfigMapName("mnist"), c.GetObject().(*corev1.ConfigMap).Name, "the progress ConfigMap alone")
+				}
 			}
 		})
 	}

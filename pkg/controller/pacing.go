@@ -31,7 +31,8 @@ func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, statu
 
 // pacer spaces the status writes of a job that change only its figures:
 // the replica counts, which move with every pod that starts, becomes ready
-// or stops, and the phase's message, which repeats them. Such a write waits
+// or stops, the phase's message, which repeats them, and the progress the
+// training reports every 10 s. Such a write waits
 // until interval has passed since the job's last status write; the sync that
 // meets it puts the job's key back in the workqueue for that moment, and the
 // sync then writes what the job looks like by then. A write that changes
@@ -97,6 +98,7 @@ func withoutFigures(s *v1.TrainingJobStatus) *v1.TrainingJobStatus {
 	out := s.DeepCopy()
 	out.Message = ""
 	out.Master, out.Pservers, out.Trainers = v1.ReplicaStatus{}, v1.ReplicaStatus{}, v1.ReplicaStatus{}
+	out.Progress = nil
 	for i := range out.Conditions {
 		if out.Conditions[i].Type == v1.ConditionReady {
 			out.Conditions[i].Message = ""

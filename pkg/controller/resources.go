@@ -75,6 +75,7 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
 	}
 	fw.Container(job, role, &container, gpus)
+	container.Env = append(container.Env, corev1.EnvVar{Name: EnvProgressConfigMap, Value: v1.ProgressConfigMapName(job.Name)})
 	pod := corev1.PodSpec{
 		Containers:       []corev1.Container{container},
 		RestartPolicy:    corev1.RestartPolicyAlways, // the only policy a ReplicaSet allows
@@ -94,6 +95,10 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 	// any other work, stopping the whole job. With one priority, preemption
 	// keeps the oldest pods of the job, its master and pservers.
 	pod.PriorityClassName = spec.PriorityClassName
+	if role == v1.RoleTrainer {
+		// The one account that may write the job's progress.
+		pod.ServiceAccountName = v1.ProgressServiceAccountName(job.Name)
+	}
 	fw.Pod(job, role, &pod)
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelFor(role): job.Name}},

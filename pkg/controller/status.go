@@ -40,6 +40,8 @@ type observed struct {
 	now time.Time
 	// resize is the job's status.resize as computed ([resizeStatus]).
 	resize v1.ResizeStatus
+	// progress is the data of the job's progress ConfigMap; nil without one.
+	progress map[string]string
 }
 
 // verdict is the phase a job's pods put it in, with the reason and message.
@@ -65,6 +67,9 @@ func computeStatus(job *v1.TrainingJob, obs observed, roles []v1.Role) v1.Traini
 	if frameworks.Training(&job.Spec) != nil && !ended {
 		status.Resize = resizeStatus(job, status.Trainers, obs.pods, obs.now)
 		obs.resize = status.Resize
+	}
+	if obs.progress != nil {
+		status.Progress = progressStatus(job, obs)
 	}
 	v := judge(job, obs, roles)
 	if ended {

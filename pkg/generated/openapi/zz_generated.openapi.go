@@ -584,7 +584,6 @@ func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback
 					"done": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Done is the work done at the last report.",
-							Default:     0,
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -619,7 +618,6 @@ func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback
 					"trainers": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Trainers is the world size of the last report, Nodes the nodes its trainers ran on.",
-							Default:     0,
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -701,7 +699,6 @@ func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback
 						},
 					},
 				},
-				Required: []string{"done", "trainers", "reported"},
 			},
 		},
 		Dependencies: []string{

@@ -163,6 +163,9 @@ const (
 	EventSucceeded = "Succeeded"
 	EventFailed    = "Failed"
 	EventBlocked   = "Blocked"
+	// EventBadProgress: the training wrote a progress report that cannot
+	// be read (the message names the key); Warning.
+	EventBadProgress = "BadProgress"
 	// EventAdmitted: the autoscaler admitted a queued job.
 	EventAdmitted = "Admitted"
 	// EventRequeued: the autoscaler sent an admitted job that did not start

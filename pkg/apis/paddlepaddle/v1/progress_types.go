@@ -51,7 +51,8 @@ type ProgressStatus struct {
 	// +optional
 	Unit string `json:"unit,omitempty"`
 	// Done is the work done at the last report.
-	Done int64 `json:"done"`
+	// +optional
+	Done int64 `json:"done,omitempty"`
 	// Total is the work in all; 0 when the training does not say.
 	// +optional
 	Total int64 `json:"total,omitempty"`
@@ -66,14 +67,16 @@ type ProgressStatus struct {
 	NoiseScale *resource.Quantity `json:"noiseScale,omitempty"`
 	// Trainers is the world size of the last report, Nodes the nodes its
 	// trainers ran on.
-	Trainers int32 `json:"trainers"`
+	// +optional
+	Trainers int32 `json:"trainers,omitempty"`
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
 	// Run names the process that wrote the last report.
 	// +optional
 	Run string `json:"run,omitempty"`
 	// Reported is the time of the last report, by the training's clock.
-	Reported metav1.MicroTime `json:"reported"`
+	// +optional
+	Reported metav1.MicroTime `json:"reported,omitempty"`
 	// Throughput is the throughput at Trainers: measured, else predicted;
 	// "812/s", for kubectl.
 	// +optional

@@ -153,9 +153,10 @@ build() {
 		-file "${bld}/pause:/pause:0755" -user 65535:65535 -entrypoint '["/pause"]'
 
 	# 3. The example trainer: the Debian rootfs, example/torch/train.py, the
-	# shell stand-in for the PaddlePaddle launcher (example/paddle_k8s), and
+	# shell stand-in for the PaddlePaddle launcher (example/paddle_k8s),
 	# edl_libuv_off (Debian's torch lacks libuv, which torchrun's stores ask
-	# for: see example/torch/edl_libuv_off.py).
+	# for: see example/torch/edl_libuv_off.py), and the progress helper
+	# edl_progress (example/edl_progress.py), importable by any python3.
 	build_rootfs
 	start=${SECONDS}
 	local torch="${ROOT}/example/torch" site=/usr/lib/python3/dist-packages
@@ -164,6 +165,7 @@ build() {
 		-file "${ROOT}/example/paddle_k8s:/usr/local/bin/paddle_k8s:0755" \
 		-file "${torch}/edl_libuv_off.py:${site}/edl_libuv_off.py:0644" \
 		-file "${torch}/edl_libuv_off.pth:${site}/edl_libuv_off.pth:0644" \
+		-file "${ROOT}/example/edl_progress.py:${site}/edl_progress.py:0644" \
 		-workdir /workspace -env PYTHONUNBUFFERED=1 -env USE_LIBUV=0 -cmd '["python3","/workspace/train.py"]'
 	log "edl-torch-example: $((SECONDS - start)) s, $(du -h "${DIR}/edl-torch-example.oci.tar" | cut -f1)"
 }
@@ -199,7 +201,7 @@ test_trainer() {
 	tar -xzf "${ROOTFS}" -C "${tmp}" --numeric-owner
 	mkdir -p "${tmp}/workspace"
 	cp "${ROOT}/example/torch/train.py" "${tmp}/workspace/train.py"
-	cp "${ROOT}"/example/torch/edl_libuv_off.{py,pth} "${tmp}/usr/lib/python3/dist-packages/"
+	cp "${ROOT}"/example/torch/edl_libuv_off.{py,pth} "${ROOT}/example/edl_progress.py" "${tmp}/usr/lib/python3/dist-packages/"
 	unshare --mount --pid --fork --propagation private sh -ec '
 		mount -t proc proc "$1/proc"
 		mount --rbind /dev "$1/dev"

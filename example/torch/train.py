@@ -37,6 +37,10 @@ trainer exits with 143. Rank 0 prints one line an epoch:
 
 and, at the end, final_loss=<f>; it then exits 0. It appends the same lines
 to train.log beside the checkpoint, so that they outlive the trainer pods.
+
+It reports its progress to EDL after every step, in samples, with
+edl_progress (the example image's helper; see docs/api.md, "Progress"):
+EDL measures its throughput at each size and shows its ETA.
 """
 import os
 import signal
@@ -56,6 +60,11 @@ signal.signal(signal.SIGTERM, on_sigterm)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+try:
+    import edl_progress  # noqa: E402
+except ImportError:  # outside the example image: no reports
+    edl_progress = None
 
 CHUNK = 512
 
@@ -141,6 +150,10 @@ def main():
     w_true, b_true = true_weights(features, seed)
     lr = 0.5
     batch = chunks * CHUNK
+    progress = None
+    if edl_progress is not None:
+        progress = edl_progress.Progress(total=epochs * steps * batch, batch=batch, trainers=world)
+        progress.report((start_epoch * steps + start_step) * batch)
     for epoch in range(start_epoch, epochs):
         total, counted = 0.0, 0
         first = start_step if epoch == start_epoch else 0
@@ -165,6 +178,8 @@ def main():
             b -= lr * gb / batch
             total += float(flat[features + 1]) / batch
             counted += 1
+            if progress is not None:
+                progress.report((epoch * steps + step + 1) * batch)
             if float(flat[features + 2]) > 0:
                 if rank == 0:
                     save(ckpt, {"epoch": epoch, "step": step + 1, "w": w, "b": b,

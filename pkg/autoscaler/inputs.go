@@ -15,6 +15,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
 	"github.com/paddlepaddle/edl/pkg/frameworks"
+	"github.com/paddlepaddle/edl/pkg/progress"
 )
 
 // inputs are what one cycle plans with, read from the informers, and the
@@ -174,6 +175,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 			priceOf(&job, tj, last)
 		}
 		job.NamesRemovals = frameworks.LeavesFirst(&tj.Spec)
+		job.Progress = progressOf(tj.Status.Progress)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}
@@ -181,6 +183,23 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 }
 
 func key(tj *v1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
+
+// progressOf is what the job's progress status tells the planner; nil for
+// a job that reports nothing.
+func progressOf(s *v1.ProgressStatus) *planner.Progress {
+	if s == nil {
+		return nil
+	}
+	p := &planner.Progress{Model: progress.Model(s), Batch: 1, Nodes: s.Nodes}
+	if s.Batch > 0 {
+		p.Batch = float64(s.Batch)
+	}
+	p.Throughput, _ = progress.Throughput(s, s.Trainers, s.Nodes)
+	if s.FinishesAt != nil {
+		p.Left = max(s.FinishesAt.Sub(s.Reported.Time), 0)
+	}
+	return p
+}
 
 // priority resolves a PriorityClass name the way the Priority admission
 // plugin does: the named class, or the global default class, or 0.

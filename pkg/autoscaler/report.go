@@ -12,6 +12,7 @@ import (
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/progress"
 )
 
 // Report is one plan on the live cluster and what it says about every
@@ -89,6 +90,8 @@ type JobReport struct {
 	// Next is what the next cycle would do to the job; nil for nothing.
 	Next *planner.ScaleAction `json:"next,omitempty"`
 	planner.Explanation
+	// Progress is what the job's training reports, measured and predicted.
+	Progress progress.Explanation `json:"progress"`
 }
 
 // WaitForSync waits until the autoscaler's informers have synced, or ctx is
@@ -124,7 +127,8 @@ func (a *Autoscaler) Explain() Report {
 	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
 	for _, tj := range all {
 		k := key(tj)
-		jr := JobReport{Namespace: tj.Namespace, Name: tj.Name, Phase: string(tj.Status.Phase), Next: next[k]}
+		jr := JobReport{Namespace: tj.Namespace, Name: tj.Name, Phase: string(tj.Status.Phase), Next: next[k],
+			Progress: progress.Explain(tj.Status.Progress, tj.Status.Trainers.Desired)}
 		for _, t := range snap.TrainerPods(k) {
 			if t.Running() {
 				jr.Running++

@@ -73,7 +73,8 @@ func writeJob(b *strings.Builder, j autoscaler.JobReport, interval time.Duration
 		cycles := int(math.Ceil(float64(j.CoolDownLeft) / float64(interval)))
 		limit += fmt.Sprintf(" (%d cycles, %v left)", cycles, j.CoolDownLeft.Round(time.Second))
 	}
-	fmt.Fprintf(b, "  limited by   %s: %s\n\n", limit, j.Message)
+	fmt.Fprintf(b, "  limited by   %s: %s\n", limit, j.Message)
+	b.WriteString(j.Progress.Text() + "\n")
 }
 
 // queueText lists the admission queue: what the next cycle admits and

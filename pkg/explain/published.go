@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	"github.com/paddlepaddle/edl/pkg/progress"
 )
 
 // liveReads are the cluster-wide reads planning live needs: what the
@@ -84,6 +85,8 @@ type PublishedJob struct {
 	QueueNote string `json:"queueNote,omitempty"`
 	// LastScale is the autoscaler's last scaling of the job.
 	LastScale *v1.ScaleRecord `json:"lastScale,omitempty"`
+	// Progress is what the job's training reports, measured and predicted.
+	Progress progress.Explanation `json:"progress"`
 }
 
 // Published reads the jobs of namespace ns (or only job name in it) and
@@ -119,7 +122,8 @@ func Published(ctx context.Context, tj tjclient.Interface, ns, name, reason stri
 
 func publishedJob(job *v1.TrainingJob) PublishedJob {
 	p := PublishedJob{Namespace: job.Namespace, Name: job.Name, Phase: string(job.Status.Phase), Trainers: job.Status.Trainers,
-		Min: job.Spec.Trainer.MinInstance, Max: job.Spec.Trainer.MaxInstance, LastScale: job.Status.LastScale}
+		Min: job.Spec.Trainer.MinInstance, Max: job.Spec.Trainer.MaxInstance, LastScale: job.Status.LastScale,
+		Progress: progress.Explain(job.Status.Progress, job.Status.Trainers.Desired)}
 	if c := meta.FindStatusCondition(job.Status.Conditions, v1.ConditionScaling); c != nil {
 		since := c.LastTransitionTime.UTC()
 		p.Limit, p.Message, p.Since = c.Reason, c.Message, &since
@@ -157,6 +161,7 @@ func PrintPublished(w io.Writer, res PublishedResult, format, namespace string) 
 		if s := j.LastScale; s != nil {
 			fmt.Fprintf(&b, "  last scaling %d -> %d at %s: %s\n", s.From, s.To, s.Time.UTC().Format(time.RFC3339), s.Reason)
 		}
+		b.WriteString(j.Progress.Text())
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "from %s", res.Source)

@@ -70,11 +70,13 @@ func TestPublishedExplainsFromTheStatus(t *testing.T) {
 	assert.Equal(t, `team/bert (Queued)
   trainers     0 asked for (0 ready), min 4, max 4
   queue        WaitingForQuota: position 1 of 1 in the queue: namespace team quota requests.cpu: 2 CPU left, the minimum needs 5 CPU
+  progress     not reported: every trainer is taken to help equally
 
 team/mnist (Running)
   trainers     5 asked for (4 ready), min 2, max 8
   limited by   Load: one more trainer (1 CPU) would take CPU requests past max_load_desired 0.97 (since 2026-11-21T12:00:00Z)
   last scaling 8 -> 5 at 2026-11-21T12:00:00Z: scale down by 3: CPU load 1 above max_load_desired 0.97
+  progress     not reported: every trainer is taken to help equally
 
 from each job's status, as the controller last wrote it: planning live needs the right to list nodes in every namespace
 `, b.String())

@@ -281,6 +281,7 @@ type stateCollector struct {
 	allocatable, requested, idle *prometheus.Desc
 	fulfillment, trainers        *prometheus.Desc
 	resizeCost                   *prometheus.Desc
+	throughput, speedup, eta     *prometheus.Desc
 
 	mu   sync.Mutex
 	seen bool
@@ -296,6 +297,9 @@ type jobState struct {
 	// restarts on resize; priced says it is one.
 	resizeCost float64
 	priced     bool
+	// progress is what the job's training reports; nil for nothing.
+	progress *planner.Progress
+	speedup  float64
 }
 
 func newStateCollector() *stateCollector {
@@ -310,6 +314,12 @@ func newStateCollector() *stateCollector {
 			"(running trainers - min-instance) / (max-instance - min-instance) of each Running elastic job; below 0 while fewer than min-instance run.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 		trainers: prometheus.NewDesc("edl_job_trainers",
 			"Trainers of each Running elastic job: desired is the trainer ReplicaSet's replicas, running the trainer pods in phase Running.", []string{LabelTrainingJobNamespace, LabelTrainingJob, "state"}, nil),
+		throughput: prometheus.NewDesc("edl_job_throughput",
+			"Work a second (samples or steps, as the job reports it) of each Running elastic job whose training reports its progress, at the size of its last report: measured there, else predicted.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
+		speedup: prometheus.NewDesc("edl_job_speedup",
+			"Throughput at the job's desired trainers relative to one trainer's, as its scaling model predicts, for each Running elastic job whose training reports its progress.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
+		eta: prometheus.NewDesc("edl_job_eta_seconds",
+			"Time each Running elastic job had left at its training's last report (work left at its throughput); no series while it is unknown.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 		resizeCost: prometheus.NewDesc("edl_job_resize_cost_seconds",
 			"Measured cost of the last resize of each Running elastic job whose trainers all restart on a resize (PyTorch, Horovod): from the resize until every trainer pod was Ready again; 0 before one was measured.", []string{LabelTrainingJobNamespace, LabelTrainingJob}, nil),
 	}
@@ -330,7 +340,7 @@ func (c *stateCollector) set(snap snapshot.Snapshot, jobs []planner.Job) {
 		}
 		ns, name, _ := strings.Cut(j.Key, "/")
 		states = append(states, jobState{namespace: ns, name: name, fulfillment: fulfillment, desired: int(j.Current), running: running,
-			resizeCost: j.ResizeCost.Seconds(), priced: j.RestartsOnResize})
+			resizeCost: j.ResizeCost.Seconds(), priced: j.RestartsOnResize, progress: j.Progress, speedup: j.Progress.Speedup(j.Current)})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -338,7 +348,7 @@ func (c *stateCollector) set(snap snapshot.Snapshot, jobs []planner.Job) {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocatable, c.requested, c.idle, c.fulfillment, c.trainers, c.resizeCost} {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.requested, c.idle, c.fulfillment, c.trainers, c.resizeCost, c.throughput, c.speedup, c.eta} {
 		ch <- d
 	}
 }
@@ -369,6 +379,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.trainers, prometheus.GaugeValue, float64(j.running), j.namespace, j.name, "running")
 		if j.priced {
 			ch <- prometheus.MustNewConstMetric(c.resizeCost, prometheus.GaugeValue, j.resizeCost, j.namespace, j.name)
+		}
+		if p := j.progress; p != nil {
+			ch <- prometheus.MustNewConstMetric(c.throughput, prometheus.GaugeValue, p.Throughput, j.namespace, j.name)
+			ch <- prometheus.MustNewConstMetric(c.speedup, prometheus.GaugeValue, j.speedup, j.namespace, j.name)
+			if p.Left > 0 {
+				ch <- prometheus.MustNewConstMetric(c.eta, prometheus.GaugeValue, p.Left.Seconds(), j.namespace, j.name)
+			}
 		}
 	}
 }

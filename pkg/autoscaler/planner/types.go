@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/scaling"
 )
 
 // Resources is one trainer's effective request (CPU millicores, memory MiB,
@@ -65,6 +66,36 @@ type Job struct {
 	// ScaleAction.Remove, not only those picked by node, and the actuator
 	// marks them all before it lowers the replicas.
 	NamesRemovals bool
+	// Progress is what the job's training reports of itself (the progress
+	// contract); nil for a job that reports nothing.
+	Progress *Progress
+}
+
+// Progress is what a job's progress reports tell the planner.
+type Progress struct {
+	// Model is the job's scaling model, fitted to the throughput measured
+	// at the sizes it ran at; the zero Model when none is measured yet.
+	Model scaling.Model
+	// Batch is the global batch the model computes with.
+	Batch float64
+	// Nodes is the nodes the job's trainers ran on at its last report.
+	Nodes int32
+	// Throughput is the job's at the size of its last report, in its unit
+	// a second (measured, else predicted); 0 when unknown.
+	Throughput float64
+	// Left is the time the job had left at its last report; 0 when
+	// unknown.
+	Left time.Duration
+}
+
+// Speedup is the job's throughput at n trainers relative to one trainer's,
+// as its model predicts it (AdaptDL's optimistic prior above the sizes
+// measured): n itself for a job measured at no size.
+func (p *Progress) Speedup(n int32) float64 {
+	if p == nil {
+		return float64(n)
+	}
+	return p.Model.Predict(int(n), int(min(max(p.Nodes, 1), n)), p.Batch).Speedup
 }
 
 // Options tunes Plan.

@@ -96,7 +96,7 @@ func runHelper(t *testing.T, s *apiServer, script string, env ...string) (stderr
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + example, "EDL_SERVICEACCOUNT_DIR=" + sa,
 		"KUBERNETES_SERVICE_HOST=" + u.Hostname(), "KUBERNETES_SERVICE_PORT=" + u.Port(),
-		"EDL_PROGRESS_INTERVAL=" + strconv.Itoa(int(helperInterval.Seconds())),
+		"EDL_PROGRESS_INTERVAL=" + strconv.Itoa(int(helperInterval.Seconds())), "PYTHONDONTWRITEBYTECODE=1",
 	}, env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -1,0 +1,198 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	"github.com/paddlepaddle/edl/test/framework"
+)
+
+// The progress run's length: long enough for a while at 3, a burst that
+// shrinks the job to 1, a growth through 2 back to 3 and a stretch at 3
+// after it for the ETA.
+const (
+	progressEpochs = 900
+	progressSteps  = 20
+	// The example's global batch: 16 chunks of 512 samples.
+	progressBatch = 16 * 512
+)
+
+// TestTorchProgressForReal: example/torchjob.yaml's training reports its
+// progress through edl_progress. EDL grows it to 3, a burst of
+// higher-priority pods shrinks it to 1, and it grows back as the burst
+// goes, one pod at a time: through 2 to 3. The throughput EDL measured at
+// 1, 2 and 3 trainers is within 10% of what the training's own log lines
+// give at each size, and once 25% is done, with no resize after, the ETA
+// is within 15% of the time left until it really ends.
+func TestTorchProgressForReal(t *testing.T) {
+	cp := plane(t)
+	installed(t, cp)
+	ns := namespace(t, cp)
+	ctx := t.Context()
+	tj, err := tjclient.NewForConfig(cp.Config)
+	require.NoError(t, err)
+
+	ckpt := filepath.Join("/var/lib/edl-node", "checkpoints", ns)
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(ckpt) })
+	trainLog := filepath.Join(ckpt, "train.log")
+	job := torchJob(t, fmt.Sprintf("--epochs %d --steps-per-epoch %d", progressEpochs, progressSteps), ckpt)
+	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	waitTraining(t, trainLog, 3, time.Time{})
+	time.Sleep(25 * time.Second)
+	burst := time.Now()
+	web := webBurst(t, cp, ns, 2)
+	waitTraining(t, trainLog, 1, burst)
+	time.Sleep(25 * time.Second)
+	one := time.Now()
+	scaleDeployment(t, cp, ns, web, 1)
+	waitTraining(t, trainLog, 2, one)
+	time.Sleep(25 * time.Second)
+	two := time.Now()
+	scaleDeployment(t, cp, ns, web, 0)
+	regrown := waitTraining(t, trainLog, 3, two)
+
+	// Once 25% is done, and the training at 3 has reported twice, the ETA.
+	var predicted *v1.ProgressStatus
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil || got.Status.Progress == nil {
+			return false, nil
+		}
+		p := got.Status.Progress
+		if p.Trainers == 3 && p.Reported.After(regrown.Add(15*time.Second)) && p.Percent != nil && *p.Percent >= 25 && p.FinishesAt != nil {
+			predicted = p.DeepCopy()
+			return true, nil
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "an ETA at 3 trainers once 25%% is done")
+	final := waitEnd(t, tj, ns, job.Name)
+	require.Equal(t, v1.PhaseSucceeded, final.Status.Phase, "%s: %s", final.Status.Reason, final.Status.Message)
+
+	log := readFile(t, trainLog)
+	ended := lastTime(t, log)
+	left := ended.Sub(predicted.Reported.Time)
+	off := predicted.FinishesAt.Sub(ended)
+	t.Logf("at %d%% (%s) the ETA was %s, finishing at %s; it ended at %s: %s off of %s left",
+		*predicted.Percent, predicted.Reported.Format(time.RFC3339), predicted.ETA, predicted.FinishesAt.Format(time.RFC3339), ended.Format(time.RFC3339), off, left)
+	assert.LessOrEqual(t, off.Abs().Seconds(), 0.15*left.Seconds(), "the ETA within 15%% of the time left")
+
+	fromLog := logThroughput(log)
+	measured := map[int32]float64{}
+	for _, m := range final.Status.Progress.Measured {
+		measured[m.Trainers] += float64(m.Work) * 1000 / float64(m.Millis)
+	}
+	for _, n := range []int32{1, 2, 3} {
+		require.Contains(t, measured, n, "measured at %d; measured %v", n, final.Status.Progress.Measured)
+		require.Contains(t, fromLog, n, "the log at %d", n)
+		t.Logf("%d trainers: EDL measured %.0f samples/s, the log gives %.0f", n, measured[n], fromLog[n])
+		assert.InEpsilon(t, fromLog[n], measured[n], 0.10, "EDL's throughput at %d within 10%% of the log's", n)
+	}
+	assert.Empty(t, final.Status.Progress.Error)
+	assert.NotNil(t, final.Status.Progress.Model, "a model fitted")
+}
+
+// scaleDeployment sets a Deployment's replicas.
+func scaleDeployment(t *testing.T, cp *framework.ControlPlane, ns, name string, n int32) {
+	t.Helper()
+	_, err := cp.Client.AppsV1().Deployments(ns).Patch(t.Context(), name, types.MergePatchType,
+		fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+var (
+	progressEpochLine = regexp.MustCompile(`(?m)^epoch=(\d+) loss=\S+ world_size=(\d+) rank=0 time=([0-9.]+)$`)
+	progressStartLine = regexp.MustCompile(`(?m)^training world_size=(\d+) rank=0 epoch=(\d+) step=(\d+) time=([0-9.]+)$`)
+	progressEndLine   = regexp.MustCompile(`(?m)^final_loss=\S+ time=([0-9.]+)$`)
+)
+
+// logThroughput is the throughput at each world size that train.log's
+// lines give: in each run, from its "training" line to its last epoch line,
+// the samples of the steps between them over the time between them.
+func logThroughput(log string) map[int32]float64 {
+	type span struct {
+		samples float64
+		seconds float64
+	}
+	spans := map[int32]*span{}
+	type run struct {
+		world    int32
+		from     float64 // steps done at the start
+		start    float64
+		lastStep float64
+		last     float64
+	}
+	var runs []*run
+	lines := regexp.MustCompile(`(?m)^.*$`).FindAllString(log, -1)
+	for _, line := range lines {
+		if m := progressStartLine.FindStringSubmatch(line); m != nil {
+			w, _ := strconv.Atoi(m[1])
+			epoch, _ := strconv.Atoi(m[2])
+			step, _ := strconv.Atoi(m[3])
+			at, _ := strconv.ParseFloat(m[4], 64)
+			runs = append(runs, &run{world: int32(w), from: float64((epoch-1)*progressSteps + step), start: at})
+			continue
+		}
+		if m := progressEpochLine.FindStringSubmatch(line); m != nil && len(runs) > 0 {
+			epoch, _ := strconv.Atoi(m[1])
+			at, _ := strconv.ParseFloat(m[3], 64)
+			r := runs[len(runs)-1]
+			r.lastStep, r.last = float64(epoch*progressSteps), at
+		}
+	}
+	for _, r := range runs {
+		if r.last <= r.start {
+			continue
+		}
+		s := spans[r.world]
+		if s == nil {
+			s = &span{}
+			spans[r.world] = s
+		}
+		s.samples += (r.lastStep - r.from) * progressBatch
+		s.seconds += r.last - r.start
+	}
+	out := map[int32]float64{}
+	for w, s := range spans {
+		out[w] = s.samples / s.seconds
+	}
+	return out
+}
+
+// lastTime is when train.log says the training ended.
+func lastTime(t *testing.T, log string) time.Time {
+	t.Helper()
+	m := progressEndLine.FindStringSubmatch(log)
+	require.NotNil(t, m, "train.log ends with final_loss; it ends:\n%s", tail(log, 5))
+	return unixTime(m[1])
+}
+
+// waitEnd waits until the job is Succeeded or Failed.
+func waitEnd(t *testing.T, tj tjclient.Interface, ns, name string) *v1.TrainingJob {
+	t.Helper()
+	var final *v1.TrainingJob
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		final, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && (final.Status.Phase == v1.PhaseSucceeded || final.Status.Phase == v1.PhaseFailed), nil
+	})
+	require.NoError(t, err, "the job ends")
+	return final
+}

@@ -13,6 +13,12 @@ import (
 // count: a size seen between two reports only is not measured yet.
 const MinMeasured = 5 * time.Second
 
+// RunMeasured is how long the current run must have been measured for the
+// ETA to be at its own throughput rather than its size's: the run's
+// conditions (its node, its neighbours) are the ones the rest of the job
+// will see.
+const RunMeasured = 20 * time.Second
+
 // Size is what the controller sees of a job's trainers when it reads a
 // report.
 type Size struct {
@@ -45,6 +51,7 @@ func Advance(prev *v1.ProgressStatus, r Report, at Size) *v1.ProgressStatus {
 	case prev == nil || r.Time.Before(prev.Reported.Time):
 		// The first report, or one by a clock behind the last: a new
 		// baseline, measuring nothing.
+		s.RunWork, s.RunMillis, s.Warm = 0, 0, false
 	case r.Time.Equal(prev.Reported.Time) && r.Run == prev.Run:
 		// The report seen already: only the ETA's size may have moved.
 		finish(s, at.Desired)
@@ -52,10 +59,19 @@ func Advance(prev *v1.ProgressStatus, r Report, at Size) *v1.ProgressStatus {
 	default:
 		dt := r.Time.Sub(prev.Reported.Time)
 		work := r.Done - prev.Done
-		if r.Run == prev.Run && trainers == prev.Trainers && work >= 0 {
-			s.Measured = add(s.Measured, trainers, nodes, work, dt)
-		} else {
+		switch {
+		case r.Run != prev.Run || trainers != prev.Trainers || work < 0:
 			restartCost(s, trainers, nodes, work, dt)
+			s.RunWork, s.RunMillis, s.Warm = 0, 0, false
+		case !prev.Warm:
+			// The run's first interval: its warm-up (a process that
+			// imports, loads and compiles) is the restart's, not the
+			// size's.
+			s.Warm = true
+		default:
+			s.Measured = add(s.Measured, trainers, nodes, work, dt)
+			s.RunWork += work
+			s.RunMillis += dt.Milliseconds()
 		}
 	}
 	s.Unit, s.Done, s.Total, s.Batch = r.Unit, r.Done, r.Total, r.Batch

@@ -19,16 +19,19 @@ func report(done int64, at time.Duration, run string) Report {
 }
 
 // TestAdvanceMeasuresEachSizeAndTheRestart: reports of one run at one size
-// measure its throughput; a restart at a new size measures its cost, not a
-// throughput; the ETA follows the size's throughput.
+// measure its throughput, the run's first interval (its warm-up) left out;
+// a restart at a new size measures its cost, not a throughput; the ETA
+// follows the size's throughput.
 func TestAdvanceMeasuresEachSizeAndTheRestart(t *testing.T) {
 	one := Size{Trainers: 1, Nodes: 1, Desired: 1}
 	s := Advance(nil, report(0, 0, "a"), one)
 	assert.Empty(t, s.Measured, "one report measures nothing")
 	s = Advance(s, report(1000, 10*time.Second, "a"), one)
+	assert.Empty(t, s.Measured, "the run's first interval is its warm-up")
+	assert.True(t, s.Warm)
 	s = Advance(s, report(2000, 20*time.Second, "a"), one)
 	require.Len(t, s.Measured, 1)
-	assert.Equal(t, v1.SizeThroughput{Trainers: 1, Nodes: 1, Work: 2000, Millis: 20000}, s.Measured[0])
+	assert.Equal(t, v1.SizeThroughput{Trainers: 1, Nodes: 1, Work: 1000, Millis: 10000}, s.Measured[0])
 	assert.Equal(t, "100/s", s.Throughput)
 	assert.Equal(t, int32(0), *s.Percent)
 	// 998,000 samples left at 100/s.
@@ -42,26 +45,54 @@ func TestAdvanceMeasuresEachSizeAndTheRestart(t *testing.T) {
 	require.NotNil(t, s.RestartCost)
 	// Priced at the model's optimistic 200/s at 2: 40 s + 500/200 s.
 	assert.Equal(t, 43*time.Second, s.RestartCost.Duration)
+	assert.False(t, s.Warm)
 	s = Advance(s, report(3300, 70*time.Second, "b"), two)
+	require.Len(t, s.Measured, 1, "warming up")
+	s = Advance(s, report(5100, 80*time.Second, "b"), two)
 	require.Len(t, s.Measured, 2)
 	assert.Equal(t, v1.SizeThroughput{Trainers: 2, Nodes: 2, Work: 1800, Millis: 10000}, s.Measured[1])
 	assert.Equal(t, "180/s", s.Throughput)
 
 	// The same report again changes nothing but the ETA's size: a resize
 	// to 3 under way adds the restart's cost.
-	same := Advance(s, report(3300, 70*time.Second, "b"), two)
+	same := Advance(s, report(5100, 80*time.Second, "b"), two)
 	assert.Equal(t, s, same)
-	growing := Advance(s, report(3300, 70*time.Second, "b"), Size{Trainers: 2, Nodes: 2, Desired: 3})
-	assert.True(t, growing.FinishesAt.After(t0.Add(70*time.Second+43*time.Second)))
+	growing := Advance(s, report(5100, 80*time.Second, "b"), Size{Trainers: 2, Nodes: 2, Desired: 3})
 	thr3, basis := Throughput(s, 3, 2)
 	assert.Equal(t, Basis("optimistic"), basis)
-	want := 70*time.Second + 43*time.Second + time.Duration(float64(1_000_000-3300)/thr3*float64(time.Second))
+	want := 80*time.Second + 43*time.Second + time.Duration(float64(1_000_000-5100)/thr3*float64(time.Second))
 	assert.WithinDuration(t, t0.Add(want), growing.FinishesAt.Time, time.Second)
 
 	// A report from a clock behind the last is a new baseline.
-	back := Advance(s, report(3400, 65*time.Second, "c"), two)
+	back := Advance(s, report(5200, 75*time.Second, "c"), two)
 	assert.Equal(t, s.Measured, back.Measured)
 	assert.Equal(t, "c", back.Run)
+}
+
+// TestAdvanceETAFollowsTheRun: once the current run has been measured for
+// RunMeasured, the throughput and the ETA are its own, not its size's
+// over the job's life.
+func TestAdvanceETAFollowsTheRun(t *testing.T) {
+	size := Size{Trainers: 2, Nodes: 1, Desired: 2}
+	var s *v1.ProgressStatus
+	at, done := time.Duration(0), int64(0)
+	step := func(run string, rate int64) {
+		at += 10 * time.Second
+		done += rate * 10
+		s = Advance(s, Report{Done: done, Total: 10_000_000, Unit: UnitSamples, Trainers: 2, Time: t0.Add(at), Run: run}, size)
+	}
+	for range 10 {
+		step("a", 100) // slow, on a busy node
+	}
+	at += 30 * time.Second
+	s = Advance(s, Report{Done: done, Total: 10_000_000, Unit: UnitSamples, Trainers: 2, Time: t0.Add(at), Run: "b"}, size)
+	step("b", 300) // warm-up
+	step("b", 300)
+	assert.Equal(t, "122/s", s.Throughput, "10 s of run b: the size's figure still, (8×1000 + 3000) / 90 s")
+	step("b", 300)
+	assert.Equal(t, "300/s", s.Throughput, "20 s of run b: its own")
+	left := float64(10_000_000-done) / 300
+	assert.WithinDuration(t, t0.Add(at+time.Duration(left*float64(time.Second))), s.FinishesAt.Time, time.Second)
 }
 
 // TestAdvanceCoalesced: however many reports the controller misses, the
@@ -98,6 +129,7 @@ func TestAdvanceRefitsOnNewSizesAndGrownTime(t *testing.T) {
 	assert.Equal(t, []int64{10000, 20000, 30000, 50000, 80000, 120000, 180000, 270000}, fits)
 	s = Advance(s, report(40000, 400*time.Second, "b"), Size{Trainers: 2, Nodes: 1, Desired: 2})
 	s = Advance(s, report(42000, 410*time.Second, "b"), Size{Trainers: 2, Nodes: 1, Desired: 2})
+	s = Advance(s, report(44000, 420*time.Second, "b"), Size{Trainers: 2, Nodes: 1, Desired: 2})
 	assert.Equal(t, int32(2), s.Model.Sizes, "a new size is fitted at once")
 	assert.Equal(t, int32(2), s.Model.MaxTrainers)
 }

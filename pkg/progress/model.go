@@ -144,8 +144,9 @@ func quantity(v float64) resource.Quantity {
 }
 
 // finish sets what follows from the last report: the percent done, the
-// throughput at its size, and the ETA — at desired, with a restart's
-// cost, when a resize to desired is under way.
+// throughput at its size — its run's, once measured for RunMeasured — and
+// the ETA at it, or at desired, with a restart's cost, when a resize to
+// desired is under way.
 func finish(s *v1.ProgressStatus, desired int32) {
 	s.Percent, s.Throughput, s.ETA, s.FinishesAt = nil, "", "", nil
 	if s.Total > 0 {
@@ -153,6 +154,9 @@ func finish(s *v1.ProgressStatus, desired int32) {
 		s.Percent = &p
 	}
 	thr, _ := throughput(s, s.Trainers, s.Nodes)
+	if s.RunMillis >= RunMeasured.Milliseconds() {
+		thr = float64(s.RunWork) * 1000 / float64(s.RunMillis)
+	}
 	if thr > 0 {
 		s.Throughput = Rate(thr)
 	}

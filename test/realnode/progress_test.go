@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/progress"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/test/framework"
 )
@@ -55,15 +56,15 @@ func TestTorchProgressForReal(t *testing.T) {
 	require.NoError(t, err)
 
 	waitTraining(t, trainLog, 3, time.Time{})
-	time.Sleep(25 * time.Second)
+	time.Sleep(35 * time.Second)
 	burst := time.Now()
 	web := webBurst(t, cp, ns, 2)
 	waitTraining(t, trainLog, 1, burst)
-	time.Sleep(25 * time.Second)
+	time.Sleep(35 * time.Second)
 	one := time.Now()
 	scaleDeployment(t, cp, ns, web, 1)
 	waitTraining(t, trainLog, 2, one)
-	time.Sleep(25 * time.Second)
+	time.Sleep(35 * time.Second)
 	two := time.Now()
 	scaleDeployment(t, cp, ns, web, 0)
 	regrown := waitTraining(t, trainLog, 3, two)
@@ -76,7 +77,9 @@ func TestTorchProgressForReal(t *testing.T) {
 			return false, nil
 		}
 		p := got.Status.Progress
-		if p.Trainers == 3 && p.Reported.After(regrown.Add(15*time.Second)) && p.Percent != nil && *p.Percent >= 25 && p.FinishesAt != nil {
+		// At 3 since regrown, its run measured long enough to stand for it.
+		if p.Trainers == 3 && p.Reported.After(regrown) && p.RunMillis >= progress.RunMeasured.Milliseconds() &&
+			p.Percent != nil && *p.Percent >= 25 && p.FinishesAt != nil {
 			predicted = p.DeepCopy()
 			return true, nil
 		}
@@ -124,54 +127,43 @@ var (
 )
 
 // logThroughput is the throughput at each world size that train.log's
-// lines give: in each run, from its "training" line to its last epoch line,
-// the samples of the steps between them over the time between them.
+// lines give: in each run (from one "training" line to the next), from its
+// first epoch line to its last, the samples of the epochs between them over
+// the time between them. Like EDL's, it leaves out a run's start, up to its
+// first whole epoch.
 func logThroughput(log string) map[int32]float64 {
-	type span struct {
-		samples float64
-		seconds float64
-	}
-	spans := map[int32]*span{}
 	type run struct {
-		world    int32
-		from     float64 // steps done at the start
-		start    float64
-		lastStep float64
-		last     float64
+		world               int32
+		first, last         float64 // times of the first and last epoch lines
+		firstEpoch, lastEpo int
 	}
 	var runs []*run
-	lines := regexp.MustCompile(`(?m)^.*$`).FindAllString(log, -1)
-	for _, line := range lines {
+	for _, line := range regexp.MustCompile(`(?m)^.*$`).FindAllString(log, -1) {
 		if m := progressStartLine.FindStringSubmatch(line); m != nil {
 			w, _ := strconv.Atoi(m[1])
-			epoch, _ := strconv.Atoi(m[2])
-			step, _ := strconv.Atoi(m[3])
-			at, _ := strconv.ParseFloat(m[4], 64)
-			runs = append(runs, &run{world: int32(w), from: float64((epoch-1)*progressSteps + step), start: at})
+			runs = append(runs, &run{world: int32(w)})
 			continue
 		}
 		if m := progressEpochLine.FindStringSubmatch(line); m != nil && len(runs) > 0 {
 			epoch, _ := strconv.Atoi(m[1])
 			at, _ := strconv.ParseFloat(m[3], 64)
 			r := runs[len(runs)-1]
-			r.lastStep, r.last = float64(epoch*progressSteps), at
+			if r.first == 0 {
+				r.first, r.firstEpoch = at, epoch
+			}
+			r.last, r.lastEpo = at, epoch
 		}
 	}
+	samples, seconds := map[int32]float64{}, map[int32]float64{}
 	for _, r := range runs {
-		if r.last <= r.start {
-			continue
+		if r.last > r.first {
+			samples[r.world] += float64((r.lastEpo-r.firstEpoch)*progressSteps) * progressBatch
+			seconds[r.world] += r.last - r.first
 		}
-		s := spans[r.world]
-		if s == nil {
-			s = &span{}
-			spans[r.world] = s
-		}
-		s.samples += (r.lastStep - r.from) * progressBatch
-		s.seconds += r.last - r.start
 	}
 	out := map[int32]float64{}
-	for w, s := range spans {
-		out[w] = s.samples / s.seconds
+	for w := range samples {
+		out[w] = samples[w] / seconds[w]
 	}
 	return out
 }

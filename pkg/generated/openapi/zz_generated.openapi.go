@@ -635,6 +635,26 @@ func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback
 							Format:      "",
 						},
 					},
+					"runWork": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunWork and RunMillis are what Run measured so far, its first interval (its warm-up) left out: once it has measured progress.RunMeasured, the ETA is at its throughput.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"runMillis": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int64",
+						},
+					},
+					"warm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Warm is true once Run's first interval has passed.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"reported": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Reported is the time of the last report, by the training's clock.",
@@ -674,7 +694,7 @@ func schema_pkg_apis_paddlepaddle_v1_ProgressStatus(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Measured is the throughput at each size the job ran at, restarts left out.",
+							Description: "Measured is the throughput at each size the job ran at, restarts and each run's first interval (its warm-up) left out.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -74,6 +74,16 @@ type ProgressStatus struct {
 	// Run names the process that wrote the last report.
 	// +optional
 	Run string `json:"run,omitempty"`
+	// RunWork and RunMillis are what Run measured so far, its first
+	// interval (its warm-up) left out: once it has measured
+	// progress.RunMeasured, the ETA is at its throughput.
+	// +optional
+	RunWork int64 `json:"runWork,omitempty"`
+	// +optional
+	RunMillis int64 `json:"runMillis,omitempty"`
+	// Warm is true once Run's first interval has passed.
+	// +optional
+	Warm bool `json:"warm,omitempty"`
 	// Reported is the time of the last report, by the training's clock.
 	// +optional
 	Reported metav1.MicroTime `json:"reported,omitempty"`
@@ -96,7 +106,7 @@ type ProgressStatus struct {
 	// +optional
 	RestartCost *metav1.Duration `json:"restartCost,omitempty"`
 	// Measured is the throughput at each size the job ran at, restarts
-	// left out.
+	// and each run's first interval (its warm-up) left out.
 	// +listType=atomic
 	// +optional
 	Measured []SizeThroughput `json:"measured,omitempty"`

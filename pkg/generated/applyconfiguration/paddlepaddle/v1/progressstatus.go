@@ -48,6 +48,13 @@ type ProgressStatusApplyConfiguration struct {
 	Nodes    *int32 `json:"nodes,omitempty"`
 	// Run names the process that wrote the last report.
 	Run *string `json:"run,omitempty"`
+	// RunWork and RunMillis are what Run measured so far, its first
+	// interval (its warm-up) left out: once it has measured
+	// progress.RunMeasured, the ETA is at its throughput.
+	RunWork   *int64 `json:"runWork,omitempty"`
+	RunMillis *int64 `json:"runMillis,omitempty"`
+	// Warm is true once Run's first interval has passed.
+	Warm *bool `json:"warm,omitempty"`
 	// Reported is the time of the last report, by the training's clock.
 	Reported *metav1.MicroTime `json:"reported,omitempty"`
 	// Throughput is the throughput at Trainers: measured, else predicted;
@@ -65,7 +72,7 @@ type ProgressStatusApplyConfiguration struct {
 	// plus the time to redo the work it lost.
 	RestartCost *metav1.Duration `json:"restartCost,omitempty"`
 	// Measured is the throughput at each size the job ran at, restarts
-	// left out.
+	// and each run's first interval (its warm-up) left out.
 	Measured []SizeThroughputApplyConfiguration `json:"measured,omitempty"`
 	// Model is the scaling model fitted to Measured.
 	Model *ScalingModelApplyConfiguration `json:"model,omitempty"`
@@ -148,6 +155,30 @@ func (b *ProgressStatusApplyConfiguration) WithNodes(value int32) *ProgressStatu
 // If called multiple times, the Run field is set to the value of the last call.
 func (b *ProgressStatusApplyConfiguration) WithRun(value string) *ProgressStatusApplyConfiguration {
 	b.Run = &value
+	return b
+}
+
+// WithRunWork sets the RunWork field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RunWork field is set to the value of the last call.
+func (b *ProgressStatusApplyConfiguration) WithRunWork(value int64) *ProgressStatusApplyConfiguration {
+	b.RunWork = &value
+	return b
+}
+
+// WithRunMillis sets the RunMillis field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RunMillis field is set to the value of the last call.
+func (b *ProgressStatusApplyConfiguration) WithRunMillis(value int64) *ProgressStatusApplyConfiguration {
+	b.RunMillis = &value
+	return b
+}
+
+// WithWarm sets the Warm field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Warm field is set to the value of the last call.
+func (b *ProgressStatusApplyConfiguration) WithWarm(value bool) *ProgressStatusApplyConfiguration {
+	b.Warm = &value
 	return b
 }
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
-	"github.com/paddlepaddle/edl/pkg/progress"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	"github.com/paddlepaddle/edl/pkg/progress"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 

@@ -146,8 +146,8 @@ fuzz: ## fuzz the planner, its queue and its yield for LONG_FUZZTIME (5m) each; 
 	go test -count=1 -run '^TestTrackerMatchesARecount$$' ./pkg/cluster -args -long
 
 .PHONY: bench
-bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object (docs/autoscaler-bench.md), edl on a simulated cluster of 300 to 10,000 nodes (docs/scale.md)
-	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/planner/ ./cmd/edl/
+bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object, what a progress report costs (docs/autoscaler-bench.md), edl on a simulated cluster of 300 to 10,000 nodes (docs/scale.md)
+	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/planner/ ./pkg/progress/ ./cmd/edl/
 
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes (REAL_NODES=1: and a real node, as root); prints its kubeconfig

@@ -149,6 +149,18 @@ fuzz: ## fuzz the planner, its queue and its yield for LONG_FUZZTIME (5m) each; 
 bench: ## benchmarks: the planner against the original algorithm, the per-cycle snapshot, the informer caches' memory per object, what a progress report costs (docs/autoscaler-bench.md), edl on a simulated cluster of 300 to 10,000 nodes (docs/scale.md)
 	go test -count=1 -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./pkg/cluster/ ./pkg/autoscaler/planner/ ./pkg/progress/ ./cmd/edl/
 
+# make trace replays workloads of the Pollux trace (test/trace/testdata/pollux)
+# through EDL's planner on a simulated cluster of 16 nodes of 4 GPUs:
+# WORKLOADS (comma-separated files; default workloads 1-5 at 1.0x and 2.0x
+# load), POLICIES (comma-separated; default every policy), OUT (default
+# _output/trace) for summary.csv, jobs.csv and the plot of JCT's distribution.
+WORKLOADS ?=
+POLICIES ?=
+OUT ?= _output/trace
+.PHONY: trace
+trace: ## replay Pollux trace workloads through EDL's planner on a simulated 16 x 4-GPU cluster (WORKLOADS=, POLICIES=, OUT=): summary.csv, jobs.csv, a JCT plot
+	go run ./test/cmd/trace $(if $(WORKLOADS),-workloads $(WORKLOADS)) $(if $(POLICIES),-policies $(POLICIES)) -out $(OUT)
+
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes (REAL_NODES=1: and a real node, as root); prints its kubeconfig
 	EDL_NODES=$(NODES) EDL_NODE_CPU=$(NODE_CPU) EDL_NODE_MEMORY=$(NODE_MEMORY) EDL_NODE_GPU=$(NODE_GPU) EDL_REAL_NODES=$(REAL_NODES) hack/cluster.sh up

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -164,7 +165,7 @@ func trainerSize(obs observed) progress.Size {
 			nodes.Insert(p.NodeName)
 		}
 	}
-	size := progress.Size{Trainers: running, Nodes: int32(nodes.Len())}
+	size := progress.Size{Trainers: running, Nodes: int32(min(nodes.Len(), math.MaxInt32))} // #nosec G115 -- clamped to MaxInt32
 	if rs := obs.replicaSets[v1.RoleTrainer]; rs != nil && rs.Spec.Replicas != nil {
 		size.Desired = *rs.Spec.Replicas
 	}

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -130,17 +131,17 @@ func toAPI(m scaling.Model, sizes int, millis int64) *v1.ScalingModel {
 		SyncLocalBase: quantity(p.SyncLocalBase), SyncLocalPerReplica: quantity(p.SyncLocalPerReplica),
 		SyncNetBase: quantity(p.SyncNetBase), SyncNetPerReplica: quantity(p.SyncNetPerReplica),
 		Overlap:     quantity(p.Overlap),
-		MaxTrainers: int32(m.MaxTrainers), Sizes: int32(sizes),
-		FitError: quantity(m.FitError), FittedMillis: millis,
+		MaxTrainers: int32(min(m.MaxTrainers, math.MaxInt32)), // #nosec G115 -- clamped to MaxInt32
+		Sizes:       int32(min(sizes, math.MaxInt32)),         // #nosec G115 -- clamped to MaxInt32
+		FitError:    quantity(m.FitError), FittedMillis: millis,
 	}
 }
 
-// quantity is v to six significant digits, as a canonical Quantity (which
-// keeps nanos: smaller values round up to 1n).
+// quantity is v to six significant digits as a Quantity (which keeps
+// nanos: smaller values round up to 1n). A status read back compares equal
+// to it: equality.Semantic compares Quantities by value.
 func quantity(v float64) resource.Quantity {
-	q := resource.MustParse(strconv.FormatFloat(v, 'g', 6, 64))
-	q.String() // canonical now, so that a status read back compares equal
-	return q
+	return resource.MustParse(strconv.FormatFloat(v, 'g', 6, 64))
 }
 
 // finish sets what follows from the last report: the percent done, the
@@ -150,7 +151,7 @@ func quantity(v float64) resource.Quantity {
 func finish(s *v1.ProgressStatus, desired int32) {
 	s.Percent, s.Throughput, s.ETA, s.FinishesAt = nil, "", "", nil
 	if s.Total > 0 {
-		p := int32(min(s.Done*100/s.Total, 100))
+		p := int32(min(s.Done*100/s.Total, 100)) // #nosec G115 -- clamped to [0, 100]
 		s.Percent = &p
 	}
 	thr, _ := throughput(s, s.Trainers, s.Nodes)

@@ -65,7 +65,7 @@ func Parse(data map[string]string) (r Report, ok bool, err error) {
 	if trainers > math.MaxInt32 {
 		return Report{}, false, fmt.Errorf("progress key %s is %d: too large", v1.ProgressTrainers, trainers)
 	}
-	r.Trainers = int32(trainers)
+	r.Trainers = int32(trainers) // #nosec G115 -- at most MaxInt32, checked above
 	if r.Time, err = unixTime(data[v1.ProgressTime]); err != nil {
 		return Report{}, false, err
 	}

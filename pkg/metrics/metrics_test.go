@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/scaling"
 )
 
 // The interfaces Metrics is wired to.
@@ -266,4 +268,28 @@ func TestLabelsNameEveryMetricsLabels(t *testing.T) {
 	assert.Empty(t, labels["edl_leader"])
 	assert.Contains(t, labels, "edl_leader")
 	assert.Len(t, labels, len(New("dev").Names()))
+}
+
+// TestProgressSeries: a job whose training reports its progress has a
+// throughput, a speedup (at its desired trainers, as its model predicts)
+// and, once known, an ETA; a job that reports nothing has none of them.
+func TestProgressSeries(t *testing.T) {
+	m := New("dev")
+	model := scaling.Model{Params: scaling.Params{GradBase: 0.1, GradPerSample: 0.001, SyncLocalBase: 0.05, SyncNetBase: 0.05, Overlap: 1}, MaxTrainers: 2}
+	m.Planned(time.Millisecond, snap, []planner.Job{
+		{Key: "ns/reports", Min: 1, Max: 4, Current: 2, Progress: &planner.Progress{Model: model, Batch: 1000, Nodes: 1, Throughput: 812.5, Left: 90 * time.Second}},
+		{Key: "ns/starting", Min: 1, Max: 4, Current: 1, Progress: &planner.Progress{Batch: 1}},
+		{Key: "ns/silent", Min: 1, Max: 4, Current: 3},
+	})
+	out := scrape(t, m)
+	assert.Contains(t, out, `edl_job_throughput{trainingjob="reports",trainingjob_namespace="ns"} 812.5`)
+	want := model.Predict(2, 1, 1000).Speedup
+	require.Greater(t, want, 1.0)
+	assert.Contains(t, out, fmt.Sprintf(`edl_job_speedup{trainingjob="reports",trainingjob_namespace="ns"} %g`, want))
+	assert.Contains(t, out, `edl_job_eta_seconds{trainingjob="reports",trainingjob_namespace="ns"} 90`)
+	assert.Contains(t, out, `edl_job_speedup{trainingjob="starting",trainingjob_namespace="ns"} 1`, "unmeasured: every trainer helps")
+	assert.NotContains(t, out, `edl_job_eta_seconds{trainingjob="starting"`, "no ETA yet")
+	for _, name := range []string{"edl_job_throughput", "edl_job_speedup", "edl_job_eta_seconds"} {
+		assert.NotContains(t, out, name+`{trainingjob="silent"`, "a job that reports nothing")
+	}
 }

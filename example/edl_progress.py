@@ -18,7 +18,9 @@ report in the ConfigMap, so that a restarted training keeps the rate too.
 
 Only the process of rank 0 writes (RANK, else HOROVOD_RANK,
 OMPI_COMM_WORLD_RANK or PMI_RANK; rank 0 when none is set); the others'
-reports are dropped. Outside EDL (no EDL_PROGRESS_CONFIGMAP, or no service
+reports are dropped. A training whose processes have no rank passes
+elect=True: a process writes only while the report in the ConfigMap is its
+own, or nobody's for three intervals, so one of them reports at a time. Outside EDL (no EDL_PROGRESS_CONFIGMAP, or no service
 account token) report() does nothing. A write that fails is one line on
 stderr and is tried again with the next report: progress never stops the
 training.
@@ -56,10 +58,11 @@ def _read(name):
 class Progress:
     """The progress of one training process; see the module's doc."""
 
-    def __init__(self, total=None, unit="samples", batch=None, trainers=None):
+    def __init__(self, total=None, unit="samples", batch=None, trainers=None, elect=False):
         if unit not in ("samples", "steps"):
             raise ValueError(f"unit is {unit!r}: must be 'samples' or 'steps'")
         self.total, self.unit, self.batch, self.trainers = total, unit, batch, trainers
+        self._elect = elect
         self._cond = threading.Condition()
         self._pending = None
         self._closed = False
@@ -117,10 +120,25 @@ class Progress:
                 data, self._pending = self._pending, None
                 closed = self._closed
             if data is not None and (not closed or time.monotonic() >= self._next):
-                self._write(data)
+                if not self._elect or self._holds():
+                    self._write(data)
                 self._next = time.monotonic() + INTERVAL
             if closed:
                 return
+
+    def _holds(self):
+        """Whether this process may write when elected: the report in the
+        ConfigMap is its own or nobody's, or older than three intervals."""
+        try:
+            status, body = self._request("GET", None)
+            if status != 200:
+                return True
+            data = json.loads(body).get("data") or {}
+            if data.get("run", "") in ("", self._run):
+                return True
+            return time.time() - float(data.get("time", "0")) > 3 * INTERVAL
+        except (OSError, ValueError, http.client.HTTPException):
+            return True
 
     def _wait_after_last(self):
         """How long until INTERVAL after the report the ConfigMap holds."""

@@ -44,6 +44,7 @@ type apiServer struct {
 	auth    []string
 	path    []string
 	last    float64
+	lastRun string
 	refusal bool
 }
 
@@ -57,7 +58,7 @@ func newAPIServer(t *testing.T) *apiServer {
 		switch r.Method {
 		case http.MethodGet:
 			s.gets++
-			_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"time": strconv.FormatFloat(s.last, 'f', 3, 64)}})
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"time": strconv.FormatFloat(s.last, 'f', 3, 64), "run": s.lastRun}})
 		case http.MethodPatch:
 			if s.refusal {
 				http.Error(w, `{"reason":"Forbidden"}`, http.StatusForbidden)
@@ -193,4 +194,26 @@ func TestHelperWritesNothingWhereItMustNot(t *testing.T) {
 		assert.Contains(t, out, "edl_progress: cannot write ConfigMap job-a-progress: HTTP 403")
 		assert.Equal(t, 1, strings.Count(out, "edl_progress:"), "one line, however many writes fail")
 	})
+}
+
+// TestHelperElectsOneWriter: a training without ranks (elect=True) writes
+// only while the report in the ConfigMap is its own or nobody's, or has
+// not been renewed for three intervals.
+func TestHelperElectsOneWriter(t *testing.T) {
+	t.Parallel()
+	script := "import time, edl_progress\np = edl_progress.Progress(elect=True)\nfor i in range(25):\n    p.report(i)\n    time.sleep(0.1)\ntime.sleep(0.5)\n"
+	held := newAPIServer(t)
+	held.last, held.lastRun = float64(time.Now().Add(time.Minute).UnixNano())/1e9, "another-trainer/7/1" // renewed, for the run of the test
+	runHelper(t, held, script, "EDL_PROGRESS_CONFIGMAP=job-a-progress")
+	held.mu.Lock()
+	assert.Empty(t, held.writes, "another process holds the report")
+	assert.Positive(t, held.gets)
+	held.mu.Unlock()
+
+	lapsed := newAPIServer(t)
+	lapsed.last, lapsed.lastRun = float64(time.Now().Add(-5*helperInterval).UnixNano())/1e9, "another-trainer/7/1"
+	runHelper(t, lapsed, script, "EDL_PROGRESS_CONFIGMAP=job-a-progress")
+	lapsed.mu.Lock()
+	defer lapsed.mu.Unlock()
+	assert.NotEmpty(t, lapsed.writes, "a report not renewed for three intervals is taken over")
 }

@@ -51,7 +51,8 @@ var smallRole = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 // a trainer it marked is among those the ReplicaSet deletes, each gets
 // SIGTERM and exits 0 within its grace period, and the job goes on
 // Running — and grows it back when the maximum is raised again. Deleting
-// the job stops every process.
+// the job stops every process. Its trainers report their progress, one at a
+// time, and EDL measures it.
 func TestTrainersAreRealProcesses(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
@@ -142,6 +143,17 @@ func TestTrainersAreRealProcesses(t *testing.T) {
 	got, err := tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "real", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, v1.PhaseRunning, got.Status.Phase, "the removed trainers' exits are neither a success nor a failure")
+
+	// The stand-in's trainers report their progress, one at a time: EDL
+	// measures a throughput (its 1,000 samples a second) from the reports.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "real", metav1.GetOptions{})
+		return err == nil && got.Status.Progress != nil && len(got.Status.Progress.Measured) > 0, nil
+	})
+	require.NoError(t, err, "status.progress measured; it is %+v", got.Status.Progress)
+	assert.Empty(t, got.Status.Progress.Error)
+	m := got.Status.Progress.Measured[0]
+	assert.InEpsilon(t, 1000, float64(m.Work)*1000/float64(m.Millis), 0.1, "the stand-in's 1,000 samples a second: %+v", m)
 
 	// Deleting the job stops every process.
 	_, err = cp.Kubectl(ctx, "-n", ns, "delete", "tj", "real", "--wait=true")

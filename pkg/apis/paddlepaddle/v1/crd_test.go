@@ -97,6 +97,9 @@ func TestCRDNamesAndColumns(t *testing.T) {
 		`Limited By=.status.conditions[?(@.type=="Scaling")].reason`,
 		`Resizes=.status.resize.count`,
 		`Resize Cost=.status.resize.lastCost`,
+		"Progress=.status.progress.percent",
+		"Throughput=.status.progress.throughput",
+		"ETA=.status.progress.eta",
 		"Age=.metadata.creationTimestamp",
 		`Queued=.status.conditions[?(@.type=="Queued")].message`,
 	}, columns)

@@ -108,10 +108,19 @@ func (c *Controller) ensureProgress(ctx context.Context, job *v1.TrainingJob) er
 			return err
 		}},
 	}
+	created := false
 	for _, o := range creates {
-		if err := o.create(); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := o.create()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create the progress contract's %s of %s/%s: %w", o.kind, ns, job.Name, err)
 		}
+		created = err == nil // the ConfigMap's, last
+	}
+	if !created {
+		// The cache is behind, or the ConfigMap lost the label edl's
+		// informer selects it by (its trainers may patch it): nothing to
+		// announce again.
+		return nil
 	}
 	c.log.Info("created the progress contract", "job", ns+"/"+job.Name, "configmap", want.Name)
 	c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created ConfigMap %s for the training's progress, writable by service account %s alone",

@@ -109,3 +109,17 @@ func TestSyncCreatesTheProgressContractOnce(t *testing.T) {
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// TestSyncAnnouncesTheProgressContractOnce: a ConfigMap the informer does
+// not hold (its trainers removed the label it is selected by) but the API
+// server does is not created, nor announced, again on every sync.
+func TestSyncAnnouncesTheProgressContractOnce(t *testing.T) {
+	job := torchJob()
+	f := newFixture(t)
+	f.addJob(job)
+	require.NoError(t, f.kube.Tracker().Add(ProgressConfigMap(job)))
+	require.NoError(t, f.sync("mnist"))
+	for _, e := range f.events() {
+		assert.NotContains(t, e, "ConfigMap mnist-progress", "announced though it existed")
+	}
+}

@@ -155,7 +155,7 @@ spec:
 	out, err := cp.Kubectl(testContext(t), "get", "tj", "-n", ns)
 	require.NoError(t, err, out)
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	assert.Equal(t, []string{"NAME", "PHASE", "TRAINERS", "MIN", "MAX", "AGE"}, header)
+	assert.Equal(t, []string{"NAME", "PHASE", "TRAINERS", "MIN", "MAX", "PROGRESS", "THROUGHPUT", "ETA", "AGE"}, header)
 	assert.Regexp(t, `(?m)^minimal\s+1\s+3\s+\S+$`, out, "an unsynced job shows its min and max")
 }
 

@@ -102,5 +102,5 @@ func TestDocsKubectlCommandsRun(t *testing.T) {
 	require.NoError(t, err)
 	out, err = cp.Kubectl(ctx, "get", "tj", "-n", ns)
 	require.NoError(t, err)
-	assert.Regexp(t, `^NAME\s+PHASE\s+TRAINERS\s+MIN\s+MAX\s+AGE\nexample\s+\S*\s*\S*\s*2\s+6\s`, out)
+	assert.Regexp(t, `^NAME\s+PHASE\s+TRAINERS\s+MIN\s+MAX\s+PROGRESS\s+THROUGHPUT\s+ETA\s+AGE\nexample\s+\S*\s*\S*\s*2\s+6\s`, out)
 }

@@ -67,11 +67,11 @@ func TestJobRunsOnKwokNodes(t *testing.T) {
 
 	out, err := cp.Kubectl(testContext(t), "get", "tj", "-n", ns)
 	require.NoError(t, err, out)
-	assert.Regexp(t, `(?m)^NAME\s+PHASE\s+TRAINERS\s+MIN\s+MAX\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^NAME\s+PHASE\s+TRAINERS\s+MIN\s+MAX\s+PROGRESS\s+THROUGHPUT\s+ETA\s+AGE$`, out)
 	assert.Regexp(t, `(?m)^example\s+Running\s+2/2\s+2\s+6\s+\S+$`, out)
 
 	reasons := eventReasons(t, ns, "example")
-	assert.Equal(t, 5, count(reasons, v1.EventCreated), "one Created event per object: %v", reasons)
+	assert.Equal(t, 6, count(reasons, v1.EventCreated), "one Created event per object (the progress contract one): %v", reasons)
 	assert.Equal(t, 1, count(reasons, v1.EventRunning), "%v", reasons)
 
 	// Deleting the job garbage-collects its ReplicaSets, Services and pods.

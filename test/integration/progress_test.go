@@ -49,9 +49,18 @@ func TestTrainersWriteTheirOwnProgressAlone(t *testing.T) {
 		})
 		require.NoError(t, err, "the controller never created ConfigMap %s", name)
 	}
-	rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName("a", v1.RoleTrainer), metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "a-trainer", rs.Spec.Template.Spec.ServiceAccountName, "a's trainers run as a's account")
+	// The contract comes first, the ReplicaSets after it in the same sync.
+	var account string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName("a", v1.RoleTrainer), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		account = rs.Spec.Template.Spec.ServiceAccountName
+		return true, nil
+	})
+	require.NoError(t, err, "the controller never created a's trainer ReplicaSet")
+	assert.Equal(t, "a-trainer", account, "a's trainers run as a's account")
 
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:a-trainer", ns),

@@ -1,8 +1,10 @@
 package progress
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -93,6 +95,29 @@ func TestAdvanceETAFollowsTheRun(t *testing.T) {
 	assert.Equal(t, "300/s", s.Throughput, "20 s of run b: its own")
 	left := float64(10_000_000-done) / 300
 	assert.WithinDuration(t, t0.Add(at+time.Duration(left*float64(time.Second))), s.FinishesAt.Time, time.Second)
+}
+
+// TestAdvanceSameReportAfterTheStatusRoundTrip: the status as the API
+// server gives it back (reported to the microsecond) and the same report
+// read again measure nothing.
+func TestAdvanceSameReportAfterTheStatusRoundTrip(t *testing.T) {
+	size := Size{Trainers: 3, Nodes: 1, Desired: 3}
+	var s *v1.ProgressStatus
+	var r Report
+	for i, at := range []string{"1765000000.1234567", "1765000010.1234567"} { // warm, nothing measured yet
+		var err error
+		r, _, err = Parse(map[string]string{"done": strconv.Itoa(1000 * i), "time": at, "run": "a"})
+		require.NoError(t, err)
+		s = Advance(s, r, size)
+	}
+	require.True(t, s.Warm)
+	require.Empty(t, s.Measured)
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	var back v1.ProgressStatus
+	require.NoError(t, json.Unmarshal(b, &back))
+	again := Advance(&back, r, size)
+	assert.Empty(t, again.Measured, "the same report measures nothing")
 }
 
 // TestAdvanceCoalesced: however many reports the controller misses, the

@@ -107,5 +107,7 @@ func unixTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("progress key %s is %q: must be the report's time in Unix seconds", v1.ProgressTime, s)
 	}
 	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+	// To the microsecond, as status.progress.reported keeps it: the same
+	// report read again is then the same time.
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Truncate(time.Microsecond), nil
 }

@@ -100,12 +100,7 @@ func TestTorchJobIsElasticForReal(t *testing.T) {
 	regrown := waitTraining(t, trainLog, 3, gone)
 	removed := exits()
 	// 4. It ends.
-	var final *v1.TrainingJob
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		final, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
-		return err == nil && (final.Status.Phase == v1.PhaseSucceeded || final.Status.Phase == v1.PhaseFailed), nil
-	})
-	require.NoError(t, err, "the job ends")
+	final := waitEnd(t, tj, ns, job.Name)
 	require.Equal(t, v1.PhaseSucceeded, final.Status.Phase, "%s: %s", final.Status.Reason, final.Status.Message)
 	assert.Zero(t, final.Status.Resize.Failures, "no resize counted as a failure; counted %v; restarts seen:\n%s", final.Status.Resize.Counted, restarts)
 	// Ended, the job holds no trainer: its ReplicaSet stays at 0.

@@ -126,26 +126,33 @@ class Progress:
             if closed:
                 return
 
-    def _holds(self):
-        """Whether this process may write when elected: the report in the
-        ConfigMap is its own or nobody's, or older than three intervals."""
+    def _last(self):
+        """The report the ConfigMap holds: its data, {} when it holds none;
+        None when it cannot be read."""
         try:
             status, body = self._request("GET", None)
             if status != 200:
-                return True
-            data = json.loads(body).get("data") or {}
-            if data.get("run", "") in ("", self._run):
-                return True
-            return time.time() - float(data.get("time", "0")) > 3 * INTERVAL
+                return None
+            return json.loads(body).get("data") or {}
         except (OSError, ValueError, http.client.HTTPException):
+            return None
+
+    def _holds(self):
+        """Whether this process may write when elected: the report in the
+        ConfigMap is its own or nobody's, or older than three intervals."""
+        data = self._last()
+        if data is None or data.get("run", "") in ("", self._run):
+            return True
+        try:
+            return time.time() - float(data.get("time", "0")) > 3 * INTERVAL
+        except ValueError:
             return True
 
     def _wait_after_last(self):
         """How long until INTERVAL after the report the ConfigMap holds."""
         try:
-            status, body = self._request("GET", None)
-            last = float(json.loads(body).get("data", {}).get("time", "0")) if status == 200 else 0.0
-        except (OSError, ValueError, http.client.HTTPException):
+            last = float((self._last() or {}).get("time", "0"))
+        except ValueError:
             return 0.0
         return max(0.0, min(last + INTERVAL - time.time(), INTERVAL))
 

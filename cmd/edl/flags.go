@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/config"
 )
 
@@ -37,6 +38,7 @@ type options struct {
 	maxGrowPerCycle   int
 	rebalanceGap      float64
 	maxMovesPerSecond float64
+	policy            string
 	priceResizes      bool
 	dryRun            bool
 	gangAdmission     bool
@@ -147,6 +149,7 @@ func addFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxGrowPerCycle, "max_grow_per_cycle", *a.MaxGrowPerCycle, "most trainers one plan adds to one job (0: no cap)")
 	fs.Float64Var(&o.rebalanceGap, "rebalance_gap", *a.RebalanceGap, "a running job more fulfilled than another of its priority by more than this gives trainers back for it (0 < x <= 1; 1 turns rebalancing off)")
 	fs.Float64Var(&o.maxMovesPerSecond, "max_moves_per_second", *a.MaxMovesPerSecond, "most trainers rebalancing and reclaim move per second: a plan moves this many per second since the plan before, at most an interval's, rebalancing alone half of it; a move is a pod kube-controller-manager deletes and one it creates, so raise it with kube-controller-manager's --kube-api-qps (x > 0)")
+	fs.StringVar(&o.policy, "policy", *a.Policy, "how jobs of one priority share idle room and what rebalancing moves: goodput (each trainer to the job its progress reports say it speeds up most; a job that reports nothing is taken to scale linearly) or fulfillment (each to the least fulfilled job)")
 	fs.BoolVar(&o.priceResizes, "price_resizes", *a.PriceResizes, "price the resizes of jobs whose trainers all restart on one (PyTorch, Horovod): grow them in one step and resize each at most once per cool-down derived from its measured resize cost; false scales them like any job")
 	fs.BoolVar(&o.dryRun, "dry_run", *a.DryRun, "plan and log scaling decisions, patch nothing")
 	fs.BoolVar(&o.gangAdmission, "gang_admission", *a.GangAdmission, "hold a new job's ReplicaSets at 0 replicas, their templates gated with "+v1.SchedulingGateAdmission+", until the job's whole minimum fits its namespace's quota and the nodes (off with -dry_run)")
@@ -212,6 +215,9 @@ func validate(o options) error {
 	}
 	if !(o.rebalanceGap > 0 && o.rebalanceGap <= 1) {
 		return fmt.Errorf("invalid value %v for flag -rebalance_gap: must be greater than 0 and at most 1", o.rebalanceGap)
+	}
+	if o.policy != string(planner.PolicyGoodput) && o.policy != string(planner.PolicyFulfillment) {
+		return fmt.Errorf("invalid value %q for flag -policy: must be goodput or fulfillment", o.policy)
 	}
 	if !(o.maxMovesPerSecond > 0) || math.IsInf(o.maxMovesPerSecond, 1) {
 		return fmt.Errorf("invalid value %v for flag -max_moves_per_second: must be a positive number", o.maxMovesPerSecond)

@@ -46,6 +46,7 @@ func TestBadInvocationsGiveOneLine(t *testing.T) {
 		{"max_load_desired not a number", []string{"-max_load_desired", "most"}, 2, `invalid value "most" for flag -max_load_desired`},
 		{"rebalance_gap zero", []string{"-rebalance_gap", "0"}, 2, "invalid value 0 for flag -rebalance_gap: must be greater than 0 and at most 1"},
 		{"rebalance_gap above 1", []string{"-rebalance_gap", "1.5"}, 2, "invalid value 1.5 for flag -rebalance_gap: must be greater than 0 and at most 1"},
+		{"policy unknown", []string{"-policy", "fastest"}, 2, `invalid value "fastest" for flag -policy: must be goodput or fulfillment`},
 		{"zero qps", []string{"-kube_api_qps", "0"}, 2, "invalid value 0 for flag -kube_api_qps: must be positive"},
 		{"qps not a number", []string{"-kube_api_qps", "NaN"}, 2, "invalid value NaN for flag -kube_api_qps: must be positive"},
 		{"zero burst", []string{"-kube_api_burst", "0"}, 2, "invalid value 0 for flag -kube_api_burst: must be at least 1"},

@@ -71,6 +71,8 @@ type Config struct {
 	CoolDown        time.Duration
 	MaxGrowPerCycle int32
 	RebalanceGap    float64
+	// Policy is planner.Options.Policy.
+	Policy planner.Policy
 	// GrowMargin is planner.Options.GrowMargin: growth stops this far below
 	// MaxLoadDesired. 0 means planner.DefaultGrowMargin; negative, none.
 	GrowMargin float64

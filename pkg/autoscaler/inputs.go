@@ -94,6 +94,7 @@ func (a *Autoscaler) options(now time.Time) planner.Options {
 		CoolDown:        a.cfg.CoolDown,
 		MaxGrowPerCycle: a.cfg.MaxGrowPerCycle,
 		RebalanceGap:    a.cfg.RebalanceGap,
+		Policy:          a.cfg.Policy,
 		GrowMargin:      growMargin(a.cfg.GrowMargin),
 		DryRun:          a.cfg.DryRun,
 		Preemption:      a.cfg.Preemption && a.cfg.GangAdmission,
@@ -175,7 +176,7 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 			priceOf(&job, tj, last)
 		}
 		job.NamesRemovals = frameworks.LeavesFirst(&tj.Spec)
-		job.Progress = progressOf(tj.Status.Progress)
+		job.Progress = ProgressOf(tj.Status.Progress)
 		jobs = append(jobs, job)
 		objects[job.Key] = tj
 	}
@@ -184,9 +185,9 @@ func (a *Autoscaler) elasticJobs() ([]planner.Job, map[string]*v1.TrainingJob, m
 
 func key(tj *v1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
 
-// progressOf is what the job's progress status tells the planner; nil for
+// ProgressOf is what a job's progress status tells the planner; nil for
 // a job that reports nothing.
-func progressOf(s *v1.ProgressStatus) *planner.Progress {
+func ProgressOf(s *v1.ProgressStatus) *planner.Progress {
 	if s == nil {
 		return nil
 	}

@@ -68,6 +68,7 @@ var Fields = []Field{
 	field("autoscaler.maxGrowPerCycle", "max_grow_per_cycle", func(c *EDLConfiguration) **int { return &c.Autoscaler.MaxGrowPerCycle }, strconv.Itoa, strconv.Atoi),
 	field("autoscaler.rebalanceGap", "rebalance_gap", func(c *EDLConfiguration) **float64 { return &c.Autoscaler.RebalanceGap }, formatFloat, parseFloat),
 	field("autoscaler.maxMovesPerSecond", "max_moves_per_second", func(c *EDLConfiguration) **float64 { return &c.Autoscaler.MaxMovesPerSecond }, formatFloat, parseFloat),
+	field("autoscaler.policy", "policy", func(c *EDLConfiguration) **string { return &c.Autoscaler.Policy }, str, parseStr),
 	field("autoscaler.priceResizes", "price_resizes", func(c *EDLConfiguration) **bool { return &c.Autoscaler.PriceResizes }, strconv.FormatBool, strconv.ParseBool),
 	field("autoscaler.dryRun", "dry_run", func(c *EDLConfiguration) **bool { return &c.Autoscaler.DryRun }, strconv.FormatBool, strconv.ParseBool),
 	field("autoscaler.gangAdmission", "gang_admission", func(c *EDLConfiguration) **bool { return &c.Autoscaler.GangAdmission }, strconv.FormatBool, strconv.ParseBool),

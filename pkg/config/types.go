@@ -66,6 +66,11 @@ type AutoscalerConfiguration struct {
 	// most an interval's, rebalancing alone half of it. A move is one pod
 	// kube-controller-manager deletes and one it creates (x > 0).
 	MaxMovesPerSecond *float64 `json:"maxMovesPerSecond,omitempty"`
+	// Policy is how jobs of one priority share what is idle and what
+	// rebalancing moves: goodput (the trainer goes to the job its progress
+	// reports say it speeds up most) or fulfillment (to the least
+	// fulfilled job).
+	Policy *string `json:"policy,omitempty"`
 	// PriceResizes prices the resizes of jobs whose trainers all restart
 	// on a resize (PyTorch, Horovod): grown in one step, resized at most
 	// once per cool-down derived from the measured cost. Off, they are
@@ -97,6 +102,9 @@ type LeaderElectionConfiguration struct {
 	RenewDeadline     *metav1.Duration `json:"renewDeadline,omitempty"`
 	RetryPeriod       *metav1.Duration `json:"retryPeriod,omitempty"`
 }
+
+// DefaultPolicy is the default of autoscaler.policy.
+const DefaultPolicy = "goodput"
 
 // DefaultRebalanceGap is the default of autoscaler.rebalanceGap; it equals
 // autoscaler.DefaultRebalanceGap, which a test checks.
@@ -141,6 +149,7 @@ func Default() *EDLConfiguration {
 			MaxGrowPerCycle:   ptr(0),
 			RebalanceGap:      ptr(DefaultRebalanceGap),
 			MaxMovesPerSecond: ptr(DefaultMaxMovesPerSecond),
+			Policy:            ptr(DefaultPolicy),
 			PriceResizes:      ptr(true),
 			DryRun:            ptr(false),
 			GangAdmission:     ptr(true),
@@ -167,6 +176,7 @@ type Planner struct {
 	MaxGrowPerCycle   int32
 	RebalanceGap      float64
 	MaxMovesPerSecond float64
+	Policy            string
 	PriceResizes      bool
 	DryRun            bool
 	GangAdmission     bool
@@ -190,6 +200,7 @@ func (c *EDLConfiguration) Planner() Planner {
 		MaxGrowPerCycle:   int32(maxGrow), // #nosec G115 -- clamped to [0, MaxInt32] above
 		RebalanceGap:      *a.RebalanceGap,
 		MaxMovesPerSecond: *a.MaxMovesPerSecond,
+		Policy:            *a.Policy,
 		PriceResizes:      *a.PriceResizes,
 		DryRun:            *a.DryRun,
 		GangAdmission:     *a.GangAdmission && !*a.DryRun,

@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler"
+	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	"github.com/paddlepaddle/edl/pkg/cluster"
 	"github.com/paddlepaddle/edl/pkg/config"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
@@ -127,6 +128,7 @@ func (w *Watch) Autoscaler(p config.Planner, kubeClient kubernetes.Interface, tj
 		CoolDown:              p.CoolDown,
 		MaxGrowPerCycle:       p.MaxGrowPerCycle,
 		RebalanceGap:          p.RebalanceGap,
+		Policy:                planner.Policy(p.Policy),
 		MaxMovesPerSecond:     p.MaxMovesPerSecond,
 		PriceResizes:          p.PriceResizes,
 		DryRun:                p.DryRun,

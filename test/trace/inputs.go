@@ -98,6 +98,7 @@ func (s *sim) options(now time.Time) planner.Options {
 		CoolDown:             s.edl.CoolDown,
 		MaxGrowPerCycle:      s.edl.MaxGrowPerCycle,
 		RebalanceGap:         s.edl.RebalanceGap,
+		Policy:               planner.PolicyFulfillment,
 		GrowMargin:           planner.DefaultGrowMargin, // edl's -grow_margin default
 		DryRun:               s.edl.DryRun,
 		Preemption:           s.edl.Preemption && s.edl.GangAdmission,

@@ -1,6 +1,10 @@
 package trace
 
-import "slices"
+import (
+	"slices"
+
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
+)
 
 // phase is where a job is in its life.
 type phase int
@@ -58,6 +62,10 @@ type job struct {
 	resizeCost                float64
 	// gpuSeconds are the GPU-seconds its bound trainers held.
 	gpuSeconds float64
+	// status is what edl made of its progress reports ([sim.report]),
+	// the last written at reportedAt.
+	status     *v1.ProgressStatus
+	reportedAt float64
 }
 
 // Segment is a stretch of a job's run at one size: from At (the restart)
@@ -136,7 +144,8 @@ func (j *job) advance(from, to float64) (finished bool) {
 
 // reports are what the job's progress reports have told edl.
 func (j *job) reports() Reports {
-	r := Reports{Done: j.steps, Total: j.spec.Work, Batch: j.spec.Batch, Measured: slices.Clone(j.measured), RestartCost: j.resizeCost}
+	r := Reports{Done: j.steps, Total: j.spec.Work, Batch: j.spec.Batch, Measured: slices.Clone(j.measured), RestartCost: j.resizeCost,
+		Status: j.status}
 	if j.trainers > 0 {
 		r.Trainers, r.Nodes = int32of(j.trainers), int32of(j.nodes)
 	}

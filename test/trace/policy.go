@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 )
 
@@ -45,6 +46,9 @@ type Reports struct {
 	Measured []SizeThroughput
 	// RestartCost is the last restart's cost, 0 before one.
 	RestartCost float64
+	// Status is the job's status.progress as edl advanced it from the
+	// reports ([sim.report]); nil before the first.
+	Status *v1.ProgressStatus
 }
 
 // SizeThroughput is the work a job did at one size: Steps/Seconds is its
@@ -73,7 +77,7 @@ func Static() Policy {
 // Policies are the policies there are, for a cluster of gpus GPUs, in the
 // order the results list them.
 func Policies(gpus int) []Policy {
-	return []Policy{Fulfillment(gpus), Static()}
+	return []Policy{Fulfillment(gpus), Goodput(gpus), Static(), Oracle(gpus)}
 }
 
 // PolicyNames are the names of the policies there are.

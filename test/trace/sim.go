@@ -76,6 +76,7 @@ func Run(cfg Config, w Workload, p Policy) (*Result, error) {
 		s.tick()
 		s.advance(s.now + step)
 		s.now += step
+		s.report()
 	}
 	return s.result(w.Name), nil
 }

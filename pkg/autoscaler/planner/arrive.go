@@ -55,6 +55,7 @@ func (p *plan) arrive(queue Queue, admitted []Admission) {
 			priority: a.Priority, req: req, lim: vecOf(a.Limits), ns: namespaceOf(a.Key),
 			elig: p.classes.set(a.Placement), movable: true, arriving: true,
 			rebalanceState: rebalanceState{takerAt: -1},
+			goodputState:   goodputState{goodput: p.opts.Policy == PolicyGoodput},
 		}
 		j.pool = p.poolOfSet(j.elig)
 		p.arriving = append(p.arriving, j)

@@ -107,6 +107,14 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 		p.explainNoFit(j, &e, p.fit, true)
 	case j.quotaHeld:
 		p.explainQuota(j, &e)
+	case j.stop == stopGain:
+		e.Limit = LimitNoGain
+		e.Message = fmt.Sprintf("at %s: %s, below the %.1f× the goodput policy asks of a trainer; the room goes to jobs it speeds up more",
+			trainersOf(j), j.gainText(j.placed, "would add"), MinGain)
+	case j.stop == stopPrice:
+		e.Limit = LimitNoGain
+		e.Message = fmt.Sprintf("at %s: %s, which would save %s of the %s it has left, less than a restart's %s",
+			trainersOf(j), j.gainText(j.placed, "would add"), j.saves(j.placed).Round(time.Second), j.in.Progress.Left.Round(time.Second), j.in.ResizeCost)
 	case j.stop == stopLoad && p.couldHold(j.req, j.elig):
 		// A trainer larger than every node of a small pool also passes its
 		// pool's threshold; the nodes' size is the cause to name then.
@@ -335,6 +343,11 @@ func (p *plan) explainNoFit(j *jobState, e *Explanation, f *fitter, pending bool
 				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment))
 			return
 		}
+	case !pending && j.fitAtStart && j.lostTo != nil && j.goodput:
+		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.lostTo.key, j.lostTo.fulfillment()
+		e.Message = fmt.Sprintf("at %s: the idle room it could use went to jobs a trainer speeds up more: %s here, against %s to %s (priority %d%s)",
+			trainers, j.gainText(j.placed, "would add"), j.lostTo.gainText(j.lostTo.placed-1, "adds"), e.Other, j.lostTo.priority, arrivingNote(j.lostTo))
+		return
 	case !pending && j.fitAtStart && j.lostTo != nil:
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.lostTo.key, j.lostTo.fulfillment()
 		e.Message = fmt.Sprintf("at %s (fulfillment %s): the idle room it could use went to jobs ahead of it in line (of a higher priority or less fulfilled), the last to %s (priority %d, fulfillment %s%s)",

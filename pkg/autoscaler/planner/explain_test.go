@@ -41,6 +41,27 @@ func explainCases() []explainCase {
 			messages: map[string][]string{"a": {"at its maximum, 2 of 1..2 trainers"}},
 		},
 		{
+			name:  "no gain: under goodput, a trainer that adds less than MinGain is not given",
+			nodes: nodes("n", 2, res(4, 64, 0)),
+			jobs: []Job{newJob("flat", withRange(1, 8), runningOn("n-0"), scalesBy("flat", 0)),
+				newJob("scales", withRange(1, 8), runningOn("n-1"), scalesBy("scaling", 0))},
+			opts: Options{Policy: PolicyGoodput},
+			want: map[string]Limit{"flat": LimitNoGain, "scales": LimitGrowing},
+			messages: map[string][]string{
+				"flat":   {"a 2nd trainer would add 0.0", "below the 0.1× the goodput policy asks of a trainer"},
+				"scales": {"grows by 5 to 6 of 1..8 trainers"},
+			},
+		},
+		{
+			name:  "no gain: under goodput, a resize that saves less than a restart costs",
+			nodes: nodes("n", 2, res(4, 64, 0)),
+			jobs: []Job{newJob("short", withRange(1, 8), runningOn("n-0"), scalesBy("scaling", 10*time.Second),
+				restartsOnResize(time.Time{}, 30*time.Second))},
+			opts:     Options{Policy: PolicyGoodput},
+			want:     map[string]Limit{"short": LimitNoGain},
+			messages: map[string][]string{"short": {"which would save 5s of the 10s it has left, less than a restart's 30s"}},
+		},
+		{
 			name:     "grown to max this cycle",
 			nodes:    n4x8,
 			jobs:     []Job{newJob("a", withRange(1, 3), runningOn("n-0"))},

@@ -58,12 +58,16 @@ const (
 	// LimitDryRun: the plan would scale the job, but Options.DryRun says it
 	// will not be applied.
 	LimitDryRun Limit = v1.ScalingDryRun
+	// LimitNoGain: under the goodput policy, one more trainer would add
+	// less than MinGain to the job's throughput, or save less of the time
+	// it has left than a restart costs.
+	LimitNoGain Limit = v1.ScalingNoGain
 )
 
 // Limits lists every Limit, for metrics that show each from the start.
 var Limits = []Limit{LimitAtMax, LimitAtMin, LimitGrowing, LimitNoRoom, LimitNoEligibleNode, LimitLoad,
 	LimitFairShare, LimitCoolDown, LimitSettling, LimitYieldedToPriority, LimitYieldedToMinimum, LimitQuota,
-	LimitNotElastic, LimitNotRunning, LimitDryRun}
+	LimitNotElastic, LimitNotRunning, LimitDryRun, LimitNoGain}
 
 // Explanation says why one job has the trainers it has after a plan.
 type Explanation struct {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/paddlepaddle/edl/pkg/cluster/snapshot"
+	"github.com/paddlepaddle/edl/pkg/scaling"
 )
 
 // fuzzBytes hands out fuzz input as small numbers, and zeros once it runs out,
@@ -166,8 +168,38 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 		}
 	}
 	opts.GrowMargin = []float64{0, 0, 0.01, 0.1}[f.intn(4)]
+	// The goodput policy, with jobs that report progress: one that scales,
+	// one that does not, one that slows down with more trainers, each
+	// with up to an hour left or not saying.
+	if f.intn(2) == 0 {
+		opts.Policy = PolicyGoodput
+		models := fuzzModels()
+		for i := range jobs {
+			if k := f.intn(len(models) + 1); k < len(models) {
+				jobs[i].Progress = &Progress{Model: models[k], Batch: goodputBatch, Nodes: int32(1 + f.intn(2)),
+					Left: time.Duration(f.intn(4)) * 20 * time.Minute / 4}
+			}
+		}
+	}
 	return ns, jobs, others, opts
 }
+
+// fuzzModels are the scaling models fuzzed jobs report, fitted once.
+var fuzzModels = sync.OnceValue(func() []scaling.Model {
+	var out []scaling.Model
+	for _, steps := range [][]float64{scalingSteps, flatSteps, {1.0, 1.1, 1.3, 1.6}} {
+		var ms []scaling.Measurement
+		for i, s := range steps {
+			ms = append(ms, scaling.Measurement{Trainers: i + 1, Nodes: 1, LocalBatch: goodputBatch / float64(i+1), StepTime: s})
+		}
+		m, err := scaling.Fit(ms)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, m)
+	}
+	return out
+})
 
 // assertPriced checks the price of resizes: a job that restarts on resize
 // and resized less than its cool-down ago is not resized again but to give

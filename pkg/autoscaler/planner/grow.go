@@ -7,13 +7,15 @@ import (
 )
 
 // growFirst orders the jobs to give a trainer to: the highest priority,
-// then the least fulfilled, then the smallest request. Priority comes first:
-// a job of a higher priority would take the room back by preemption anyway.
+// then the one that needs it most by the plan's policy (the least
+// fulfilled, or the one it speeds up most), then the smallest request.
+// Priority comes first: a job of a higher priority would take the room
+// back by preemption anyway.
 func growFirst(a, b *jobState) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
-	if c := fulfillmentCmp(a, b); c != 0 {
+	if c := needCmp(a, a.placed, b, b.placed); c != 0 {
 		return c < 0
 	}
 	if a.req != b.req {
@@ -131,10 +133,14 @@ func (p *plan) grow() {
 			j.stop = stopMax
 		case limit > 0 && j.grown >= limit && !j.restarts(): // grown in one step: each step restarts it
 			j.stop = stopCap
+		case j.addsTooLittle():
+			j.stop = stopGain
 		case !p.loadAdmits(j):
 			j.stop = stopLoad
 		case !p.quotaAllows(j, 1):
 			j.quotaHeld, j.stop = true, stopQuota
+		case j.grown == 0 && j.notWorthRestart():
+			j.stop = stopPrice
 		}
 		if j.stop != stopNone {
 			h.pop()
@@ -148,6 +154,11 @@ func (p *plan) grow() {
 		}
 		if j.grown == 0 {
 			j.growFulfilment, j.growPlaced = j.fulfillment(), j.placed
+		}
+		if j.grown == 0 && j.goodput {
+			if j.passed = h.runnerUp(); j.passed != nil {
+				j.passedAt = j.passed.placed
+			}
 		}
 		p.grower.take(n, j.req)
 		spend(p.quotas[j.ns], j.req, j.lim)
@@ -175,6 +186,8 @@ const (
 	stopLoad           // one more trainer would pass the threshold
 	stopQuota          // its namespace's quota has no room for one more
 	stopNoFit          // no node it may use has room for one more
+	stopGain           // goodput: one more trainer would add less than MinGain
+	stopPrice          // goodput: one more trainer would save less than a restart costs
 )
 
 // unblocked is the part of j's nodes that no job cooling down ahead of it,

@@ -105,7 +105,7 @@ func shrinkFirst(a, b *jobState) bool {
 	if a.priority != b.priority {
 		return a.priority < b.priority
 	}
-	if c := fulfillmentCmp(a, b); c != 0 {
+	if c := giveCmp(a, b); c != 0 {
 		return c > 0
 	}
 	return a.key < b.key

@@ -60,6 +60,10 @@ func (p *plan) growReason(j *jobState) string {
 			pl.idleText += " of its pool"
 		}
 	}
+	if j.goodput {
+		return fmt.Sprintf("scale up by %d: %s; %s, the most of priority %d%s",
+			j.grown, pl.idleText, j.gainText(j.growPlaced, "adds"), j.priority, passedNote(j))
+	}
 	return fmt.Sprintf("scale up by %d: %s; fulfillment %s (%d of %d..%d trainers placed) was the lowest",
 		j.grown, pl.idleText, ratio(j.growFulfilment), j.growPlaced, j.min, j.max)
 }
@@ -259,4 +263,14 @@ func teamNote(g *teamPool) string {
 		return strconv.Itoa(int(math.Round(100*float64(v)/float64(g.capacity[r])))) + "%"
 	}
 	return fmt.Sprintf("team %s uses %s of the pool's %s, its share is %s", g.team.name, pct(g.used[r]), resNames[r], pct(g.deserved[r]))
+}
+
+// passedNote names, under goodput, the job next in line when j got its
+// first trainer, which the trainer would have sped up less: "; to ns/b,
+// a 3rd trainer would add 0.10× (…)".
+func passedNote(j *jobState) string {
+	if j.passed == nil {
+		return ""
+	}
+	return fmt.Sprintf("; to %s, %s", j.passed.key, j.passed.gainText(j.passedAt, "would add"))
 }

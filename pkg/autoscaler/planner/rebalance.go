@@ -110,14 +110,20 @@ levels:
 				heap.Pop(takers)
 				continue
 			}
-			gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+taker.promised)
-			if gf-tf <= moveGap(gap, giver, taker) {
-				break // the most fulfilled giver is close enough to the least fulfilled taker
-			}
-			// After the move the giver must still be at least as fulfilled
-			// as the taker, or the next plan would move the trainer back.
-			if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+taker.promised+1) < 0 {
-				break
+			if giver.goodput {
+				if !worthMoving(giver, taker) {
+					break // the trainer the giver loses least by gains the taker too little
+				}
+			} else {
+				gf, tf := giver.fulfillment(), taker.fulfillmentAt(taker.placed+taker.promised)
+				if gf-tf <= moveGap(gap, giver, taker) {
+					break // the most fulfilled giver is close enough to the least fulfilled taker
+				}
+				// After the move the giver must still be at least as fulfilled
+				// as the taker, or the next plan would move the trainer back.
+				if fulfillmentAt(giver, giver.placed-1, taker, taker.placed+taker.promised+1) < 0 {
+					break
+				}
 			}
 			switch p.move(m, giver, taker, ahead) {
 			case noRoomForTaker:
@@ -162,18 +168,20 @@ func takesFirst(ahead []*jobState, n int32, room vec, p *plan) bool {
 	return false
 }
 
-// giveFirst orders the givers: the most fulfilled first, then by key.
+// giveFirst orders the givers: the most fulfilled first (by goodput, the
+// one its last trainer gains least), then by key.
 func giveFirst(a, b *jobState) bool {
-	if c := fulfillmentCmp(a, b); c != 0 {
+	if c := giveCmp(a, b); c != 0 {
 		return c > 0
 	}
 	return a.key < b.key
 }
 
-// takeFirst orders the takers: the least fulfilled first, counting the
-// trainers promised to them, then by key.
+// takeFirst orders the takers: the least fulfilled first (by goodput, the
+// one a trainer gains most), counting the trainers promised to them, then
+// by key.
 func takeFirst(a, b *jobState) bool {
-	if c := fulfillmentAt(a, a.placed+a.promised, b, b.placed+b.promised); c != 0 {
+	if c := needCmp(a, a.placed+a.promised, b, b.placed+b.promised); c != 0 {
 		return c < 0
 	}
 	return a.key < b.key

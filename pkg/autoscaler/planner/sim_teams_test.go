@@ -17,8 +17,16 @@ import (
 // with a job that could still grow stands below its deserved share while
 // another stands above its own by more than a trainer per job — reclaim and
 // growth's order converge on the weighted fair shares, and nothing moves
-// back and forth.
+// back and forth. Under the goodput policy, with jobs that report how they
+// scale, the same holds of the teams with a job a trainer still speeds up:
+// goodput decides within a team's share and what other teams lend.
 func TestTeamsOverManyCycles(t *testing.T) {
+	for _, policy := range []Policy{PolicyFulfillment, PolicyGoodput} {
+		t.Run(string(policy), func(t *testing.T) { teamsOverManyCycles(t, policy) })
+	}
+}
+
+func teamsOverManyCycles(t *testing.T, policy Policy) {
 	reclaimed := 0
 	defer func() { assert.Positive(t, reclaimed, "no run took a share back") }()
 	for seed := range int64(60) {
@@ -41,6 +49,11 @@ func TestTeamsOverManyCycles(t *testing.T) {
 				for i := range 1 + rng.Intn(3) {
 					minimum := int32(1 + rng.Intn(2))
 					j := newJob(fmt.Sprintf("%s/j%d", name, i), withRange(minimum, minimum+int32(5+rng.Intn(60))), withRequest(res(cpu, 1, 0)))
+					if policy == PolicyGoodput {
+						if k := rng.Intn(4); k < 3 {
+							j.Progress = &Progress{Model: fuzzModels()[k], Batch: goodputBatch, Nodes: 1}
+						}
+					}
 					placed := int32(0)
 					for n := range ns {
 						for placed < minimum && free[n] >= j.Request.CPUMilli {
@@ -69,7 +82,7 @@ func TestTeamsOverManyCycles(t *testing.T) {
 					}
 				}
 			}
-			opts := Options{Now: t0, Teams: teams, MaxRebalancePerCycle: 8}
+			opts := Options{Now: t0, Teams: teams, MaxRebalancePerCycle: 8, Policy: policy}
 			var last Decision
 			quiet := 0
 			for cycle := range 60 {
@@ -102,10 +115,12 @@ func TestTeamsOverManyCycles(t *testing.T) {
 			}
 			canGrow := map[string]bool{}
 			slack := map[string]int64{}
+			aboveMin := map[string]bool{} // a team whose jobs are all at their minimums has nothing to give
 			for _, j := range jobs {
 				team := namespaceOf(j.Key)
 				slack[team] += j.Request.CPUMilli
-				if j.Current < j.Max {
+				aboveMin[team] = aboveMin[team] || j.Current > j.Min
+				if j.Current < j.Max && j.Progress.Speedup(j.Current+1)-j.Progress.Speedup(j.Current) >= MinGain {
 					canGrow[team] = true
 				}
 			}
@@ -129,6 +144,9 @@ func TestTeamsOverManyCycles(t *testing.T) {
 				}
 				for _, above := range teams {
 					a := shares[above.Name]
+					if !aboveMin[above.Name] {
+						continue
+					}
 					require.LessOrEqual(t, a.Used.CPUMilli, a.Deserved.CPUMilli+slack[above.Name],
 						"team %s is below its share (%v of %v) while %s is above its own (%v of %v)",
 						below.Name, b.Used, b.Deserved, above.Name, a.Used, a.Deserved)

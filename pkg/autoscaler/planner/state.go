@@ -117,6 +117,7 @@ type jobState struct {
 	growState
 	rebalanceState
 	priceState // [plan.priceResizes]
+	goodputState
 	reasonNotes
 }
 
@@ -136,6 +137,10 @@ type growState struct {
 	stop       growStop
 	fitAtStart bool      // growth could place one of its trainers before any job grew
 	lostTo     *jobState // the job that took the last trainer before it left the line
+	// passed is, under goodput, the job next in line when it got its
+	// first trainer, with passedAt placed.
+	passed   *jobState
+	passedAt int64
 	// unblockedSet caches the nodes no job cooling down ahead of it could
 	// use, for unblockedFor blockers.
 	unblockedFor int
@@ -361,6 +366,7 @@ func (p *plan) newJobState(in *Job) *jobState {
 	j := &jobState{
 		in: in, key: in.Key, min: int64(in.Min), max: int64(in.Max), desired: int64(in.Current),
 		priority: in.Priority, req: vecOf(in.Request), lim: vecOf(in.Limits), ns: namespaceOf(in.Key),
+		goodputState: goodputState{goodput: p.opts.Policy == PolicyGoodput},
 	}
 	j.movable = in.Min >= 0 && in.Min < in.Max && in.Current >= in.Min && in.Current <= in.Max &&
 		!j.req.isZero() && !j.req.negative()

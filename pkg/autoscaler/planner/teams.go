@@ -243,6 +243,23 @@ func (l *growLine) top() *jobState {
 	return l.groups[0].line.items[0]
 }
 
+// runnerUp is the job next in line after the top one within its heap
+// (without teams, the whole line; with teams, the top team's): nil when
+// none waits.
+func (l *growLine) runnerUp() *jobState {
+	h := l.jobs
+	if h == nil {
+		h = l.groups[0].line
+	}
+	var best *jobState
+	for _, i := range []int{1, 2} {
+		if i < len(h.items) && (best == nil || h.less(h.items[i], best)) {
+			best = h.items[i]
+		}
+	}
+	return best
+}
+
 // empty reports whether no job waits.
 func (l *growLine) empty() bool {
 	if l.jobs != nil {

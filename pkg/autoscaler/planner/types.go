@@ -145,6 +145,10 @@ type Options struct {
 	// grown back with no change in the cluster. Not positive means none;
 	// edl's default is DefaultGrowMargin.
 	GrowMargin float64
+	// Policy is how the jobs of one priority (and team) share what is
+	// idle and what rebalancing moves: PolicyFulfillment (the zero value)
+	// or PolicyGoodput.
+	Policy Policy
 	// Teams are the teams sharing the cluster (the TrainingQueues); with
 	// any, each team deserves a weighted fair share of every pool and
 	// growth serves the team furthest below its share first. Empty, the

@@ -355,8 +355,8 @@ func (p *plan) nodeEviction(n int, cands []slot, req vec) *eviction {
 		if a.cost != b.cost {
 			return int(a.cost - b.cost)
 		}
-		if c := fulfillmentCmp(a.job, b.job); c != 0 {
-			return -c // the most fulfilled gives back first
+		if c := giveCmp(a.job, b.job); c != 0 {
+			return -c // the most fulfilled (or, by goodput, the one losing least) gives back first
 		}
 		if c := cmpString(a.job.key, b.job.key); c != 0 {
 			return c

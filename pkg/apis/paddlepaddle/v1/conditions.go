@@ -67,6 +67,7 @@ const (
 	ScalingNotElastic        = "NotElastic"
 	ScalingNotRunning        = "NotRunning"
 	ScalingDryRun            = "DryRun"
+	ScalingNoGain            = "NoGain"
 )
 
 // The reasons of a TrainingJob's phase, in status.reason and its conditions.

@@ -1,0 +1,125 @@
+package planner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// goodputBatch is the global batch of the jobs the goodput cases model.
+const goodputBatch = 64
+
+// scalesBy gives the job a progress report whose model was fitted to the
+// step times at 1 to 4 trainers on one node of a job that scales
+// (scaling), does not (flat) or slows down (slower), at a global batch of
+// goodputBatch, with left the time it has left (0: not said).
+func scalesBy(kind string, left time.Duration) jobMutator {
+	m := fuzzModels()[map[string]int{"scaling": 0, "flat": 1, "slower": 2}[kind]]
+	return func(j *Job) { j.Progress = &Progress{Model: m, Batch: goodputBatch, Nodes: 1, Left: left} }
+}
+
+// Step times of a job that scales (each trainer computes its share of the
+// batch, the synchronisation is small) and of one that does not (the
+// synchronisation grows as fast as the computation shrinks).
+var (
+	scalingSteps = []float64{1.0, 0.52, 0.35, 0.27}
+	flatSteps    = []float64{1.0, 0.98, 0.99, 1.0}
+)
+
+func goodputCases() []planCase {
+	n2x4 := nodes("n", 2, res(4, 64, 0))
+	goodput := Options{Now: t0, Policy: PolicyGoodput}
+	return []planCase{
+		{
+			name:  "goodput: the idle room goes to the job it speeds up, not to the one that does not scale",
+			nodes: n2x4,
+			jobs: []Job{
+				newJob("scales", withRange(1, 8), runningOn("n-0"), scalesBy("scaling", 0)),
+				newJob("flat", withRange(1, 8), runningOn("n-1"), scalesBy("flat", 0)),
+			},
+			opts:    goodput,
+			want:    map[string]int32{"scales": 6},
+			reasons: map[string][]string{"scales": {"scale up by 5", "a 2nd trainer adds", "the most of priority 0"}},
+		},
+		{
+			name:  "fulfillment: the same jobs share the room evenly",
+			nodes: n2x4,
+			jobs: []Job{
+				newJob("scales", withRange(1, 8), runningOn("n-0"), scalesBy("scaling", 0)),
+				newJob("flat", withRange(1, 8), runningOn("n-1"), scalesBy("flat", 0)),
+			},
+			opts: Options{Now: t0},
+			want: map[string]int32{"scales": 3, "flat": 4},
+		},
+		{
+			name:  "goodput: jobs that report nothing share as under fulfillment",
+			nodes: n2x4,
+			jobs: []Job{
+				newJob("a", withRange(1, 8), runningOn("n-0")),
+				newJob("b", withRange(1, 8), runningOn("n-1")),
+			},
+			opts: goodput,
+			want: map[string]int32{"a": 4, "b": 3},
+		},
+		{
+			name:  "goodput: a trainer is not worth a restart that costs more than it saves (10 s left, restart 30 s)",
+			nodes: n2x4,
+			jobs: []Job{newJob("short", withRange(1, 8), runningOn("n-0"), scalesBy("scaling", 10*time.Second),
+				restartsOnResize(time.Time{}, 30*time.Second))},
+			opts: goodput,
+		},
+		{
+			name:  "goodput: with an hour left, the same job grows",
+			nodes: n2x4,
+			jobs: []Job{newJob("long", withRange(1, 8), runningOn("n-0"), scalesBy("scaling", time.Hour),
+				restartsOnResize(time.Time{}, 30*time.Second))},
+			opts: goodput,
+			want: map[string]int32{"long": 7},
+		},
+		{
+			name:  "goodput: rebalancing moves the flat job's trainers above its minimum to the job that scales",
+			nodes: nodes("n", 1, res(5, 64, 0)),
+			jobs: []Job{
+				newJob("scales", withRange(1, 4), runningOn("n-0"), scalesBy("scaling", 0)),
+				newJob("flat", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("flat", 0)),
+			},
+			opts: Options{Now: t0, Policy: PolicyGoodput, MaxRebalancePerCycle: 8},
+			want: map[string]int32{"scales": 3, "flat": 1},
+		},
+		{
+			name:  "goodput: a job at its minimum gives nothing, however little its trainers add",
+			nodes: nodes("n", 1, res(5, 64, 0)),
+			jobs: []Job{
+				newJob("scales", withRange(1, 4), runningOn("n-0"), scalesBy("scaling", 0)),
+				newJob("flat", withRange(3, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("flat", 0)),
+			},
+			opts: Options{Now: t0, Policy: PolicyGoodput, MaxRebalancePerCycle: 8},
+		},
+	}
+}
+
+func TestPlanGoodput(t *testing.T) {
+	for _, tc := range goodputCases() {
+		t.Run(tc.name, func(t *testing.T) { runPlanCase(t, tc) })
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	for n, want := range map[int64]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
+		assert.Equal(t, want, ordinal(n))
+	}
+}
+
+// explanationOf is the decision's explanation of job key.
+func explanationOf(t *testing.T, d Decision, key string) Explanation {
+	t.Helper()
+	for _, e := range d.Jobs {
+		if e.Job == key {
+			return e
+		}
+	}
+	require.Fail(t, "no explanation", "job %s", key)
+	return Explanation{}
+}

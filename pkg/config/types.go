@@ -104,7 +104,7 @@ type LeaderElectionConfiguration struct {
 }
 
 // DefaultPolicy is the default of autoscaler.policy.
-const DefaultPolicy = "goodput"
+const DefaultPolicy = "fulfillment"
 
 // DefaultRebalanceGap is the default of autoscaler.rebalanceGap; it equals
 // autoscaler.DefaultRebalanceGap, which a test checks.

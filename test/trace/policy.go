@@ -27,6 +27,10 @@ type Policy struct {
 	Job func(pj *planner.Job, reports Reports, spec *JobSpec)
 	// Options, when set, changes edl's default plan options.
 	Options func(o *planner.Options)
+	// Learns: the policy reads Reports.Status, which the run then keeps
+	// from the jobs' progress reports ([sim.report]); the others skip them,
+	// which are a third of a run's time.
+	Learns bool
 }
 
 // Reports are what a job's progress reports have told edl so far, as

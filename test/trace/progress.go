@@ -20,6 +20,9 @@ const ReportInterval = 10
 // controller advances status.progress from the job's ConfigMap. A run's
 // first report comes once its restart is over, when the processes train.
 func (s *sim) report() {
+	if !s.policy.Learns {
+		return
+	}
 	for _, j := range s.jobs[:s.next] {
 		if j.phase != running || j.trainers == 0 || s.now < j.resumeAt || s.now-j.reportedAt < ReportInterval {
 			continue
@@ -43,6 +46,7 @@ func Goodput(gpus int) Policy {
 	p.Name = "goodput"
 	p.Options = func(o *planner.Options) { o.Policy = planner.PolicyGoodput }
 	p.Job = func(pj *planner.Job, r Reports, _ *JobSpec) { pj.Progress = autoscaler.ProgressOf(r.Status) }
+	p.Learns = true
 	return p
 }
 
@@ -52,7 +56,7 @@ func Goodput(gpus int) Policy {
 // and the time it truly has left. It bounds what learning can reach.
 func Oracle(gpus int) Policy {
 	p := Goodput(gpus)
-	p.Name = "oracle"
+	p.Name, p.Learns = "oracle", false
 	var models sync.Map // *JobSpec → scaling.Model, shared by the runs
 	p.Job = func(pj *planner.Job, r Reports, spec *JobSpec) {
 		m, ok := models.Load(spec)

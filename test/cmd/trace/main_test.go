@@ -52,7 +52,7 @@ func TestRunErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown policy", []string{"-data", data, "-workloads", tiny, "-policies", "fulfillment,goodput", "-out", out}, `unknown policy "goodput"`},
+		{"unknown policy", []string{"-data", data, "-workloads", tiny, "-policies", "fulfillment,fastest", "-out", out}, `unknown policy "fastest"`},
 		{"unknown scoring", []string{"-data", data, "-scoring", "Random", "-out", out}, `-scoring "Random"`},
 		{"missing file", []string{"-data", data, "-workloads", filepath.Join(out, "none.csv"), "-out", out}, "none.csv"},
 		{"no traces", []string{"-data", out, "-out", out}, filepath.Join(out, "traces")},

@@ -183,6 +183,25 @@ func BenchmarkPlanTeams(b *testing.B) {
 	})
 }
 
+// BenchmarkPlanGoodput is BenchmarkPlan under the goodput policy, every
+// other job reporting how it scales (one of three models, in turn), the
+// rest nothing: the order by speedup, the models' predictions, the gain
+// and price stops.
+func BenchmarkPlanGoodput(b *testing.B) {
+	models := fuzzModels()
+	scenario := func(n int) (snapshot.Snapshot, []Job) {
+		snap, jobs := benchScenario(n)
+		for i := 0; i < len(jobs); i += 2 {
+			jobs[i].Progress = &Progress{Model: models[i%len(models)], Batch: goodputBatch, Nodes: 1, Left: time.Hour}
+		}
+		return snap, jobs
+	}
+	benchmarkPlanner(b, scenario, func(snap snapshot.Snapshot, jobs []Job, opts Options) []ScaleAction {
+		opts.Policy = PolicyGoodput
+		return Plan(snap, jobs, opts)
+	})
+}
+
 func benchmarkPlan(b *testing.B, scenario func(int) (snapshot.Snapshot, []Job)) {
 	benchmarkPlanner(b, scenario, Plan)
 }

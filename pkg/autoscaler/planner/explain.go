@@ -81,6 +81,10 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 	case j.grown > 0:
 		e.Limit = LimitGrowing
 		e.Message = fmt.Sprintf("grows by %d to %s into idle capacity; fulfillment %s", j.grown, trainersOf(j), ratio(e.Fulfillment))
+		if j.goodput {
+			e.Message = fmt.Sprintf("grows by %d to %s into idle capacity; %s, the most of priority %d%s",
+				j.grown, trainersOf(j), j.gainText(j.growPlaced, "adds"), j.priority, passedNote(j))
+		}
 	case act != nil:
 		p.explainShrink(j, act, &e)
 	case j.desired >= j.max:

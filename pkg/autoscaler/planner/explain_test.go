@@ -49,7 +49,7 @@ func explainCases() []explainCase {
 			want: map[string]Limit{"flat": LimitNoGain, "scales": LimitGrowing},
 			messages: map[string][]string{
 				"flat":   {"a 2nd trainer would add 0.0", "below the 0.1× the goodput policy asks of a trainer"},
-				"scales": {"grows by 5 to 6 of 1..8 trainers"},
+				"scales": {"grows by 5 to 6 of 1..8 trainers", "a 2nd trainer adds 0.9", "the most of priority 0; to flat, a 2nd trainer would add 0.0"},
 			},
 		},
 		{

@@ -87,6 +87,10 @@ func goodputCases() []planCase {
 			},
 			opts: Options{Now: t0, Policy: PolicyGoodput, MaxRebalancePerCycle: 8},
 			want: map[string]int32{"scales": 3, "flat": 1},
+			reasons: map[string][]string{
+				"flat":   {"scale down by 2: a 3rd trainer adds -0.0", "to scales, a 2nd trainer would add 0.9", "more than 2× as much"},
+				"scales": {"scale up by 2: flat gives back 2 trainers for it, where it adds less; a 2nd trainer adds 0.9"},
+			},
 		},
 		{
 			name:  "goodput: a job at its minimum gives nothing, however little its trainers add",

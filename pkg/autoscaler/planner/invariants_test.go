@@ -59,7 +59,7 @@ func assertWellFormed(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 			assert.Equal(t, CauseMinimum, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "the minimum of queued"):
 			assert.Contains(t, []Cause{CauseMinimum, CausePriority}, a.Cause, a.Job)
-		case strings.Contains(a.Reason, "the least fulfilled job of priority"), strings.Contains(a.Reason, "go back to team"):
+		case strings.Contains(a.Reason, "the least fulfilled job of priority"), strings.Contains(a.Reason, "go back to team"), strings.Contains(a.Reason, "× as much (priority"):
 			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "hold or wait for the room") && !strings.Contains(a.Reason, "above max_load_desired"):
 			assert.Equal(t, CausePriority, a.Cause, a.Job)

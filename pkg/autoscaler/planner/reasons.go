@@ -171,6 +171,10 @@ func (p *plan) rebalanceReason(j *jobState) string {
 		return fmt.Sprintf("scale down by %d: %s: its trainers above their minimum go back to team %s (%s)",
 			j.rebalanced, j.teamNote, j.reclaimWith.team.team.name, j.reclaimWith.key)
 	}
+	if j.goodput {
+		return fmt.Sprintf("scale down by %d: %s; to %s, %s, more than %d× as much (priority %d)",
+			j.rebalanced, j.gainText(j.rebalancePlaced-1, "adds"), j.rebalanceTo.key, j.rebalanceTo.gainText(j.rebalanceToAt, "would add"), MoveGainFactor, j.priority)
+	}
 	return fmt.Sprintf("scale down by %d: fulfillment %s (%d of %d..%d trainers placed) is more than %s above the %s of %s, the least fulfilled job of priority %d; the room goes to the least fulfilled jobs",
 		j.rebalanced, ratio(j.rebalanceFrom), j.rebalancePlaced, j.min, j.max, ratio(p.rebalanceGap()), ratio(j.rebalanceToF), j.rebalanceTo.key, j.priority)
 }
@@ -190,9 +194,14 @@ func (p *plan) takeReason(j *jobState) string {
 		}
 		return b.String()
 	}
-	fmt.Fprintf(&b, "scale up by %d: %s, more fulfilled (%s), gives back %s for it; fulfillment %s (%d of %d..%d trainers placed) was the lowest of priority %d",
-		j.promised+j.grown, j.promisedBy.key, ratio(j.promisedBy.fulfillment()), plural(int(j.promised), "trainer"),
-		ratio(j.fulfillmentAt(before)), before, j.min, j.max, j.priority)
+	if j.goodput {
+		fmt.Fprintf(&b, "scale up by %d: %s gives back %s for it, where it adds less; %s",
+			j.promised+j.grown, j.promisedBy.key, plural(int(j.promised), "trainer"), j.gainText(before, "adds"))
+	} else {
+		fmt.Fprintf(&b, "scale up by %d: %s, more fulfilled (%s), gives back %s for it; fulfillment %s (%d of %d..%d trainers placed) was the lowest of priority %d",
+			j.promised+j.grown, j.promisedBy.key, ratio(j.promisedBy.fulfillment()), plural(int(j.promised), "trainer"),
+			ratio(j.fulfillmentAt(before)), before, j.min, j.max, j.priority)
+	}
 	if j.grown > 0 {
 		fmt.Fprintf(&b, "; %d more into idle capacity", j.grown)
 	}
@@ -237,6 +246,7 @@ type reasonNotes struct {
 	rebalancePlaced   int64          // its placed trainers before
 	rebalanceTo       *jobState      // the least fulfilled job when it first gave
 	rebalanceToF      float64        // that job's fulfillment then
+	rebalanceToAt     int64          // and its trainers placed and promised then
 	// teamNote is, for a job that gave or took by reclaim, its team's use
 	// and share of the pool before the first move; reclaimWith is the job
 	// on the other side of that move.

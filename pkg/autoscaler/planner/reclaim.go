@@ -97,6 +97,7 @@ func (p *plan) move(m *moves, giver, taker *jobState, ahead []*jobState) moveOut
 	if giver.rebalanceTo == nil {
 		giver.rebalanceFrom, giver.rebalancePlaced = giver.fulfillment(), giver.placed
 		giver.rebalanceTo, giver.rebalanceToF = taker, taker.fulfillmentAt(taker.placed+taker.promised)
+		giver.rebalanceToAt = taker.placed + taker.promised
 	}
 	if m.reserved == nil {
 		m.freed, m.reserved = make([]vec, len(p.free)), make([]vec, len(p.free))

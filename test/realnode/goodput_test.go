@@ -31,7 +31,7 @@ const goodputABEnv = "EDL_GOODPUT_AB"
 // second trainer speeds up, one of a single chunk, which it cannot; the
 // one that scales runs goodputSteps steps, the other until it is deleted.
 const (
-	goodputSteps   = 60 * 1000
+	goodputSteps   = 30 * 1000
 	goodputEpochSz = 100
 )
 
@@ -73,9 +73,13 @@ func goodputRun(t *testing.T, cp *framework.ControlPlane, policy planner.Policy,
 
 	// Ballast, so that the node holds both minimums and one trainer more,
 	// and a blocker holding that trainer's room until both are measured.
-	room := trainerRoom(t, cp)
 	const perJob, trainer = 600, 500 // a master's 100m and a trainer's 500m
-	require.GreaterOrEqual(t, room, int64(2*perJob+trainer), "the real node's room for growth, %dm, holds two minimums and a trainer", room)
+	var room int64
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		room = trainerRoom(t, cp) // the pods of an earlier run may still be going
+		return room >= 2*perJob+trainer, nil
+	})
+	require.NoError(t, err, "the real node's room for growth, %dm, holds two minimums and a trainer", room)
 	blockers := map[string]int64{"blocker": trainer}
 	if spare := room - 2*perJob - trainer - trainer/2; spare > 0 {
 		blockers["ballast"] = spare // room for a trainer more, not two
@@ -134,7 +138,12 @@ func goodputRun(t *testing.T, cp *framework.ControlPlane, policy planner.Policy,
 	if !full {
 		return 0
 	}
-	end := waitEnd(t, tj, ns, "b-scales")
+	var end *v1.TrainingJob
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Second, 25*time.Minute, true, func(ctx context.Context) (bool, error) {
+		end, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "b-scales", metav1.GetOptions{})
+		return err == nil && (end.Status.Phase == v1.PhaseSucceeded || end.Status.Phase == v1.PhaseFailed), nil
+	})
+	require.NoError(t, err, "b-scales ends")
 	require.Equal(t, v1.PhaseSucceeded, end.Status.Phase)
 	if policy == planner.PolicyFulfillment {
 		data, _ := os.ReadFile(logs["b-scales"])

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // goodputBatch is the global batch of the jobs the goodput cases model.
@@ -114,16 +113,4 @@ func TestOrdinal(t *testing.T) {
 	for n, want := range map[int64]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
 		assert.Equal(t, want, ordinal(n))
 	}
-}
-
-// explanationOf is the decision's explanation of job key.
-func explanationOf(t *testing.T, d Decision, key string) Explanation {
-	t.Helper()
-	for _, e := range d.Jobs {
-		if e.Job == key {
-			return e
-		}
-	}
-	require.Fail(t, "no explanation", "job %s", key)
-	return Explanation{}
 }

@@ -24,9 +24,6 @@ const (
 	PolicyGoodput Policy = "goodput"
 )
 
-// Policies are the policies there are, in the order the docs list them.
-var Policies = []Policy{PolicyGoodput, PolicyFulfillment}
-
 // MinGain is the least a trainer must add to its job's throughput, in
 // units of one trainer's, for the goodput policy to give it one: a GPU
 // that adds less than a tenth of a GPU's work is left for the next job.

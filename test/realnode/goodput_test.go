@@ -138,12 +138,7 @@ func goodputRun(t *testing.T, cp *framework.ControlPlane, policy planner.Policy,
 	if !full {
 		return 0
 	}
-	var end *v1.TrainingJob
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Second, 25*time.Minute, true, func(ctx context.Context) (bool, error) {
-		end, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, "b-scales", metav1.GetOptions{})
-		return err == nil && (end.Status.Phase == v1.PhaseSucceeded || end.Status.Phase == v1.PhaseFailed), nil
-	})
-	require.NoError(t, err, "b-scales ends")
+	end := waitEndWithin(t, tj, ns, "b-scales", 25*time.Minute)
 	require.Equal(t, v1.PhaseSucceeded, end.Status.Phase)
 	if policy == planner.PolicyFulfillment {
 		data, _ := os.ReadFile(logs["b-scales"])

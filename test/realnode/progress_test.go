@@ -179,8 +179,14 @@ func lastTime(t *testing.T, log string) time.Time {
 // waitEnd waits until the job is Succeeded or Failed.
 func waitEnd(t *testing.T, tj tjclient.Interface, ns, name string) *v1.TrainingJob {
 	t.Helper()
+	return waitEndWithin(t, tj, ns, name, 10*time.Minute)
+}
+
+// waitEndWithin is waitEnd for a job that may run up to timeout.
+func waitEndWithin(t *testing.T, tj tjclient.Interface, ns, name string, timeout time.Duration) *v1.TrainingJob {
+	t.Helper()
 	var final *v1.TrainingJob
-	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		final, err = tj.PaddlepaddleV1().TrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && (final.Status.Phase == v1.PhaseSucceeded || final.Status.Phase == v1.PhaseFailed), nil

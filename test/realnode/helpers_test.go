@@ -20,11 +20,27 @@ import (
 const waitTimeout = 3 * time.Minute
 
 // namespace creates a namespace for t and waits for its default
-// ServiceAccount, which a real node's pods are admitted with.
+// ServiceAccount, which a real node's pods are admitted with. It first
+// waits until the namespaces earlier tests deleted are gone, with their
+// pods: a test that counts the node's room must not share it with the
+// trainers of the test before it, still in their grace period.
 func namespace(t *testing.T, cp *framework.ControlPlane) string {
 	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, n := range list.Items {
+			if n.Status.Phase == corev1.NamespaceTerminating {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "the namespaces of earlier tests gone")
 	ns := cp.NewNamespace(t)
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cp.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})

@@ -26,7 +26,7 @@ import (
 // shrinks the job to 1, a growth through 2 back to 3 and a stretch at 3
 // after it for the ETA.
 const (
-	progressEpochs = 900
+	progressEpochs = 1400
 	progressSteps  = 20
 	// The example's global batch: 16 chunks of 512 samples.
 	progressBatch = 16 * 512

@@ -85,7 +85,7 @@ func New(version string) *Metrics {
 		}),
 		scaleActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edl_autoscaler_scale_actions_total",
-			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).",
+			Help: "Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable, slower).",
 		}, []string{"direction", "reason"}),
 		scaleFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edl_autoscaler_scale_failures_total",
@@ -158,6 +158,7 @@ func New(version string) *Metrics {
 	m.scaleActions.WithLabelValues("down", string(planner.CauseRebalance))
 	m.scaleActions.WithLabelValues("down", string(planner.CauseLoad))
 	m.scaleActions.WithLabelValues("down", string(planner.CauseUnschedulable))
+	m.scaleActions.WithLabelValues("down", string(planner.CauseSlower))
 	for _, dir := range []string{"up", "down"} {
 		for _, result := range []string{resultLostRace, resultError} {
 			m.scaleFails.WithLabelValues(dir, result)

@@ -119,12 +119,13 @@ func TestScaledCountsByDirectionAndReason(t *testing.T) {
 	m.Scaled(planner.ScaleAction{From: 6, To: 4, Cause: planner.CausePriority})
 	m.Scaled(planner.ScaleAction{From: 4, To: 3, Cause: planner.CausePriority})
 	want := `
-# HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable).
+# HELP edl_autoscaler_scale_actions_total Trainer ReplicaSet scalings applied, by direction (up, down) and reason (idle, priority, minimum, rebalance, load, unschedulable, slower).
 # TYPE edl_autoscaler_scale_actions_total counter
 edl_autoscaler_scale_actions_total{direction="down",reason="load"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="minimum"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="priority"} 2
 edl_autoscaler_scale_actions_total{direction="down",reason="rebalance"} 0
+edl_autoscaler_scale_actions_total{direction="down",reason="slower"} 0
 edl_autoscaler_scale_actions_total{direction="down",reason="unschedulable"} 0
 edl_autoscaler_scale_actions_total{direction="up",reason="idle"} 1
 edl_autoscaler_scale_actions_total{direction="up",reason="rebalance"} 0

@@ -100,6 +100,59 @@ func goodputCases() []planCase {
 			},
 			opts: Options{Now: t0, Policy: PolicyGoodput, MaxRebalancePerCycle: 8},
 		},
+		{
+			name:    "goodput: a job its 3rd trainer slows down gives it back",
+			nodes:   nodes("n", 1, res(4, 64, 0)),
+			jobs:    []Job{newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 0))},
+			opts:    goodput,
+			want:    map[string]int32{"slower": 2},
+			reasons: map[string][]string{"slower": {"scale down by 1: a 3rd trainer adds -0.1", "(0.91× → 0.77× one trainer's throughput); the job runs faster without it"}},
+		},
+		{
+			name:  "goodput: ... and where a job it speeds up can take it, rebalancing moves it there",
+			nodes: nodes("n", 1, res(5, 64, 0)),
+			jobs: []Job{
+				newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 0)),
+				newJob("scales", withRange(1, 4), runningOn("n-0"), scalesBy("scaling", 0)),
+			},
+			opts: goodput,
+			// Its 2nd trainer slows it too, if by less than MinGain:
+			// moved as well.
+			want: map[string]int32{"slower": 1, "scales": 3},
+		},
+		{
+			name:  "goodput: a 2nd trainer that costs less than MinGain (0.09×) is kept",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs:  []Job{newJob("slower", withRange(1, 4), withCurrent(2), runningOn("n-0", "n-0"), scalesBy("slower", 0))},
+			opts:  goodput,
+		},
+		{
+			name:  "goodput: a job that restarts on a resize keeps the trainer when the time it would save is less than a restart (10 s left, restart 30 s)",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs: []Job{newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 10*time.Second),
+				restartsOnResize(time.Time{}, 30*time.Second))},
+			opts: goodput,
+		},
+		{
+			name:  "goodput: ... and gives it back with an hour left",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs: []Job{newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", time.Hour),
+				restartsOnResize(time.Time{}, 30*time.Second))},
+			opts: goodput,
+			want: map[string]int32{"slower": 2},
+		},
+		{
+			name:  "goodput: never below the minimum",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs:  []Job{newJob("slower", withRange(3, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 0))},
+			opts:  goodput,
+		},
+		{
+			name:  "fulfillment: the same job keeps its trainers",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs:  []Job{newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 0))},
+			opts:  Options{Now: t0},
+		},
 	}
 }
 

@@ -196,6 +196,9 @@ func (p *plan) explainShrink(j *jobState, act *ScaleAction, e *Explanation) {
 		e.Limit, e.Node, e.Room = LimitNoRoom, room.node, room.room.resources()
 		e.Message = fmt.Sprintf("%s that cannot be scheduled: no node it may use has room for one (%s); the largest room is %s (%s)",
 			by, e.Need, e.Room, e.Node)
+	case CauseSlower:
+		e.Limit = LimitNoGain
+		e.Message = fmt.Sprintf("%s: %s; the job runs faster without it", by, j.gainText(j.shedFrom-1, "adds"))
 	default: // CauseLoad
 		e.Limit, e.Resource, e.Load, e.Threshold = LimitLoad, resNames[j.loadRes], j.loadValue, p.threshold
 		pooled := j.loadPooled

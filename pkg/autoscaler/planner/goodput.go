@@ -41,6 +41,7 @@ type goodputState struct {
 	goodput  bool
 	share    float64   // one trainer's dominant share of its pool
 	speedups []float64 // speedup at n trainers, NaN until computed
+	shedFrom int64     // the trainers placed before shed gave one back, 0 for none
 }
 
 // speedup is j's predicted throughput at n trainers relative to one
@@ -186,4 +187,41 @@ func ordinal(n int64) string {
 		}
 	}
 	return fmt.Sprint(n) + suffix
+}
+
+// slows reports whether, under goodput, j's last trainer costs the job
+// more than MinGain of one trainer's throughput: its model, measured at
+// that size (the prior above the sizes measured never predicts a loss),
+// says it runs faster with one fewer.
+func (j *jobState) slows() bool {
+	return j.goodput && j.in.Progress != nil && j.placed > 1 && j.speedup(j.placed-1)-j.speedup(j.placed) > MinGain
+}
+
+// shed gives back, under goodput, the last trainer of every job it slows
+// down ([jobState.slows]) — one a plan, never below the job's minimum,
+// never inside a resize's cool-down — unless the job restarts on a resize
+// and the time the smaller size saves of what it has left is less than
+// its last restart cost. It runs after rebalancing, which moves such a
+// trainer to a job it speeds up where one can take it; the room shed
+// frees goes out by growth in the next plans, never back to the job that
+// gave it (its trainer would add less than MinGain).
+func (p *plan) shed() {
+	for _, j := range p.movable {
+		if j.shrunk > 0 || !j.slows() || !j.mayGive() {
+			continue
+		}
+		if j.restarts() && j.in.Progress.Left > 0 && j.in.ResizeCost > 0 {
+			saved := time.Duration(float64(j.in.Progress.Left) * (1 - j.speedup(j.placed)/j.speedup(j.placed-1)))
+			if saved < j.in.ResizeCost {
+				continue
+			}
+		}
+		j.shedFrom = j.placed
+		p.removeNext(j)
+	}
+}
+
+// shedReason says why shed gave back j's trainer.
+func (j *jobState) shedReason() string {
+	return fmt.Sprintf("scale down by 1: %s; the job runs faster without it (priority %d)", j.gainText(j.shedFrom-1, "adds"), j.priority)
 }

@@ -61,6 +61,9 @@ func assertWellFormed(t *testing.T, snap snapshot.Snapshot, jobs []Job, opts Opt
 			assert.Contains(t, []Cause{CauseMinimum, CausePriority}, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "the least fulfilled job of priority"), strings.Contains(a.Reason, "go back to team"), strings.Contains(a.Reason, "× as much (priority"):
 			assert.Equal(t, CauseRebalance, a.Cause, a.Job)
+		case strings.Contains(a.Reason, "the job runs faster without it"):
+			assert.Equal(t, CauseSlower, a.Cause, a.Job)
+			assert.Equal(t, a.From-1, a.To, "a job gives back one trainer that slows it a plan: %s", a.Job)
 		case strings.Contains(a.Reason, "hold or wait for the room") && !strings.Contains(a.Reason, "above max_load_desired"):
 			assert.Equal(t, CausePriority, a.Cause, a.Job)
 		case strings.Contains(a.Reason, "cannot be scheduled") && !strings.Contains(a.Reason, "above max_load_desired"):

@@ -16,7 +16,8 @@ import (
 // node for ([plan.reserve]) — then runs the phases, each a method of its own:
 // make room for the jobs below their minimum and for pods of a higher
 // priority ([plan.yieldToPods]), yield to load and
-// give up trainers that cannot be placed ([plan.yieldToLoad]), rebalance ([plan.rebalance])
+// give up trainers that cannot be placed ([plan.yieldToLoad]), rebalance ([plan.rebalance]),
+// under goodput give back the trainers that slow their jobs ([plan.shed]),
 // and grow ([plan.grow]). docs/autoscaler.md explains each rule, why it is
 // there, and which of the original EDL's defects it avoids.
 //
@@ -62,6 +63,7 @@ func Decide(snap snapshot.Snapshot, jobs []Job, queue Queue, opts Options) Decis
 	p.startGrowth()
 	p.shareOut(queue)
 	p.rebalance()
+	p.shed()
 	p.grow()
 	actions := p.actions()
 	d.Actions, d.Jobs = actions, p.explanations(actions)

@@ -34,6 +34,8 @@ func (p *plan) actions() []ScaleAction {
 			a.Reason, a.Cause = p.shrinkReason(j), j.admitCause()
 		case j.rebalanced > 0:
 			a.Reason, a.Cause = p.rebalanceReason(j), CauseRebalance
+		case j.shedFrom > 0 && j.shrunk == 1:
+			a.Reason, a.Cause = j.shedReason(), CauseSlower
 		case j.stuck > 0 && j.loadValue == 0 && j.stuckOutranked:
 			a.Reason, a.Cause = p.shrinkReason(j), CausePriority
 		case j.stuck > 0 && j.loadValue == 0:

@@ -252,4 +252,7 @@ const (
 	CauseLoad Cause = "load"
 	// CauseUnschedulable: the job gave up trainers no node has room for.
 	CauseUnschedulable Cause = "unschedulable"
+	// CauseSlower: under the goodput policy, the job gave back a trainer
+	// its scaling model says slows it down.
+	CauseSlower Cause = "slower"
 )

@@ -161,6 +161,15 @@ OUT ?= _output/trace
 trace: ## replay Pollux trace workloads through EDL's planner on a simulated 16 x 4-GPU cluster (WORKLOADS=, POLICIES=, OUT=): summary.csv, jobs.csv, a JCT plot
 	go run ./test/cmd/trace $(if $(WORKLOADS),-workloads $(WORKLOADS)) $(if $(POLICIES),-policies $(POLICIES)) -out $(OUT)
 
+# make trace-live: the first 40 jobs of workload-1 replayed at 60x on the
+# local control plane (16 kwok nodes of 4 GPUs) under edl, with phantom
+# trainers reporting through the progress contract, under fulfillment and
+# goodput, each beside the simulator's run of the same jobs
+# (docs/experiments-trace.md); make test runs a short form.
+.PHONY: trace-live
+trace-live: build controlplane ## replay the first 40 jobs of Pollux workload-1 at 60x on kwok under edl, beside the simulator (OUT=_output/trace-live)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go run ./test/cmd/tracelive -edl bin/edl -out $(if $(filter command line,$(origin OUT)),$(OUT),_output/trace-live)
+
 .PHONY: cluster-up
 cluster-up: controlplane ## start a standing local cluster with kwok nodes (REAL_NODES=1: and a real node, as root); prints its kubeconfig
 	EDL_NODES=$(NODES) EDL_NODE_CPU=$(NODE_CPU) EDL_NODE_MEMORY=$(NODE_MEMORY) EDL_NODE_GPU=$(NODE_GPU) EDL_REAL_NODES=$(REAL_NODES) hack/cluster.sh up

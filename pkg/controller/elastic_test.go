@@ -84,6 +84,13 @@ func TestTorchArgs(t *testing.T) {
 		"/usr/bin/train":                {"--no-python", "/usr/bin/train"},
 		"python3 train.py --name 'a b'": {"--no-python", "sh", "-c", "python3 train.py --name 'a b'"},
 		"train.sh > /tmp/log":           {"--no-python", "sh", "-c", "train.sh > /tmp/log"},
+		// The user's own launch lines, as written.
+		"torchrun --log-dir /tmp/l train.py --lr 0.1":             {"--log-dir", "/tmp/l", "train.py", "--lr", "0.1"},
+		"python3 -m torch.distributed.run train.py":               {"train.py"},
+		"/usr/bin/python3.12 -m torch.distributed.run -m mypkg.x": {"-m", "mypkg.x"},
+		"python3 -u train.py":                                     {"--no-python", "python3", "-u", "train.py"},
+		"python3 -X dev -m mypkg.train":                           {"--no-python", "python3", "-X", "dev", "-m", "mypkg.train"},
+		"/usr/bin/python3 train.py":                               {"train.py"},
 	} {
 		assert.Equal(t, want, pytorch.Args(entry), entry)
 	}

@@ -113,17 +113,28 @@ func Judge(t *cluster.Termination, lastResize *metav1.Time, master time.Time) fr
 	return framework.Failed
 }
 
-// Args are torchrun's arguments for the trainer's entrypoint: the
-// training script and its arguments. torchrun starts a script with its own
-// interpreter, so a leading python3 is dropped; any other program runs as
-// it is (--no-python). An entrypoint that needs a shell (quotes, variables,
-// redirections) runs under sh -c.
+// Args are torchrun's arguments for the trainer's entrypoint, the line as
+// the user wrote it:
+//   - their own torchrun line, `torchrun ARGS` or `python3 -m
+//     torch.distributed.run ARGS`: ARGS as written (EDL's options come
+//     through PET_* variables, and validation refuses a line that sets
+//     them);
+//   - `python3 script args`: the script and its arguments, which torchrun
+//     runs with its own interpreter, unbuffered;
+//   - `python3 -u script args`, or any interpreter option: the line as it
+//     is (--no-python), so that the options reach the interpreter;
+//   - any other program: as it is (--no-python);
+//   - a line that needs a shell (quotes, variables, redirections): under
+//     sh -c.
 func Args(entrypoint string) []string {
-	if strings.ContainsAny(entrypoint, "'\"$`\\|&;<>()*?~#") {
+	if args, ok := v1.TorchrunArgs(entrypoint); ok {
+		return args
+	}
+	if strings.ContainsAny(entrypoint, v1.ShellChars) {
 		return []string{"--no-python", "sh", "-c", entrypoint}
 	}
 	args := strings.Fields(entrypoint)
-	if len(args) > 0 && (args[0] == "python3" || args[0] == "python") {
+	if len(args) > 1 && v1.IsPython(args[0]) && !strings.HasPrefix(args[1], "-") {
 		return args[1:]
 	}
 	return append([]string{"--no-python"}, args...)

@@ -31,6 +31,9 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	if !reflect.ValueOf(spec.Pserver).IsZero() {
 		errs = append(errs, field.Forbidden(pp, "pserver must not be set for a "+string(f)+" job: its trainers exchange gradients by all-reduce, without parameter servers"))
 	}
+	if f == FrameworkPyTorch {
+		errs = append(errs, torchrunLine(path.Child("trainer", "entrypoint"), spec.Trainer.Entrypoint)...)
+	}
 	p := spec.Elastic()
 	ep := path.Child("elasticPolicy")
 	if p.HostDiscovery != nil && f != FrameworkHorovod {

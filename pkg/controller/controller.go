@@ -297,6 +297,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	obs.queued = isQueued(job, obs, c.gang)
 	status := computeStatus(job, obs, jobRoles)
 	final := status.Phase == v1.PhaseSucceeded || status.Phase == v1.PhaseFailed
+	if final && shared.Status.Phase != status.Phase {
+		// The verdict is stored before the ReplicaSets scale to 0: their
+		// pods are its evidence (a trainer's exit 0), and a sync whose
+		// status write lost a race (to the autoscaler's record of a
+		// resize, say) would find none left and judge the job Running
+		// again, its finished training started over.
+		if shared, err = c.writeVerdict(ctx, shared, status); err != nil {
+			return err
+		}
+		c.recordEdges(job, status, obs.refused)
+		job.Status = *shared.Status.DeepCopy() // what the status below starts from
+	}
 	stop := stopReason(job, final, obs.queued)
 
 	var errs, refused []error

@@ -293,10 +293,11 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 				wantScaled = append(wantScaled, "Normal Scaled")
 			}
 			assert.Equal(t, wantPatches, f.writesOf("replicasets"))
+			// The verdict is stored first, then the ReplicaSets scale to 0.
 			events := f.events()
-			assert.Equal(t, append(wantScaled, strings.Join(strings.SplitN(tt.wantEvent, " ", 3)[:2], " ")), eventPrefixes(events))
+			assert.Equal(t, append([]string{strings.Join(strings.SplitN(tt.wantEvent, " ", 3)[:2], " ")}, wantScaled...), eventPrefixes(events))
 			assert.Contains(t, events, tt.wantEvent)
-			for _, e := range events[:len(wantScaled)] {
+			for _, e := range events[1:] {
 				assert.Contains(t, e, "the job finished")
 			}
 			status := f.getJob("mnist").Status
@@ -325,6 +326,40 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 			assert.JSONEq(t, `[{"op":"replace","path":"/spec/replicas","value":0}]`, string(f.patchOf("replicasets", "mnist-trainer")))
 		})
 	}
+}
+
+// TestSyncStoresTheVerdictBeforeItScalesToZero: a sync whose status write
+// of Succeeded loses a race leaves the ReplicaSets alone, so that the
+// trainer whose exit 0 is the verdict's evidence is still there for the
+// next sync. (The live trace replay met it: the autoscaler's record of a
+// resize won the race, the trainers were scaled to 0 and deleted, and the
+// next sync, finding no exit, judged the finished job Running and scaled
+// it up again.)
+func TestSyncStoresTheVerdictBeforeItScalesToZero(t *testing.T) {
+	job := builders.Job("mnist", testNamespace)
+	f := newFixture(t)
+	f.addJob(job)
+	f.addJobObjects(job, 2)
+	f.addPods(healthyPods(job, 2)...)
+	f.settle("mnist")
+	require.Equal(t, v1.PhaseRunning, f.getJob("mnist").Status.Phase)
+
+	f.addPods(trainerPod("mnist-trainer-z", builders.Exited(0)))
+	conflicts := 1
+	f.tj.PrependReactor("update", "trainingjobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(v1.Resource("trainingjobs"), "mnist", errors.New("the object has been modified"))
+	})
+	require.Error(t, f.sync("mnist"))
+	assert.Empty(t, f.writesOf("replicasets"), "no ReplicaSet scaled before the verdict is stored")
+	assert.Equal(t, int32(2), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
+
+	require.NoError(t, f.sync("mnist"))
+	assert.Equal(t, v1.PhaseSucceeded, f.getJob("mnist").Status.Phase)
+	assert.Equal(t, int32(0), *f.getReplicaSet("mnist-trainer").Spec.Replicas)
 }
 
 func TestSyncJobNotFound(t *testing.T) {

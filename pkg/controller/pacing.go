@@ -29,6 +29,21 @@ func (c *Controller) writeStatus(ctx context.Context, job *v1.TrainingJob, statu
 	return true, nil
 }
 
+// writeVerdict writes a status whose phase is final at once and returns
+// the job as stored, with the status as written (the stored one has its
+// times at the API's precision).
+func (c *Controller) writeVerdict(ctx context.Context, job *v1.TrainingJob, status v1.TrainingJobStatus) (*v1.TrainingJob, error) {
+	update := job.DeepCopy()
+	update.Status = status
+	stored, err := c.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update status of %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	c.pacer.wrote(job.Namespace + "/" + job.Name)
+	stored.Status = *status.DeepCopy()
+	return stored, nil
+}
+
 // pacer spaces the status writes of a job that change only its figures:
 // the replica counts, which move with every pod that starts, becomes ready
 // or stops, the phase's message, which repeats them, and the progress the

@@ -62,6 +62,15 @@ func explainCases() []explainCase {
 			messages: map[string][]string{"short": {"which would save 5s of the 10s it has left, less than a restart's 30s"}},
 		},
 		{
+			name:  "no gain: under goodput, a job gives back a trainer that slows it",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs:  []Job{newJob("slower", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("slower", 0))},
+			opts:  Options{Policy: PolicyGoodput},
+			want:  map[string]Limit{"slower": LimitNoGain},
+			messages: map[string][]string{"slower": {"gives back 1 trainer, to 2 of 1..4", "a 3rd trainer adds -0.1",
+				"the job runs faster without it"}},
+		},
+		{
 			name:     "grown to max this cycle",
 			nodes:    n4x8,
 			jobs:     []Job{newJob("a", withRange(1, 3), runningOn("n-0"))},

@@ -18,8 +18,8 @@ import (
 // TestTorchLaunchLinesAsWritten: a trainer's entrypoint is the user's own
 // launch line. Four copies of the example job, each launched its own way —
 // torchrun, python3 -m torch.distributed.run, python3 -u and python3 —
-// train at one trainer, grow to two (a resize: every worker restarts) and
-// end Succeeded with their final loss. They run together, each trainer
+// start at one trainer, grow to two (a resize: every worker restarts),
+// train at two and end Succeeded with their final loss. They run together, each trainer
 // asking for 200m CPU, so that the four fit the node's room.
 func TestTorchLaunchLinesAsWritten(t *testing.T) {
 	cp := plane(t)
@@ -56,7 +56,10 @@ func TestTorchLaunchLinesAsWritten(t *testing.T) {
 		for _, m := range trainingLine.FindAllStringSubmatch(log, -1) {
 			worlds[m[1]] = true
 		}
-		assert.True(t, worlds["1"] && worlds["2"], "%s (%s) trained at 1 and, after a resize, at 2 trainers; its runs: %v", name, line, worlds)
+		// Admitted at 1, grown to 2: a resize, after which it trained at 2.
+		// (Its run at 1 may end before the script's first line.)
+		assert.GreaterOrEqual(t, final.Status.Resize.Count, int32(1), "%s (%s) resized", name, line)
+		assert.True(t, worlds["2"], "%s (%s) trained at 2 trainers; its runs: %v", name, line, worlds)
 		assert.Regexp(t, `(?m)^final_loss=`, log, "%s (%s) wrote its final loss", name, line)
 		t.Logf("%s: %s: %s, %d resizes, trained at %v", name, line, final.Status.Phase, final.Status.Resize.Count, worlds)
 	}

@@ -111,14 +111,17 @@ LONG_FUZZTIME ?= 5m
 # installs what the node needs (hack/real-node-deps.sh), builds the images
 # and requires the tests to run (EDL_REQUIRE_REAL_NODE); as another user
 # they skip with the one line that says so. They run alone, after the other
-# integration packages: the node's pods need the machine's cores.
+# integration packages: the node's pods need the machine's cores. So does the
+# live trace replay (test/trace/live), whose edl plans every second for a
+# minute of the trace: beside the integration tests, its pods start late.
 REAL_NODE_TESTS := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 
 .PHONY: test
 test: lint controlplane ## make lint, a check that generated code is current, unit tests (-race, the fuzz corpora replayed), the integration tests on a real control plane, the real-node tests (as root), and make demo-check
 	hack/verify-codegen.sh
 	go test -race -count=1 ./cmd/... ./pkg/...
-	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m $$(go list ./test/... | grep -v /test/realnode)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m $$(go list ./test/... | grep -v -e /test/realnode -e /test/trace/live)
+	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 15m ./test/trace/live
 	$(if $(REAL_NODE_TESTS),hack/real-node-deps.sh && hack/images.sh build)
 	$(if $(REAL_NODE_TESTS),,echo "the real-node tests skip: they need root")
 	$(if $(REAL_NODE_TESTS),EDL_REQUIRE_REAL_NODE=1) EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/realnode

@@ -15,12 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/autoscaler/planner"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
+	"github.com/paddlepaddle/edl/test/experiment"
 	"github.com/paddlepaddle/edl/test/framework"
 	"github.com/paddlepaddle/edl/test/trace"
 )
@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) (res *trace.Result, err error) {
 		return nil, err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	cmFlags, schedFlags := rates(o.Speed)
+	cmFlags, schedFlags := experiment.CompressedRates(o.Speed)
 	cp, err := framework.Start(startCtx, framework.Options{
 		Dir:   filepath.Join(o.Dir, "cluster"),
 		Nodes: []framework.NodeSpec{{Name: "gpu", Count: nodes, GPU: gpusPerNode, CPU: "48", Memory: "192Gi", Pods: 110}},
@@ -107,8 +107,7 @@ func Run(ctx context.Context, o Options) (res *trace.Result, err error) {
 	if err := cp.ApplyCRD(ctx, filepath.Join(root, "thirdpartyresource.yaml")); err != nil {
 		return nil, err
 	}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = 500, 1000, "edl-trace-live"
+	cfg := experiment.ClientConfig(cp.Config)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -122,15 +121,14 @@ func Run(ctx context.Context, o Options) (res *trace.Result, err error) {
 		return nil, err
 	}
 
-	edl, err := framework.StartEDL(framework.EDLOptions{Binary: o.EDL, LogPath: filepath.Join(o.Dir, "edl.log"), StartupGrace: 2 * time.Second,
-		Args: []string{"-kubeconfig", cp.Kubeconfig, "-autoscale_interval", o.Interval.String(), "-policy", o.Policy,
-			"-max_moves_per_second", strconv.FormatFloat(planner.DefaultMovesPerSecond*o.Speed, 'f', -1, 64),
-			"-log_level", "info", "-leader_elect=false", "-http_addr", "127.0.0.1:0"}})
+	args := append(experiment.EDLArgs(cp.Kubeconfig, o.Interval, experiment.On), "-policy", o.Policy,
+		"-max_moves_per_second", strconv.FormatFloat(planner.DefaultMovesPerSecond*o.Speed, 'f', -1, 64))
+	edl, err := framework.StartEDL(framework.EDLOptions{Binary: o.EDL, LogPath: filepath.Join(o.Dir, "edl.log"), StartupGrace: experiment.EDLStartup, Args: args})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if stopErr := edl.Stop(10 * time.Second); stopErr != nil && err == nil {
+		if stopErr := edl.Stop(experiment.EDLStopGrace); stopErr != nil && err == nil {
 			err = stopErr
 		}
 	}()
@@ -146,16 +144,6 @@ func Run(ctx context.Context, o Options) (res *trace.Result, err error) {
 		return nil, err
 	}
 	return r.result(), nil
-}
-
-// rates raise kube-controller-manager's and kube-scheduler's client rates
-// by the speed, as the compressed experiments do: the replay asks of them
-// in a second what the trace asks in a minute.
-func rates(speed float64) (controllerManager, scheduler []string) {
-	rate := func(qps, burst float64) []string {
-		return []string{fmt.Sprintf("--kube-api-qps=%g", qps*speed), fmt.Sprintf("--kube-api-burst=%d", int(burst*speed))}
-	}
-	return rate(20, 30), rate(50, 100)
 }
 
 // trainingJob is the TrainingJob of a workload row: a PyTorch job of

@@ -19,8 +19,9 @@ import (
 // launch line. Four copies of the example job, each launched its own way —
 // torchrun, python3 -m torch.distributed.run, python3 -u and python3 —
 // start at one trainer, grow to two (a resize: every worker restarts),
-// train at two and end Succeeded with their final loss. They run together, each trainer
-// asking for 200m CPU, so that the four fit the node's room.
+// train at two and end Succeeded with their final loss. They run together,
+// each trainer asking for 100m CPU, so that the four jobs at two trainers
+// fit the room growth may fill beside their four masters (100m each).
 func TestTorchLaunchLinesAsWritten(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
@@ -34,6 +35,10 @@ func TestTorchLaunchLinesAsWritten(t *testing.T) {
 		"unbuffered": "python3 -u /workspace/train.py",
 		"python":     "python3 /workspace/train.py",
 	}
+	trainerCPU := resource.MustParse("100m")
+	master := torchJob(t, "", t.TempDir()).Spec.Master.Resources.Requests.Cpu().MilliValue()
+	need := int64(len(lines)) * (master + 2*trainerCPU.MilliValue())
+	require.GreaterOrEqual(t, trainerRoom(t, cp), need, "the node's room for %d jobs of a master and two trainers", len(lines))
 	logs := map[string]string{}
 	for name, line := range lines {
 		ckpt := filepath.Join("/var/lib/edl-node", "checkpoints", ns, name)
@@ -43,7 +48,7 @@ func TestTorchLaunchLinesAsWritten(t *testing.T) {
 		job.Name = name
 		job.Spec.Trainer.Entrypoint = line + " --epochs 200 --steps-per-epoch 20"
 		job.Spec.Trainer.MaxInstance = 2
-		job.Spec.Trainer.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+		job.Spec.Trainer.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: trainerCPU, corev1.ResourceMemory: resource.MustParse("512Mi")}
 		_, err := tj.PaddlepaddleV1().TrainingJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
 		require.NoError(t, err, "%s: %s", name, line)
 		logs[name] = filepath.Join(ckpt, "train.log")

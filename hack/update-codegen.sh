@@ -68,7 +68,7 @@ kube::codegen::gen_client \
 
 echo "Generating the TrainingJob and TrainingQueue CRDs into thirdpartyresource.yaml"
 tmp="${schema_dir}/crd"
-go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir="${tmp}"
+go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:dir="${tmp}"
 # Bound the volume and mount names (core/v1 types take no markers) so that
 # the rule that every mount names a volume fits the CEL cost budget.
 go run ./hack/crd-limits "${tmp}/paddlepaddle.org_trainingjobs.yaml"

@@ -50,13 +50,23 @@ func ProgressRole(job *v1.TrainingJob) *rbacv1.Role {
 	}
 }
 
-// ProgressRoleBinding binds ProgressRole to the job's trainers' account.
+// TrainerAccount is the service account the job's trainers run as: their
+// template's, or the job's own progress account.
+func TrainerAccount(job *v1.TrainingJob) string {
+	if t := job.Spec.Trainer.Template; t != nil && t.Spec.ServiceAccountName != "" {
+		return t.Spec.ServiceAccountName
+	}
+	return v1.ProgressServiceAccountName(job.Name)
+}
+
+// ProgressRoleBinding binds ProgressRole to the job's trainers' account
+// (TrainerAccount).
 func ProgressRoleBinding(job *v1.TrainingJob) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		ObjectMeta: progressMeta(job, v1.ProgressConfigMapName(job.Name)),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: v1.ProgressConfigMapName(job.Name)},
 		Subjects: []rbacv1.Subject{{
-			Kind: rbacv1.ServiceAccountKind, Namespace: job.Namespace, Name: v1.ProgressServiceAccountName(job.Name),
+			Kind: rbacv1.ServiceAccountKind, Namespace: job.Namespace, Name: TrainerAccount(job),
 		}},
 	}
 }
@@ -124,7 +134,7 @@ func (c *Controller) ensureProgress(ctx context.Context, job *v1.TrainingJob) er
 	}
 	c.log.Info("created the progress contract", "job", ns+"/"+job.Name, "configmap", want.Name)
 	c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created ConfigMap %s for the training's progress, writable by service account %s alone",
-		want.Name, v1.ProgressServiceAccountName(job.Name))
+		want.Name, TrainerAccount(job))
 	return nil
 }
 

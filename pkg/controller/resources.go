@@ -63,30 +63,48 @@ func tolerations(ts []corev1.Toleration) []corev1.Toleration {
 // job's pods may run (node selector, tolerations, affinity) and which
 // scheduler places them are job-wide: every role gets them. The job's
 // framework gives the container its command, environment and ports, and
-// the pod what else it needs.
+// the pod what else it needs. A role's own template (spec.<role>.template)
+// is the start: EDL's is merged into it (docs/templates.md), its
+// containers[0] being the role's.
 func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) corev1.PodTemplateSpec {
 	spec := &job.Spec
 	fw := frameworks.For(spec)
-	container := corev1.Container{
-		Name:            role.Name(),
-		Image:           spec.Image,
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Resources:       resourcesOf(job, role),
-		VolumeMounts:    append([]corev1.VolumeMount(nil), spec.VolumeMounts...),
+	t := &corev1.PodTemplateSpec{}
+	if own := spec.TemplateOf(role); own != nil {
+		t = own.DeepCopy()
 	}
+	pod := t.Spec
+	var container corev1.Container
+	if len(pod.Containers) > 0 {
+		container = pod.Containers[0]
+	}
+	own := container // what the template gives; the framework sets its own
+	if container.Name == "" {
+		container.Name = role.Name()
+	}
+	if container.Image == "" {
+		container.Image = spec.Image
+	}
+	if container.ImagePullPolicy == "" {
+		container.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if len(container.Resources.Requests) == 0 && len(container.Resources.Limits) == 0 {
+		container.Resources = resourcesOf(job, role)
+	}
+	container.VolumeMounts = append(container.VolumeMounts, spec.VolumeMounts...)
+	container.Env, container.Ports = nil, nil
 	fw.Container(job, role, &container, gpus)
-	container.Env = append(container.Env, corev1.EnvVar{Name: EnvProgressConfigMap, Value: v1.ProgressConfigMapName(job.Name)})
-	pod := corev1.PodSpec{
-		Containers:       []corev1.Container{container},
-		RestartPolicy:    corev1.RestartPolicyAlways, // the only policy a ReplicaSet allows
-		Volumes:          append([]corev1.Volume(nil), spec.Volumes...),
-		ImagePullSecrets: append([]corev1.LocalObjectReference(nil), spec.ImagePullSecrets...),
-		HostNetwork:      spec.HostNetwork,
-		NodeSelector:     maps.Clone(spec.NodeSelector),
-		Tolerations:      tolerations(spec.Tolerations),
-		Affinity:         spec.Affinity.DeepCopy(),
-		SchedulerName:    spec.SchedulerName,
-	}
+	container.Env = append(append(own.Env, container.Env...), corev1.EnvVar{Name: EnvProgressConfigMap, Value: v1.ProgressConfigMapName(job.Name)})
+	container.Ports = append(own.Ports, container.Ports...)
+	pod.Containers = append([]corev1.Container{container}, pod.Containers[min(1, len(pod.Containers)):]...)
+	pod.RestartPolicy = corev1.RestartPolicyAlways // the only policy a ReplicaSet allows
+	pod.Volumes = append(pod.Volumes, spec.Volumes...)
+	pod.ImagePullSecrets = append(pod.ImagePullSecrets, spec.ImagePullSecrets...)
+	pod.HostNetwork = spec.HostNetwork
+	pod.NodeSelector = maps.Clone(spec.NodeSelector)
+	pod.Tolerations = tolerations(spec.Tolerations)
+	pod.Affinity = spec.Affinity.DeepCopy()
+	pod.SchedulerName = spec.SchedulerName
 	if spec.HostNetwork {
 		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
@@ -95,13 +113,19 @@ func PodTemplate(job *v1.TrainingJob, role v1.Role, gpus []corev1.ResourceName) 
 	// any other work, stopping the whole job. With one priority, preemption
 	// keeps the oldest pods of the job, its master and pservers.
 	pod.PriorityClassName = spec.PriorityClassName
-	if role == v1.RoleTrainer {
-		// The one account that may write the job's progress.
+	if role == v1.RoleTrainer && pod.ServiceAccountName == "" {
+		// The one account that may write the job's progress, unless the
+		// template names the trainers' own (bound to the same Role).
 		pod.ServiceAccountName = v1.ProgressServiceAccountName(job.Name)
 	}
 	fw.Pod(job, role, &pod)
+	labels := maps.Clone(t.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1.LabelFor(role)] = job.Name
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelFor(role): job.Name}},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: t.Annotations},
 		Spec:       pod,
 	}
 }

@@ -73,7 +73,7 @@ func TestConfigCopiesAreCurrent(t *testing.T) {
 	}
 }
 
-// TestTheControllerIsApartFromTheAPI: kubectl apply -k . installs both;
+// TestTheControllerIsApartFromTheAPI: kubectl apply --server-side -k . installs both;
 // config/controller holds no CRD, so that deleting it keeps every
 // TrainingJob; config/crd holds only the CRDs, TrainingJob's among them.
 func TestTheControllerIsApartFromTheAPI(t *testing.T) {

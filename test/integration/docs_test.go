@@ -87,7 +87,7 @@ func TestDocsKubectlCommandsRun(t *testing.T) {
 	installCRD(t)
 	ns := cp.NewNamespace(t)
 	ctx := testContext(t)
-	out, err := cp.Kubectl(ctx, "apply", "--dry-run=server", "-f", filepath.Join(root, "thirdpartyresource.yaml"))
+	out, err := cp.Kubectl(ctx, "apply", "--server-side", "--dry-run=server", "-f", filepath.Join(root, "thirdpartyresource.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, out, "customresourcedefinition.apiextensions.k8s.io/trainingjobs.paddlepaddle.org")
 	out, err = cp.Kubectl(ctx, "get", "crd", "trainingjobs.paddlepaddle.org")

@@ -52,7 +52,7 @@ func TestInstallInAnotherNamespace(t *testing.T) {
 	require.NoError(t, err)
 	const ns = "ml-system"
 
-	_, err = plane.Kubectl(ctx, "apply", "-k", overlayOf(t, root, ns))
+	_, err = plane.Kubectl(ctx, "apply", "--server-side", "-k", overlayOf(t, root, ns))
 	require.NoError(t, err)
 	_, err = plane.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.paddlepaddle.org")
 	require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestInstallInAnotherNamespace(t *testing.T) {
 	next := overlayOf(t, root, ns)
 	require.NoError(t, os.WriteFile(filepath.Join(next, "kustomization.yaml"), append(mustRead(t, filepath.Join(next, "kustomization.yaml")),
 		[]byte("images:\n  - name: paddlepaddle/edl-controller\n    newTag: v99.0.0\n")...), 0o600))
-	_, err = plane.Kubectl(ctx, "apply", "-k", next)
+	_, err = plane.Kubectl(ctx, "apply", "--server-side", "-k", next)
 	require.NoError(t, err)
 	d, err := plane.Client.AppsV1().Deployments(ns).Get(ctx, "training-job-controller", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -146,7 +146,7 @@ func agree(ctx context.Context, t *testing.T, plane *framework.ControlPlane, tj 
 	return mine, report
 }
 
-// TestKubectlEDL installs EDL with `kubectl apply -k` from the repository,
+// TestKubectlEDL installs EDL with `kubectl apply --server-side -k` from the repository,
 // runs the controller with the ConfigMap's configuration changed from the
 // defaults, and checks that `kubectl edl explain`, given nothing but the
 // kubeconfig, plans with that configuration and gives the limits the
@@ -168,7 +168,7 @@ func TestKubectlEDL(t *testing.T) {
 
 	// Install as the README says. The controller runs below as a process,
 	// so the Deployment's (fake) pods are scaled away.
-	out, err := plane.Kubectl(ctx, "apply", "-k", root)
+	out, err := plane.Kubectl(ctx, "apply", "--server-side", "-k", root)
 	require.NoError(t, err)
 	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/trainingjobs.paddlepaddle.org", "namespace/paddlecloud",
 		"configmap/edl-config", "deployment.apps/training-job-controller", "clusterrole.rbac.authorization.k8s.io/edl-controller"} {

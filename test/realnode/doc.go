@@ -1,7 +1,7 @@
 // Package realnode tests EDL where a process must really run: on a control
 // plane with the real node framework.RealNodeName (kubelet, containerd,
 // kube-proxy and CoreDNS on this machine), pods resolve Services and reach
-// each other, EDL installs with `kubectl apply -k .` and runs as its
+// each other, EDL installs with `kubectl apply --server-side -k .` and runs as its
 // Deployment's pod, trainers get their environment, SIGTERM and grace
 // period, a torchrun job trains through its resizes, a Horovod job's hosts
 // file drops each trainer before its SIGTERM, and the node leaves nothing

@@ -30,7 +30,7 @@ const (
 	edlApp       = "training-job-controller"
 )
 
-// install applies the README's install, kubectl apply -k ., once for the
+// install applies the README's install, kubectl apply --server-side -k ., once for the
 // package, and waits until every replica of edl's Deployment is Running and
 // Ready and one of them holds the Lease. It returns the leader's pod.
 func install(t *testing.T, cp *framework.ControlPlane) *corev1.Pod {
@@ -38,7 +38,7 @@ func install(t *testing.T, cp *framework.ControlPlane) *corev1.Pod {
 	root, err := framework.ModuleRoot()
 	require.NoError(t, err)
 	ctx := t.Context()
-	_, err = cp.Kubectl(ctx, "apply", "-k", root)
+	_, err = cp.Kubectl(ctx, "apply", "--server-side", "-k", root)
 	require.NoError(t, err)
 	_, err = cp.Kubectl(ctx, "-n", edlNamespace, "rollout", "status", "deployment/"+edlApp, "--timeout=3m")
 	require.NoError(t, err, "edl's Deployment: %s", edlPods(t, cp))

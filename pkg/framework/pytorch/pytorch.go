@@ -72,7 +72,11 @@ func (Framework) Container(job *v1.TrainingJob, role v1.Role, c *corev1.Containe
 		c.Ports = []corev1.ContainerPort{{Name: "rdzv", ContainerPort: port, Protocol: corev1.ProtocolTCP}}
 		return
 	}
-	c.Command = append([]string{"python3", "-c", Wrapper}, Args(job.Spec.Trainer.Entrypoint)...)
+	launch := Args(job.Spec.Trainer.Entrypoint)
+	if argv := job.Spec.Trainer.TemplateCommand(); job.Spec.Trainer.Entrypoint == "" && argv != nil {
+		launch = ArgvArgs(argv)
+	}
+	c.Command, c.Args = append([]string{"python3", "-c", Wrapper}, launch...), nil
 	c.Env = append(c.Env, torchEnv(job)...)
 }
 
@@ -113,8 +117,8 @@ func Judge(t *cluster.Termination, lastResize *metav1.Time, master time.Time) fr
 	return framework.Failed
 }
 
-// Args are torchrun's arguments for the trainer's entrypoint, the line as
-// the user wrote it:
+// Args are torchrun's arguments for the trainer's entrypoint (or its
+// template's command and args, ArgvArgs), the line as the user wrote it:
 //   - their own torchrun line, `torchrun ARGS` or `python3 -m
 //     torch.distributed.run ARGS`: ARGS as written (EDL's options come
 //     through PET_* variables, and validation refuses a line that sets
@@ -127,13 +131,18 @@ func Judge(t *cluster.Termination, lastResize *metav1.Time, master time.Time) fr
 //   - a line that needs a shell (quotes, variables, redirections): under
 //     sh -c.
 func Args(entrypoint string) []string {
-	if args, ok := v1.TorchrunArgs(entrypoint); ok {
-		return args
-	}
-	if strings.ContainsAny(entrypoint, v1.ShellChars) {
+	if _, ok := v1.TorchrunArgs(entrypoint); !ok && strings.ContainsAny(entrypoint, v1.ShellChars) {
 		return []string{"--no-python", "sh", "-c", entrypoint}
 	}
-	args := strings.Fields(entrypoint)
+	return ArgvArgs(strings.Fields(entrypoint))
+}
+
+// ArgvArgs is Args of a launch line given as its words (a trainer
+// template's command and args), which no shell needs to split.
+func ArgvArgs(args []string) []string {
+	if a, ok := v1.TorchrunArgv(args); ok {
+		return a
+	}
 	if len(args) > 1 && v1.IsPython(args[0]) && !strings.HasPrefix(args[1], "-") {
 		return args[1:]
 	}

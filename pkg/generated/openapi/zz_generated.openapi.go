@@ -522,6 +522,12 @@ func schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref common.ReferenceCallback) co
 							Ref:         ref(v1.ResourceRequirements{}.OpenAPIModelName()),
 						},
 					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template is the role's pod as its user writes it, Kubeflow's way: an environment, Secrets, a service account, a security context, probes, init containers and sidecars. EDL merges its own into it (labels, environment, restart policy, rendezvous); containers[0] is the role's, the rest run beside it. Where the template contradicts EDL, the job fails as Invalid naming the field (docs/templates.md).",
+							Ref:         ref(v1.PodTemplateSpec{}.OpenAPIModelName()),
+						},
+					},
 					"etcd-endpoint": {
 						SchemaProps: spec.SchemaProps{
 							Description: "EtcdEndpoint is the etcd the master keeps its task queue in; empty means the etcd the launcher runs beside the master.",
@@ -533,7 +539,7 @@ func schema_pkg_apis_paddlepaddle_v1_MasterSpec(ref common.ReferenceCallback) co
 			},
 		},
 		Dependencies: []string{
-			v1.ResourceRequirements{}.OpenAPIModelName()},
+			v1.PodTemplateSpec{}.OpenAPIModelName(), v1.ResourceRequirements{}.OpenAPIModelName()},
 	}
 }
 
@@ -763,12 +769,18 @@ func schema_pkg_apis_paddlepaddle_v1_PserverSpec(ref common.ReferenceCallback) c
 							Ref:         ref(v1.ResourceRequirements{}.OpenAPIModelName()),
 						},
 					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template is the role's pod as its user writes it, Kubeflow's way: an environment, Secrets, a service account, a security context, probes, init containers and sidecars. EDL merges its own into it (labels, environment, restart policy, rendezvous); containers[0] is the role's, the rest run beside it. Where the template contradicts EDL, the job fails as Invalid naming the field (docs/templates.md).",
+							Ref:         ref(v1.PodTemplateSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"min-instance", "max-instance"},
 			},
 		},
 		Dependencies: []string{
-			v1.ResourceRequirements{}.OpenAPIModelName()},
+			v1.PodTemplateSpec{}.OpenAPIModelName(), v1.ResourceRequirements{}.OpenAPIModelName()},
 	}
 }
 
@@ -1160,12 +1172,18 @@ func schema_pkg_apis_paddlepaddle_v1_TrainerSpec(ref common.ReferenceCallback) c
 							Ref:         ref(v1.ResourceRequirements{}.OpenAPIModelName()),
 						},
 					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template is the role's pod as its user writes it, Kubeflow's way: an environment, Secrets, a service account, a security context, probes, init containers and sidecars. EDL merges its own into it (labels, environment, restart policy, rendezvous); containers[0] is the role's, the rest run beside it. Where the template contradicts EDL, the job fails as Invalid naming the field (docs/templates.md).",
+							Ref:         ref(v1.PodTemplateSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"min-instance", "max-instance"},
 			},
 		},
 		Dependencies: []string{
-			v1.ResourceRequirements{}.OpenAPIModelName()},
+			v1.PodTemplateSpec{}.OpenAPIModelName(), v1.ResourceRequirements{}.OpenAPIModelName()},
 	}
 }
 

@@ -127,7 +127,7 @@ func run() error {
 
 	step("installing the TrainingJob CRD and the PriorityClasses %q (%d) and %q (%d)",
 		experiment.TrainingPriority, experiment.TrainingPriorityValue, experiment.WebPriority, experiment.WebPriorityValue)
-	if err := sh("apply", "-f", filepath.Join(root, "thirdpartyresource.yaml")); err != nil {
+	if err := sh("apply", "--server-side", "-f", filepath.Join(root, "thirdpartyresource.yaml")); err != nil {
 		return err
 	}
 	// kubectl wait fails at once, rather than waiting, while the new CRD has

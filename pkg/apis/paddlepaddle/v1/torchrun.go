@@ -16,7 +16,12 @@ const ShellChars = "'\"$`\\|&;<>()*?~#"
 // ARGS` it returns ARGS (torchrun's options, the script and its arguments)
 // and true; for any other line, nil and false.
 func TorchrunArgs(entrypoint string) ([]string, bool) {
-	args := strings.Fields(entrypoint)
+	return TorchrunArgv(strings.Fields(entrypoint))
+}
+
+// TorchrunArgv is TorchrunArgs of a launch line given as its words, as a
+// trainer template's command and args give it.
+func TorchrunArgv(args []string) ([]string, bool) {
 	switch {
 	case len(args) >= 1 && path.Base(args[0]) == "torchrun":
 		return args[1:], true
@@ -51,6 +56,13 @@ var torchrunOwned = map[string]string{
 	"master-port":    "the rendezvous",
 }
 
+// TorchrunOwned reports whether a torchrun option (by its name without
+// dashes, with - or _) is EDL's, and where its value comes from.
+func TorchrunOwned(option string) (from string, owned bool) {
+	from, owned = torchrunOwned[strings.ReplaceAll(strings.TrimLeft(option, "-"), "_", "-")]
+	return from, owned
+}
+
 // torchrunFlags are torchrun's options that take no value; every other
 // option takes one.
 var torchrunFlags = map[string]bool{"standalone": true, "no-python": true, "run-path": true, "module": true, "m": true, "virtual-local-rank": true}
@@ -68,6 +80,12 @@ func torchrunLine(p *field.Path, entrypoint string) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, entrypoint,
 			"a torchrun line runs without a shell: leave out quotes, variables and redirections, or run torchrun's script under sh -c in a script of its own")}
 	}
+	return torchrunOptions(p, entrypoint, args)
+}
+
+// torchrunOptions checks torchrun's options on a line: those before the
+// script must leave EDL's to EDL. value is the line as the error shows it.
+func torchrunOptions(p *field.Path, value any, args []string) field.ErrorList {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") {
@@ -76,7 +94,7 @@ func torchrunLine(p *field.Path, entrypoint string) field.ErrorList {
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		name = strings.ReplaceAll(name, "_", "-")
 		if from, owned := torchrunOwned[name]; owned {
-			return field.ErrorList{field.Invalid(p, entrypoint, "torchrun's --"+name+" is EDL's: it comes from "+from)}
+			return field.ErrorList{field.Invalid(p, value, "torchrun's --"+name+" is EDL's: it comes from "+from)}
 		}
 		if !hasValue && !torchrunFlags[name] {
 			i++ // its value

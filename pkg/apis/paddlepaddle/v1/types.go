@@ -234,6 +234,15 @@ type TrainerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
 // PserverSpec describes the parameter servers. Their count is fixed at
@@ -265,6 +274,15 @@ type PserverSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
 // MasterSpec describes the master of a fault-tolerant job.
@@ -281,6 +299,15 @@ type MasterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('nvidia.com/gpu' in self.requests) || !('nvidia.com/gpu' in self.limits) || !isQuantity(string(self.requests['nvidia.com/gpu'])) || !isQuantity(string(self.limits['nvidia.com/gpu'])) || quantity(string(self.requests['nvidia.com/gpu'])).compareTo(quantity(string(self.limits['nvidia.com/gpu']))) == 0",message="an extended resource's request must equal its limit",fieldPath=".requests['nvidia.com/gpu']"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 
 	// EtcdEndpoint is the etcd the master keeps its task queue in; empty
 	// means the etcd the launcher runs beside the master.

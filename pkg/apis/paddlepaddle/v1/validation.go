@@ -66,6 +66,7 @@ func Validate(job *TrainingJob) field.ErrorList {
 	errs = append(errs, resources(tp.Child("resources"), spec.Trainer.Resources)...)
 
 	errs = append(errs, framework(path, spec)...)
+	errs = append(errs, templates(path, spec)...)
 
 	errs = append(errs, resources(path.Child("master", "resources"), spec.Master.Resources)...)
 	return errs

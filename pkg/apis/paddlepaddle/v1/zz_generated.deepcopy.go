@@ -115,6 +115,11 @@ func (in *HostDiscovery) DeepCopy() *HostDiscovery {
 func (in *MasterSpec) DeepCopyInto(out *MasterSpec) {
 	*out = *in
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.Template != nil {
+		in, out := &in.Template, &out.Template
+		*out = new(corev1.PodTemplateSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 
@@ -194,6 +199,11 @@ func (in *ProgressStatus) DeepCopy() *ProgressStatus {
 func (in *PserverSpec) DeepCopyInto(out *PserverSpec) {
 	*out = *in
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.Template != nil {
+		in, out := &in.Template, &out.Template
+		*out = new(corev1.PodTemplateSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 
@@ -340,6 +350,11 @@ func (in *TrainerSpec) DeepCopyInto(out *TrainerSpec) {
 		**out = **in
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.Template != nil {
+		in, out := &in.Template, &out.Template
+		*out = new(corev1.PodTemplateSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

@@ -29,6 +29,13 @@ import (
 type MasterSpecApplyConfiguration struct {
 	// Resources of the master container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 	// EtcdEndpoint is the etcd the master keeps its task queue in; empty
 	// means the etcd the launcher runs beside the master.
 	EtcdEndpoint *string `json:"etcd-endpoint,omitempty"`
@@ -45,6 +52,14 @@ func MasterSpec() *MasterSpecApplyConfiguration {
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *MasterSpecApplyConfiguration) WithResources(value corev1.ResourceRequirements) *MasterSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithTemplate sets the Template field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Template field is set to the value of the last call.
+func (b *MasterSpecApplyConfiguration) WithTemplate(value corev1.PodTemplateSpec) *MasterSpecApplyConfiguration {
+	b.Template = &value
 	return b
 }
 

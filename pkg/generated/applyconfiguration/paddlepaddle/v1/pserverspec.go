@@ -36,6 +36,13 @@ type PserverSpecApplyConfiguration struct {
 	MaxInstance *int32 `json:"max-instance,omitempty"`
 	// Resources of one pserver container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
 // PserverSpecApplyConfiguration constructs a declarative configuration of the PserverSpec type for use with
@@ -73,5 +80,13 @@ func (b *PserverSpecApplyConfiguration) WithMaxInstance(value int32) *PserverSpe
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *PserverSpecApplyConfiguration) WithResources(value corev1.ResourceRequirements) *PserverSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithTemplate sets the Template field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Template field is set to the value of the last call.
+func (b *PserverSpecApplyConfiguration) WithTemplate(value corev1.PodTemplateSpec) *PserverSpecApplyConfiguration {
+	b.Template = &value
 	return b
 }

@@ -44,6 +44,13 @@ type TrainerSpecApplyConfiguration struct {
 	MaxRestarts *int32 `json:"max-restarts,omitempty"`
 	// Resources of one trainer container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Template is the role's pod as its user writes it, Kubeflow's way: an
+	// environment, Secrets, a service account, a security context, probes,
+	// init containers and sidecars. EDL merges its own into it (labels,
+	// environment, restart policy, rendezvous); containers[0] is the
+	// role's, the rest run beside it. Where the template contradicts EDL,
+	// the job fails as Invalid naming the field (docs/templates.md).
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
 // TrainerSpecApplyConfiguration constructs a declarative configuration of the TrainerSpec type for use with
@@ -105,5 +112,13 @@ func (b *TrainerSpecApplyConfiguration) WithMaxRestarts(value int32) *TrainerSpe
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *TrainerSpecApplyConfiguration) WithResources(value corev1.ResourceRequirements) *TrainerSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithTemplate sets the Template field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Template field is set to the value of the last call.
+func (b *TrainerSpecApplyConfiguration) WithTemplate(value corev1.PodTemplateSpec) *TrainerSpecApplyConfiguration {
+	b.Template = &value
 	return b
 }

@@ -3,7 +3,8 @@
 // `kubectl edl resume` work with the kubeconfig's current context and
 // namespace and kubectl's own flags (-n, -A, --context, -o). explain plans
 // with the options the running controller published on its Lease, so that
-// nobody repeats the controller's flags.
+// nobody repeats the controller's flags. `kubectl edl convert` turns
+// Kubeflow PyTorchJobs into TrainingJobs, without a cluster.
 package main
 
 import (
@@ -89,7 +90,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		// the display name.
 		Use:         "kubectl-edl",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl edl"},
-		Short:       "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume",
+		Short:       "Elastic Deep Learning: why jobs have the trainers they have, the admission queue, suspend and resume, Kubeflow PyTorchJobs converted",
 		Long: `kubectl edl works with EDL's TrainingJobs on the cluster of the kubeconfig's current context.
 
   kubectl edl explain [JOB]     why each job has its trainers: one plan, as the controller's next
@@ -97,6 +98,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
   kubectl edl queue             the jobs waiting for admission, in queue order, and what each waits for
   kubectl edl suspend JOB...    stop jobs' pods, keeping the jobs (spec.suspend: true)
   kubectl edl resume JOB...     queue them again (spec.suspend: false)
+  kubectl edl convert -f FILE   turn Kubeflow PyTorchJobs into TrainingJobs (YAML on stdout)
   kubectl edl version           the plugin's version and the running controller's`,
 		Version:       version,
 		SilenceUsage:  true,
@@ -109,7 +111,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&r.controllerNamespace, "controller-namespace", "",
 		"namespace of the EDL controller's Lease, where it publishes the options it runs with (default: the namespace of the one Lease "+
 			config.LeaseName+" in the cluster when you may list Leases everywhere, else "+defaultControllerNamespace+")")
-	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false), newVersionCommand(r))
+	cmd.AddCommand(newExplainCommand(r), newQueueCommand(r), newSuspendCommand(r, true), newSuspendCommand(r, false),
+		newConvertCommand(r), newVersionCommand(r))
 	return cmd
 }
 

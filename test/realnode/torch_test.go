@@ -3,10 +3,12 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,10 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	tjclient "github.com/paddlepaddle/edl/pkg/generated/clientset/versioned"
+	"github.com/paddlepaddle/edl/test/docs"
 	"github.com/paddlepaddle/edl/test/framework"
 )
 
@@ -166,25 +168,30 @@ func configure(t *testing.T, cp *framework.ControlPlane, fields map[string]strin
 }
 
 // torchJob is example/torchjob.yaml on the real node, its checkpoint on a
-// host directory every trainer mounts, the training of the given length.
+// host directory every trainer mounts in place of the example's claim, the
+// training of the given length.
 func torchJob(t *testing.T, args, ckpt string) *v1.TrainingJob {
 	t.Helper()
 	root, err := framework.ModuleRoot()
 	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "example", "torchjob.yaml"))
+	jobs, err := docs.ExampleJobs(root)
 	require.NoError(t, err)
-	job := &v1.TrainingJob{}
-	require.NoError(t, yaml.Unmarshal(data, job))
+	job := jobs["example/torchjob.yaml/torch-example"]
+	require.NotNil(t, job, "example/torchjob.yaml's job; the examples: %v", slices.Collect(maps.Keys(jobs)))
 	require.Equal(t, v1.FrameworkPyTorch, job.Spec.Framework)
 	require.Equal(t, int32(1), job.Spec.Trainer.MinInstance)
 	require.Equal(t, int32(3), job.Spec.Trainer.MaxInstance)
 	job.Spec.Image = exampleImage(t)
 	job.Spec.Trainer.Entrypoint += " " + args
 	job.Spec.NodeSelector = map[string]string{framework.RealNodeLabel: "true"}
-	job.Spec.Volumes = append(job.Spec.Volumes, corev1.Volume{Name: "checkpoint", VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: ckpt},
-	}})
-	job.Spec.VolumeMounts = append(job.Spec.VolumeMounts, corev1.VolumeMount{Name: "checkpoint", MountPath: "/checkpoint"})
+	replaced := false
+	for i := range job.Spec.Volumes {
+		if job.Spec.Volumes[i].Name == "checkpoint" {
+			job.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ckpt}}
+			replaced = true
+		}
+	}
+	require.True(t, replaced, "example/torchjob.yaml's checkpoint volume")
 	return job
 }
 

@@ -116,6 +116,15 @@ func run() error {
 		}
 	}()
 
+	if *real > 0 {
+		// example/torchjob.yaml's claim, in namespace default: the
+		// real node's disk, shared by its trainers.
+		dir, err := cp.SharedVolume(ctx, "default", "torch-checkpoints")
+		if err != nil {
+			return err
+		}
+		fmt.Printf("volume for claim default/torch-checkpoints: %s\n", dir)
+	}
 	if err := writeKubeconfig(cp.Kubeconfig, kubeconfig); err != nil {
 		return err
 	}

@@ -96,6 +96,9 @@ func TestCRDRulesOffline(t *testing.T) {
 	for _, file := range []string{"example/examplejob.yaml", "example/torchjob.yaml"} {
 		data := mustRead(t, repoFile(t, file))
 		for _, doc := range strings.Split(data, "\n---\n") {
+			if !strings.Contains(doc, "\nkind: TrainingJob\n") {
+				continue // the example's claim
+			}
 			assert.Empty(t, run(t, []byte(doc)), file)
 		}
 	}

@@ -63,6 +63,12 @@ func TorchrunOwned(option string) (from string, owned bool) {
 	return from, owned
 }
 
+// TorchrunFlag reports whether a torchrun option (by its name without
+// dashes, with - or _) takes no value.
+func TorchrunFlag(option string) bool {
+	return torchrunFlags[strings.ReplaceAll(strings.TrimLeft(option, "-"), "_", "-")]
+}
+
 // torchrunFlags are torchrun's options that take no value; every other
 // option takes one.
 var torchrunFlags = map[string]bool{"standalone": true, "no-python": true, "run-path": true, "module": true, "m": true, "virtual-local-rank": true}

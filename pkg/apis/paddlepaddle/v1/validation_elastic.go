@@ -33,6 +33,10 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	}
 	if f == FrameworkPyTorch {
 		errs = append(errs, torchrunLine(path.Child("trainer", "entrypoint"), spec.Trainer.Entrypoint)...)
+		if spec.Trainer.Entrypoint == "" && spec.Trainer.TemplateCommand() == nil {
+			errs = append(errs, field.Required(path.Child("trainer", "entrypoint"),
+				"a PyTorch trainer needs its launch line: spec.trainer.entrypoint, or its template's command"))
+		}
 	}
 	p := spec.Elastic()
 	ep := path.Child("elasticPolicy")

@@ -69,9 +69,12 @@ func ReservedEnv(f Framework, name string) bool {
 func templates(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	var errs field.ErrorList
 	f := spec.FrameworkOrDefault()
-	jobVolumes := sets.New[string]()
+	jobVolumes, jobPaths := sets.New[string](), sets.New[string]()
 	for _, v := range spec.Volumes {
 		jobVolumes.Insert(v.Name)
+	}
+	for _, m := range spec.VolumeMounts {
+		jobPaths.Insert(m.MountPath)
 	}
 	for _, r := range []struct {
 		role       Role
@@ -113,8 +116,12 @@ func templates(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 			}
 		}
 		for i, m := range c.VolumeMounts {
+			mp := cp.Child("volumeMounts").Index(i)
 			if !volumes.Has(m.Name) {
-				errs = append(errs, field.NotFound(cp.Child("volumeMounts").Index(i).Child("name"), m.Name))
+				errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+			}
+			if jobPaths.Has(m.MountPath) {
+				errs = append(errs, field.Duplicate(mp.Child("mountPath"), m.MountPath+" is also a mount of spec.volumeMounts"))
 			}
 		}
 		if (len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0) && (len(r.resources.Requests) > 0 || len(r.resources.Limits) > 0) {

@@ -124,7 +124,7 @@ test: lint controlplane ## make lint, a check that generated code is current, un
 	EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 15m ./test/trace/live
 	$(if $(REAL_NODE_TESTS),hack/real-node-deps.sh && hack/images.sh build)
 	$(if $(REAL_NODE_TESTS),,echo "the real-node tests skip: they need root")
-	$(if $(REAL_NODE_TESTS),EDL_REQUIRE_REAL_NODE=1) EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 30m ./test/realnode
+	$(if $(REAL_NODE_TESTS),EDL_REQUIRE_REAL_NODE=1) EDL_CONTROLPLANE_BIN="$$(hack/build-control-plane.sh --print-dir)" go test -count=1 -timeout 45m ./test/realnode
 	$(MAKE) --no-print-directory demo-check
 
 # make torch-run: the real training run of example/torchjob.yaml under EDL

@@ -226,7 +226,7 @@ func TestConvertRules(t *testing.T) {
 	}, {
 		name: "what EDL keeps for itself in the template, the rest as written",
 		sets: map[string]string{
-			workerTemplate + ".metadata":                                 "{labels: {paddle-job: x, team: vision}, annotations: {sidecar.istio.io/inject: 'false'}}",
+			workerTemplate + ".metadata":                                 "{labels: {paddle-job: x, paddle-job-master: '', team: vision}, annotations: {sidecar.istio.io/inject: 'false'}}",
 			workerTemplate + ".spec.restartPolicy":                       "OnFailure",
 			workerTemplate + ".spec.terminationGracePeriodSeconds":       "120",
 			workerTemplate + ".spec.serviceAccountName":                  "trainer",
@@ -261,6 +261,7 @@ func TestConvertRules(t *testing.T) {
 			assert.Len(t, c.Ports, 1)
 		},
 		notes: []noted{
+			{workerTemplate + ".metadata.labels[paddle-job-master]", notCarried + "label paddle-job-master is EDL's"},
 			{workerTemplate + ".metadata.labels[paddle-job]", notCarried + "label paddle-job is EDL's"},
 			{workerTemplate + ".spec.containers[0].env[0]", notCarried + "PET_NNODES is EDL's"},
 			{workerTemplate + ".spec.containers[0].env[2]", notCarried + "EDL_ROLE is EDL's"},

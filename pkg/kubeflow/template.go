@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -76,7 +75,7 @@ func (c *converter) template(path *field.Path, raw any) error {
 		s.TerminationGracePeriodSeconds = nil
 	}
 	for _, role := range []v1.Role{v1.RoleMaster, v1.RolePserver, v1.RoleTrainer} {
-		if label := v1.LabelFor(role); t.Labels[label] != "" {
+		if label := v1.LabelFor(role); hasKey(t.Labels, label) {
 			c.drop(path.Child("metadata", "labels").Key(label), "label "+label+" is EDL's: it selects the job's pods by it")
 			delete(t.Labels, label)
 		}
@@ -130,17 +129,11 @@ func (c *converter) launchLine(cp *field.Path, ctr *corev1.Container) {
 		return cp.Child("args").Index(i - len(ctr.Command))
 	}
 	drop := map[int]bool{}
-	for i := len(argv) - len(words); i < len(argv) && strings.HasPrefix(argv[i], "-"); i++ {
-		name, _, hasValue := strings.Cut(strings.TrimLeft(argv[i], "-"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		takesValue := !hasValue && !v1.TorchrunFlag(name)
-		if from, owned := v1.TorchrunOwned(name); owned {
-			c.drop(where(i), "torchrun's --"+name+" is EDL's: it comes from "+from)
-			drop[i] = true
-			drop[i+1] = takesValue
-		}
-		if takesValue {
-			i++ // its value
+	first := len(argv) - len(words) // torchrun's first argument in argv
+	for _, o := range v1.OwnedOptions(words) {
+		c.drop(where(first+o.Index), "torchrun's --"+o.Name+" is EDL's: it comes from "+o.From)
+		for w := range o.Words {
+			drop[first+o.Index+w] = true
 		}
 	}
 	if len(drop) == 0 {
@@ -157,4 +150,10 @@ func (c *converter) launchLine(cp *field.Path, ctr *corev1.Container) {
 		}
 	}
 	ctr.Command, ctr.Args = command, args
+}
+
+// hasKey reports whether m has key, whatever its value.
+func hasKey(m map[string]string, key string) bool {
+	_, ok := m[key]
+	return ok
 }

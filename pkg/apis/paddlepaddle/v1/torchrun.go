@@ -56,17 +56,32 @@ var torchrunOwned = map[string]string{
 	"master-port":    "the rendezvous",
 }
 
-// TorchrunOwned reports whether a torchrun option (by its name without
-// dashes, with - or _) is EDL's, and where its value comes from.
-func TorchrunOwned(option string) (from string, owned bool) {
-	from, owned = torchrunOwned[strings.ReplaceAll(strings.TrimLeft(option, "-"), "_", "-")]
-	return from, owned
+// OwnedOption is a torchrun option on a launch line that EDL gives every
+// trainer itself: its words' index in the arguments, how many words it
+// takes (2 when its value is the next word), its name and where EDL's
+// value comes from.
+type OwnedOption struct {
+	Index, Words int
+	Name, From   string
 }
 
-// TorchrunFlag reports whether a torchrun option (by its name without
-// dashes, with - or _) takes no value.
-func TorchrunFlag(option string) bool {
-	return torchrunFlags[strings.ReplaceAll(strings.TrimLeft(option, "-"), "_", "-")]
+// OwnedOptions are the options among torchrun's arguments (TorchrunArgs),
+// before the script, that are EDL's.
+func OwnedOptions(args []string) []OwnedOption {
+	var owned []OwnedOption
+	for i := 0; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		name = strings.ReplaceAll(name, "_", "-")
+		words := 1
+		if !hasValue && !torchrunFlags[name] {
+			words = 2 // its value is the next word
+		}
+		if from, ok := torchrunOwned[name]; ok {
+			owned = append(owned, OwnedOption{Index: i, Words: words, Name: name, From: from})
+		}
+		i += words - 1
+	}
+	return owned
 }
 
 // torchrunFlags are torchrun's options that take no value; every other
@@ -92,19 +107,9 @@ func torchrunLine(p *field.Path, entrypoint string) field.ErrorList {
 // torchrunOptions checks torchrun's options on a line: those before the
 // script must leave EDL's to EDL. value is the line as the error shows it.
 func torchrunOptions(p *field.Path, value any, args []string) field.ErrorList {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			return nil // the script: what follows is its own
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		if from, owned := torchrunOwned[name]; owned {
-			return field.ErrorList{field.Invalid(p, value, "torchrun's --"+name+" is EDL's: it comes from "+from)}
-		}
-		if !hasValue && !torchrunFlags[name] {
-			i++ // its value
-		}
+	if owned := OwnedOptions(args); len(owned) > 0 {
+		o := owned[0]
+		return field.ErrorList{field.Invalid(p, value, "torchrun's --"+o.Name+" is EDL's: it comes from "+o.From)}
 	}
 	return nil
 }

@@ -149,8 +149,8 @@ func TestConvertRules(t *testing.T) {
 			assert.Equal(t, []v1.RdzvConf{{Key: "join_timeout", Value: "600"}}, job.Spec.ElasticPolicy.RdzvConf)
 		},
 		notes: []noted{
-			{"spec.elasticPolicy.rdzvConf[1]", notCarried + "key is_host is EDL's"},
-			{"spec.elasticPolicy.rdzvConf[2]", notCarried + "no comma"},
+			{"spec.elasticPolicy.rdzvConf[1]", notCarried + "rdzvConf: key is_host is EDL's"},
+			{"spec.elasticPolicy.rdzvConf[2]", notCarried + "rdzvConf: a=x,y must not contain a comma"},
 			{"spec.elasticPolicy.rdzvConf[3]", notCarried + "key join_timeout is given before"},
 		},
 	}, {

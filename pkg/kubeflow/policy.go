@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -106,14 +105,9 @@ func (c *converter) rdzvConf(ep *object, policy *v1.ElasticPolicy) error {
 		if err != nil {
 			return err
 		}
-		var why string
+		why := v1.RdzvSettingRefused(key, value)
 		switch {
-		case key == "":
-			why = "a rendezvous setting needs a key"
-		case key == "is_host":
-			why = "key is_host is EDL's: the rendezvous store is the master pod's, never a trainer's"
-		case strings.ContainsAny(key, ",=") || strings.Contains(value, ","):
-			why = "PET_RDZV_CONF is key=value,key=value: no comma, and no equals sign in a key"
+		case why != "":
 		case len(key) > 63 || len(value) > 253:
 			why = "EDL takes keys of at most 63 characters and values of at most 253"
 		case seen[key]:

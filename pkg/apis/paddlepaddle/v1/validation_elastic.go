@@ -61,14 +61,11 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 	keys := map[string]bool{}
 	for i, c := range p.RdzvConf {
 		cp := ep.Child("rdzvConf").Index(i)
-		switch {
+		switch why := RdzvSettingRefused(c.Key, c.Value); {
 		case c.Key == "":
-			errs = append(errs, field.Required(cp.Child("key"), "a rendezvous setting needs a key"))
-		case c.Key == "is_host":
-			errs = append(errs, field.Invalid(cp, c.Key, "rdzvConf: key is_host is EDL's: the rendezvous store is the master pod's, never a trainer's"))
-		case strings.ContainsAny(c.Key, ",=") || strings.Contains(c.Value, ","):
-			errs = append(errs, field.Invalid(cp, c.Key+"="+c.Value,
-				"rdzvConf: "+c.Key+"="+c.Value+" must not contain a comma, nor its key an equals sign: PET_RDZV_CONF is key=value,key=value"))
+			errs = append(errs, field.Required(cp.Child("key"), why))
+		case why != "":
+			errs = append(errs, field.Invalid(cp, c.Key+"="+c.Value, why))
 		case keys[c.Key]:
 			errs = append(errs, field.Duplicate(cp.Child("key"), c.Key))
 		}
@@ -78,4 +75,18 @@ func framework(path *field.Path, spec *TrainingJobSpec) field.ErrorList {
 		errs = append(errs, inRange(ep.Child("hostDiscovery", "slotsPerHost"), *h.SlotsPerHost, 1, 1024)...)
 	}
 	return errs
+}
+
+// RdzvSettingRefused is why EDL refuses a rendezvous setting
+// (elasticPolicy.rdzvConf) of its own, "" when it takes it.
+func RdzvSettingRefused(key, value string) string {
+	switch {
+	case key == "":
+		return "a rendezvous setting needs a key"
+	case key == "is_host":
+		return "rdzvConf: key is_host is EDL's: the rendezvous store is the master pod's, never a trainer's"
+	case strings.ContainsAny(key, ",=") || strings.Contains(value, ","):
+		return "rdzvConf: " + key + "=" + value + " must not contain a comma, nor its key an equals sign: PET_RDZV_CONF is key=value,key=value"
+	}
+	return ""
 }

@@ -59,7 +59,10 @@ var torchrunOwned = map[string]string{
 // OwnedOption is a torchrun option on a launch line that EDL gives every
 // trainer itself: its words' index in the arguments, how many words it
 // takes (2 when its value is the next word), its name and where EDL's
-// value comes from.
+// value comes from. It is not part of the API.
+//
+// +k8s:deepcopy-gen=false
+// +k8s:openapi-gen=false
 type OwnedOption struct {
 	Index, Words int
 	Name, From   string

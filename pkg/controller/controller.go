@@ -310,6 +310,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		job.Status = *shared.Status.DeepCopy() // what the status below starts from
 	}
 	stop := stopReason(job, final, obs.queued)
+	if final {
+		// Past its ttlSecondsAfterFinished, the job is deleted, and the
+		// garbage collector takes what it owns.
+		deleted, left, err := c.expire(ctx, job, obs.now)
+		if err != nil || deleted {
+			return err
+		}
+		if left > 0 {
+			c.queue.AddAfter(key, left)
+		}
+	}
 
 	var errs, refused []error
 	var refusals []refusal
@@ -344,6 +355,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if role != v1.RoleTrainer {
 				if err := c.ensureService(ctx, job, role); err != nil {
 					report(err)
+				}
+			}
+			if stop == stopFinished {
+				// A finished job's pods kept for their logs leave their
+				// ReplicaSet, which goes.
+				if kept, err := c.keepPods(ctx, job, role, obs.replicaSets[role], obs.pods[role]); kept || err != nil {
+					if err != nil {
+						report(err)
+					}
+					continue
 				}
 			}
 			if err := c.ensureReplicaSet(ctx, job, role, obs.replicaSets[role], rsInputs{stop: stop, queued: obs.queued, acked: acked, trainersLeft: countPods(obs.pods[v1.RoleTrainer], notEnded) > 0}); err != nil {

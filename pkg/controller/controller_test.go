@@ -269,7 +269,7 @@ func TestSyncFinishedJobScalesToZero(t *testing.T) {
 			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
 		{"a fault-tolerant trainer exited 0 in its last run", builders.Job("mnist", testNamespace, builders.FaultTolerant()), trainerPod("mnist-trainer-z", builders.Running(), builders.LastExited(0), builders.Restarts(1)),
 			v1.PhaseSucceeded, v1.ReasonSucceeded, "Normal Succeeded trainer pod mnist-trainer-z container trainer exited with code 0; every ReplicaSet is scaled to 0"},
-		{"a plain trainer failed", builders.Job("mnist", testNamespace), trainerPod("mnist-trainer-z", builders.Exited(2)),
+		{"a plain trainer failed, the job keeping none of its pods", builders.Job("mnist", testNamespace, builders.CleanPods(v1.CleanPodPolicyAll)), trainerPod("mnist-trainer-z", builders.Exited(2)),
 			v1.PhaseFailed, v1.ReasonTrainerFailed, "Warning Failed trainer pod mnist-trainer-z container trainer exited with code 2; the job is not fault tolerant"},
 	}
 	for _, tt := range tests {

@@ -117,11 +117,12 @@ func TestSyncCreatesATorchJob(t *testing.T) {
 }
 
 // TestSyncFailsATorchJobPastItsBudget: the failure is the job's edge: a
-// Warning event after the status write, and every ReplicaSet goes to 0 —
+// Warning event after the status write, and (keeping none of its pods)
+// every ReplicaSet goes to 0 —
 // the master, the job's last pod to go, once no trainer pod is left.
 func TestSyncFailsATorchJobPastItsBudget(t *testing.T) {
 	f := newFixture(t)
-	job := f.addJob(torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)})))
+	job := f.addJob(torchJob(builders.Elastic(v1.ElasticPolicy{MaxRestarts: ptr.To[int32](0)}), builders.CleanPods(v1.CleanPodPolicyAll)))
 	f.addJobObjects(job, 1)
 	t0 := time.Now().Add(-time.Hour)
 	f.addPods(builders.RolePod(job, v1.RoleMaster, "mnist-master-0", builders.Ready(), builders.RunningSince(t0)),

@@ -44,6 +44,9 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		}
 		return rs
 	}
+	if existing != nil && existing.DeletionTimestamp != nil {
+		return nil // a finished job's, going as its pods are kept ([Controller.keepPods])
+	}
 	if existing == nil {
 		if stop == stopFinished {
 			return nil

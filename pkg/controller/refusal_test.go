@@ -256,7 +256,7 @@ func TestRefusalsAreNotFailedSyncs(t *testing.T) {
 // events; it clears once the pserver is ready again; and restarts beyond
 // trainer.max-restarts fail the job.
 func TestSyncReportsAFailingPserver(t *testing.T) {
-	job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6))
+	job := builders.Job("mnist", testNamespace, builders.FaultTolerant(), builders.Trainers(2, 6), builders.CleanPods(v1.CleanPodPolicyAll))
 	f := newFixture(t)
 	f.addJob(job)
 	f.addJobObjects(job, 2)

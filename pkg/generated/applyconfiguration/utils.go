@@ -52,6 +52,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &paddlepaddlev1.ReplicaStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ResizeStatus"):
 		return &paddlepaddlev1.ResizeStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RunPolicy"):
+		return &paddlepaddlev1.RunPolicyApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ScaleRecord"):
 		return &paddlepaddlev1.ScaleRecordApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ScalingModel"):

@@ -43,6 +43,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RdzvConf":            schema_pkg_apis_paddlepaddle_v1_RdzvConf(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ReplicaStatus":       schema_pkg_apis_paddlepaddle_v1_ReplicaStatus(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ResizeStatus":        schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref),
+		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RunPolicy":           schema_pkg_apis_paddlepaddle_v1_RunPolicy(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScaleRecord":         schema_pkg_apis_paddlepaddle_v1_ScaleRecord(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ScalingModel":        schema_pkg_apis_paddlepaddle_v1_ScalingModel(ref),
 		"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.SizeThroughput":      schema_pkg_apis_paddlepaddle_v1_SizeThroughput(ref),
@@ -934,6 +935,33 @@ func schema_pkg_apis_paddlepaddle_v1_ResizeStatus(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_paddlepaddle_v1_RunPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RunPolicy is what is left of a job once it finishes (Succeeded or Failed), after Kubeflow's runPolicy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cleanPodPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CleanPodPolicy is which pods go when the job finishes; the pods kept are stopped (spec.activeDeadlineSeconds 1: the kubelet ends them, phase Failed, reason DeadlineExceeded, their logs kept), taken out of their ReplicaSet, labelled edl.paddlepaddle.org/kept=<job> and owned by the job, so they go with it. Running by default: a failed job keeps its failed pods, and kubectl logs reads them.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ttlSecondsAfterFinished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLSecondsAfterFinished, when set, deletes the job (and what it owns: its kept pods too) that long after it finished.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_paddlepaddle_v1_ScaleRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1494,12 +1522,18 @@ func schema_pkg_apis_paddlepaddle_v1_TrainingJobSpec(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"runPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunPolicy is what is left of the job once it finishes: which pods stay for their logs, and when the job itself goes.",
+							Ref:         ref("github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RunPolicy"),
+						},
+					},
 				},
 				Required: []string{"image", "trainer"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.Affinity{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Toleration{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
+			"github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.ElasticPolicy", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.MasterSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.PserverSpec", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.RunPolicy", "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1.TrainerSpec", v1.Affinity{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Toleration{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
 	}
 }
 

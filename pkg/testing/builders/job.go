@@ -80,6 +80,16 @@ func JobPhase(phase v1.TrainingJobPhase, reason, message string) JobOption {
 	}
 }
 
+// CleanPods sets spec.runPolicy.cleanPodPolicy.
+func CleanPods(policy v1.CleanPodPolicy) JobOption {
+	return func(j *v1.TrainingJob) {
+		if j.Spec.RunPolicy == nil {
+			j.Spec.RunPolicy = &v1.RunPolicy{}
+		}
+		j.Spec.RunPolicy.CleanPodPolicy = policy
+	}
+}
+
 // Condition adds a status condition whose message is its reason, last
 // changed at T0.
 func Condition(kind string, status metav1.ConditionStatus, reason string) JobOption {

@@ -186,6 +186,11 @@ type TrainingJobSpec struct {
 	// still created, so a job submitted suspended is ready to be resumed.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// RunPolicy is what is left of the job once it finishes: which pods
+	// stay for their logs, and when the job itself goes.
+	// +optional
+	RunPolicy *RunPolicy `json:"runPolicy,omitempty"`
 }
 
 // TrainerSpec describes the trainers, the role the autoscaler scales.

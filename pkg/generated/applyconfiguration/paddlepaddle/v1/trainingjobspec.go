@@ -96,6 +96,9 @@ type TrainingJobSpecApplyConfiguration struct {
 	// those of batch/v1 Job's spec.suspend. A suspended job's ReplicaSets are
 	// still created, so a job submitted suspended is ready to be resumed.
 	Suspend *bool `json:"suspend,omitempty"`
+	// RunPolicy is what is left of the job once it finishes: which pods
+	// stay for their logs, and when the job itself goes.
+	RunPolicy *RunPolicyApplyConfiguration `json:"runPolicy,omitempty"`
 }
 
 // TrainingJobSpecApplyConfiguration constructs a declarative configuration of the TrainingJobSpec type for use with
@@ -283,5 +286,13 @@ func (b *TrainingJobSpecApplyConfiguration) WithTrainer(value *TrainerSpecApplyC
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *TrainingJobSpecApplyConfiguration) WithSuspend(value bool) *TrainingJobSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithRunPolicy sets the RunPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RunPolicy field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithRunPolicy(value *RunPolicyApplyConfiguration) *TrainingJobSpecApplyConfiguration {
+	b.RunPolicy = value
 	return b
 }

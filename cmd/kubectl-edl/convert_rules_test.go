@@ -178,6 +178,16 @@ func TestConvertRules(t *testing.T) {
 			assert.Equal(t, ptr.To(int32(6)), job.Spec.ElasticPolicy.MaxRestarts)
 		},
 	}, {
+		name: "a clean-pod policy or TTL EDL has not",
+		sets: map[string]string{"spec.runPolicy": "{cleanPodPolicy: Sometimes, ttlSecondsAfterFinished: -1}"},
+		check: func(t *testing.T, job *v1.TrainingJob) {
+			assert.Nil(t, job.Spec.RunPolicy)
+		},
+		notes: []noted{
+			{"spec.runPolicy.cleanPodPolicy", notCarried + "None, Running or All"},
+			{"spec.runPolicy.ttlSecondsAfterFinished", notCarried + "0 or more"},
+		},
+	}, {
 		name: "maxRestarts over backoffLimit",
 		sets: map[string]string{"spec.runPolicy": "{backoffLimit: 6}", "spec.elasticPolicy": "{maxRestarts: 2}"},
 		check: func(t *testing.T, job *v1.TrainingJob) {
@@ -185,22 +195,21 @@ func TestConvertRules(t *testing.T) {
 		},
 		notes: []noted{{"spec.runPolicy.backoffLimit", notCarried + "elasticPolicy.maxRestarts gives"}},
 	}, {
-		name: "the run policy: priority and suspension carried, Kubeflow's job life not",
+		name: "the run policy: the pods kept, the TTL, priority and suspension carried, Kubeflow's deadline not",
 		sets: map[string]string{"spec.runPolicy": "{cleanPodPolicy: Running, ttlSecondsAfterFinished: 60, activeDeadlineSeconds: 600, managedBy: kubeflow.org/training-operator, " +
 			"suspend: true, schedulingPolicy: {priorityClass: high, queue: q, minAvailable: 2, minResources: {cpu: '2'}, scheduleTimeoutSeconds: 60}}"},
 		check: func(t *testing.T, job *v1.TrainingJob) {
 			assert.True(t, job.Spec.Suspend)
 			assert.Equal(t, "high", job.Spec.PriorityClassName)
+			assert.Equal(t, &v1.RunPolicy{CleanPodPolicy: v1.CleanPodPolicyRunning, TTLSecondsAfterFinished: ptr.To(int32(60))}, job.Spec.RunPolicy)
 		},
 		notes: []noted{
 			{"spec.runPolicy.activeDeadlineSeconds", notCarried + "no deadline"},
-			{"spec.runPolicy.cleanPodPolicy", notCarried + "EDL scales a finished job's ReplicaSets to 0"},
 			{"spec.runPolicy.managedBy", notCarried},
 			{"spec.runPolicy.schedulingPolicy.minAvailable", notCarried + "once its min-instance trainers fit"},
 			{"spec.runPolicy.schedulingPolicy.minResources", notCarried + "once its min-instance trainers fit"},
 			{"spec.runPolicy.schedulingPolicy.queue", notCarried + "TrainingQueues"},
 			{"spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", notCarried + "start deadline"},
-			{"spec.runPolicy.ttlSecondsAfterFinished", notCarried + "until it is deleted"},
 		},
 	}, {
 		name: "the template's placement is the job's",

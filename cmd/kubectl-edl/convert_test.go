@@ -180,7 +180,7 @@ func TestConvertKubeflowExamples(t *testing.T) {
 // job.
 func TestConvertSeveralDocuments(t *testing.T) {
 	input := pytorchJob(t, "a", nil) + "---\n# a comment only\n---\n" + pytorchJob(t, "b", map[string]string{
-		"spec.runPolicy": "{cleanPodPolicy: All}",
+		"spec.runPolicy": "{activeDeadlineSeconds: 600}",
 	})
 	code, stdout, stderr := runPluginIn(input, "convert", "-f", "-")
 	require.Equal(t, 0, code, stderr)
@@ -189,7 +189,7 @@ func TestConvertSeveralDocuments(t *testing.T) {
 	require.Len(t, jobs, 2)
 	assert.Equal(t, "a", jobs[0].Name)
 	assert.Equal(t, "b", jobs[1].Name)
-	assertNotes(t, stderr, "b: ", []noted{{"spec.runPolicy.cleanPodPolicy", "not carried: EDL scales a finished job's ReplicaSets to 0"}})
+	assertNotes(t, stderr, "b: ", []noted{{"spec.runPolicy.activeDeadlineSeconds", "not carried: EDL sets no deadline on a running job"}})
 }
 
 // TestConvertRefusesWhatIsNotAPyTorchJob: anything but a file of

@@ -167,15 +167,17 @@ func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
 	return nil
 }
 
-// runPolicy carries the priority, suspension and failure budget; the rest
-// is Kubeflow's own job life, which EDL runs its own way.
+// runPolicy carries the pods a finished job keeps, its TTL, the priority,
+// suspension and failure budget; the rest is Kubeflow's own job life, which
+// EDL runs its own way.
 func (c *converter) runPolicy(spec *object, policy *v1.ElasticPolicy) error {
 	rp, err := c.child(spec, "runPolicy")
 	if err != nil || rp == nil {
 		return err
 	}
-	c.dropField(rp, "cleanPodPolicy", "EDL scales a finished job's ReplicaSets to 0")
-	c.dropField(rp, "ttlSecondsAfterFinished", "EDL keeps a finished job until it is deleted")
+	if err := c.finished(rp); err != nil {
+		return err
+	}
 	c.dropField(rp, "activeDeadlineSeconds", "EDL sets no deadline on a running job")
 	c.dropField(rp, "managedBy", "a TrainingJob is run by EDL's controller")
 	n, ok, err := integer(rp, "backoffLimit")
@@ -210,5 +212,33 @@ func (c *converter) runPolicy(spec *object, policy *v1.ElasticPolicy) error {
 	c.dropField(sp, "minResources", gang)
 	c.dropField(sp, "queue", "EDL's admission queue is its own (TrainingQueues), not a gang scheduler's")
 	c.dropField(sp, "scheduleTimeoutSeconds", "EDL requeues a job whose minimum did not start within the autoscaler's start deadline")
+	return nil
+}
+
+// finished carries cleanPodPolicy and ttlSecondsAfterFinished into
+// spec.runPolicy, which has Kubeflow's names and values.
+func (c *converter) finished(rp *object) error {
+	var run v1.RunPolicy
+	clean, ok, err := str(rp, "cleanPodPolicy")
+	switch p := v1.CleanPodPolicy(clean); {
+	case err != nil:
+		return err
+	case ok && p != v1.CleanPodPolicyNone && p != v1.CleanPodPolicyRunning && p != v1.CleanPodPolicyAll:
+		c.drop(rp.path.Child("cleanPodPolicy"), "EDL's cleanPodPolicy is None, Running or All")
+	case ok:
+		run.CleanPodPolicy = p
+	}
+	ttl, ok, err := integer(rp, "ttlSecondsAfterFinished")
+	switch {
+	case err != nil:
+		return err
+	case ok && ttl < 0:
+		c.drop(rp.path.Child("ttlSecondsAfterFinished"), "a TTL is 0 or more seconds")
+	case ok:
+		run.TTLSecondsAfterFinished = &ttl
+	}
+	if run != (v1.RunPolicy{}) {
+		c.job.Spec.RunPolicy = &run
+	}
 	return nil
 }

@@ -67,6 +67,15 @@ func Validate(job *TrainingJob) field.ErrorList {
 
 	errs = append(errs, framework(path, spec)...)
 	errs = append(errs, templates(path, spec)...)
+	if rp := spec.RunPolicy; rp != nil {
+		p := path.Child("runPolicy")
+		if c := rp.CleanPodPolicy; c != "" && c != CleanPodPolicyNone && c != CleanPodPolicyRunning && c != CleanPodPolicyAll {
+			errs = append(errs, field.NotSupported(p.Child("cleanPodPolicy"), c, []CleanPodPolicy{CleanPodPolicyNone, CleanPodPolicyRunning, CleanPodPolicyAll}))
+		}
+		if rp.TTLSecondsAfterFinished != nil {
+			errs = append(errs, atLeast(p.Child("ttlSecondsAfterFinished"), *rp.TTLSecondsAfterFinished, 0)...)
+		}
+	}
 
 	errs = append(errs, resources(path.Child("master", "resources"), spec.Master.Resources)...)
 	return errs

@@ -21,15 +21,17 @@ import (
 
 // podsToKeep are the pods of a finished job's role that its clean-pod
 // policy keeps (v1.RunPolicy): none under All, every pod not being deleted
-// under None, and under Running those with a container that exited
-// non-zero, now or in the run before.
-func podsToKeep(policy v1.CleanPodPolicy, pods []*cluster.Pod) []*cluster.Pod {
+// under None, and under Running, when the job failed, those with a
+// container that exited non-zero, now or in the run before (a job that
+// succeeded keeps none: an exit it excused, a lost master's, is no
+// failure to read).
+func podsToKeep(policy v1.CleanPodPolicy, jobFailed bool, pods []*cluster.Pod) []*cluster.Pod {
 	var keep []*cluster.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || policy == v1.CleanPodPolicyAll {
 			continue
 		}
-		if policy == v1.CleanPodPolicyNone || failed(p) {
+		if policy == v1.CleanPodPolicyNone || jobFailed && failed(p) {
 			keep = append(keep, p)
 		}
 	}
@@ -63,7 +65,7 @@ func failed(p *cluster.Pod) bool {
 // again: a finished job creates none. A sync that stops half-way is
 // finished by the next, which finds the same pods.
 func (c *Controller) keepPods(ctx context.Context, job *v1.TrainingJob, role v1.Role, rs *appsv1.ReplicaSet, pods []*cluster.Pod) (bool, error) {
-	keep := podsToKeep(job.Spec.CleanPods(), pods)
+	keep := podsToKeep(job.Spec.CleanPods(), job.Status.Phase == v1.PhaseFailed, pods)
 	gone := rs == nil || rs.DeletionTimestamp != nil
 	if len(keep) == 0 && !gone {
 		return false, nil // the ReplicaSet scales to 0

@@ -29,15 +29,18 @@ func TestPodsToKeep(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy v1.CleanPodPolicy
+		failed bool
 		want   []string
 	}{
-		{"Running keeps the pods with a container that exited non-zero, now or in the run before", v1.CleanPodPolicyRunning, []string{"crashed", "crashed-before"}},
-		{"None keeps every pod not being deleted", v1.CleanPodPolicyNone, []string{"healthy", "exited-0", "crashed", "crashed-before"}},
-		{"All keeps none", v1.CleanPodPolicyAll, nil},
+		{"Running: a failed job keeps the pods with a container that exited non-zero, now or in the run before", v1.CleanPodPolicyRunning, true, []string{"crashed", "crashed-before"}},
+		{"Running: a job that succeeded keeps none", v1.CleanPodPolicyRunning, false, nil},
+		{"None keeps every pod not being deleted", v1.CleanPodPolicyNone, true, []string{"healthy", "exited-0", "crashed", "crashed-before"}},
+		{"None: of a job that succeeded too", v1.CleanPodPolicyNone, false, []string{"healthy", "exited-0", "crashed", "crashed-before"}},
+		{"All keeps none", v1.CleanPodPolicyAll, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, p := range podsToKeep(tc.policy, slim(all...)) {
+			for _, p := range podsToKeep(tc.policy, tc.failed, slim(all...)) {
 				got = append(got, p.Name)
 			}
 			assert.Equal(t, tc.want, got)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -33,7 +34,8 @@ import (
 // every trainer fails, and the job ends Failed, reason TooManyFailures,
 // within a few minutes — its budget (maxRestarts 3) spent on kubelet's
 // crash backoff — its message naming the pod, the exit code and the
-// script's own error, and a Warning event says so.
+// script's own error, and a Warning event says so. The failed trainers
+// are kept, stopped, and kubectl logs reads the error in them.
 func TestTorchScriptThatFailsFailsItsJob(t *testing.T) {
 	cp := plane(t)
 	installed(t, cp)
@@ -78,6 +80,43 @@ func TestTorchScriptThatFailsFailsItsJob(t *testing.T) {
 		}
 	}
 	assert.Empty(t, closed, "of %d runs, these found the job's rendezvous closed", len(ended))
+
+	keptFailedPods(t, cp, ns, job.Name, "invalid literal for int() with base 10: 'notanumber'")
+}
+
+// keptFailedPods: a failed job keeps its failed trainer pods by default
+// (spec.runPolicy.cleanPodPolicy Running), stopped by their kubelet for
+// good, and kubectl logs reads the training's error in them; the trainer
+// ReplicaSet is gone, no pod of it is left, and nothing runs again.
+func keptFailedPods(t *testing.T, cp *framework.ControlPlane, ns, job, logged string) {
+	t.Helper()
+	waitJobEvent(t, cp, ns, job, corev1.EventTypeNormal, v1.EventPodsKept)
+	list, err := cp.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1.LabelKept + "=" + job})
+	require.NoError(t, err)
+	require.NotEmpty(t, list.Items, "the failed trainers kept")
+	restarts := map[string]int32{}
+	for _, p := range list.Items {
+		assert.Equal(t, "trainer", p.Labels[v1.LabelKeptRole])
+		stopped := waitPod(t, cp, ns, p.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		assert.Equal(t, "DeadlineExceeded", stopped.Status.Reason)
+		require.NotEmpty(t, stopped.Status.ContainerStatuses)
+		restarts[p.Name] = stopped.Status.ContainerStatuses[0].RestartCount
+		out, err := cp.Kubectl(t.Context(), "logs", "-n", ns, p.Name)
+		require.NoError(t, err, out)
+		assert.Contains(t, out, logged, "kubectl logs %s", p.Name)
+	}
+	_, err = cp.Client.AppsV1().ReplicaSets(ns).Get(t.Context(), v1.ReplicaSetName(job, v1.RoleTrainer), metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the trainer ReplicaSet is gone: %v", err)
+	time.Sleep(10 * time.Second)
+	left, err := cp.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1.LabelTrainer + "=" + job})
+	require.NoError(t, err)
+	assert.Empty(t, left.Items, "no trainer of the job's ReplicaSet")
+	for name, n := range restarts {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, corev1.PodFailed, p.Status.Phase, "%s stays stopped", name)
+		assert.Equal(t, n, p.Status.ContainerStatuses[0].RestartCount, "%s ran no more", name)
+	}
 }
 
 // TestTorchMasterLossIsNoFailure grows example/torchjob.yaml to three

@@ -20,7 +20,10 @@
 # When the agent fails, the end of the failing worker's stderr (torchrun
 # tees it into $EDL_STATE_DIR/torchrun) is written to the container's
 # termination log, so that the job's status says why, not torchrun's
-# summary of it.
+# summary of it, and into $EDL_STATE_DIR/last-failure, which the next run
+# of the container prints first: the kubelet keeps the log of a pod's last
+# run alone, and a failed job's pod kept for its logs may have been
+# restarted once more before it was stopped.
 #
 # The stop signals and SIGCHLD are blocked from the first line and taken one
 # at a time with sigwaitinfo: none is lost however early it comes, and one
@@ -79,6 +82,7 @@ def main():
         say("the training ended (exit 0 at %s); not started again" % when)
         signal.sigwaitinfo(STOP)
         return 0
+    retell(finished)
     pending = signal.sigpending() & STOP
     if pending:
         say("%s before torchrun started; not started" % name(min(pending)))
@@ -142,6 +146,11 @@ def tell_why(logs):
     _, _, text = max(found, key=lambda f: (f[1], f[0]))
     lines = [l for l in text.splitlines() if l.strip()][-MESSAGE_LINES:]
     tail = "\n".join(lines)[-MESSAGE_BYTES:]
+    try:
+        with open(os.path.join(os.path.dirname(logs), "last-failure"), "w") as f:
+            f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n" + tail + "\n")
+    except OSError as e:
+        say("cannot keep the failure for the next run: %s" % e)
     path = os.environ.get("EDL_TERMINATION_LOG", "/dev/termination-log")
     if not os.path.exists(path) and "EDL_TERMINATION_LOG" not in os.environ:
         return  # not in a container the kubelet started
@@ -150,6 +159,22 @@ def tell_why(logs):
             f.write(tail + "\n")
     except OSError as e:
         say("cannot write the termination log %s: %s" % (path, e))
+
+
+def retell(finished):
+    """Prints the failure the run before this one kept (tell_why), once."""
+    if not finished:
+        return
+    path = os.path.join(os.path.dirname(finished), "last-failure")
+    try:
+        with open(path) as f:
+            when, _, tail = f.read().partition("\n")
+        os.remove(path)
+    except OSError:
+        return
+    say("the run before this one failed at %s; the end of its worker's stderr:" % when)
+    for line in tail.splitlines():
+        say("| " + line)
 
 
 def leave(agent, sig):

@@ -25,10 +25,19 @@ func TestWrapperTellsWhyTheTrainingFailed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nValueError: invalid literal for int() with base 10: 'notanumber'\n", string(msg))
 
-	// The next run starts with the logs of the last one gone.
+	// The next run starts with the logs of the last one gone, and prints
+	// the failure first, once: the kubelet keeps the log of a pod's last
+	// run alone.
 	r = start(ctx, t, "exit 0", withStateDir(state), withTerminationLog(filepath.Join(t.TempDir(), "unused")))
 	assert.Equal(t, 0, r.wait(ctx, t))
 	assert.NoDirExists(t, filepath.Join(state, "torchrun"))
+	assert.Regexp(t, `^edl: the run before this one failed at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; the end of its worker's stderr:\n`+
+		`edl: \| Traceback \(most recent call last\):\n(.*\n)*edl: \| ValueError: invalid literal for int\(\) with base 10: 'notanumber'\n`, r.output(t))
+	assert.NoFileExists(t, filepath.Join(state, "last-failure"))
+	require.NoError(t, os.Remove(filepath.Join(state, "finished")))
+	r = start(ctx, t, "exit 0", withStateDir(state))
+	assert.Equal(t, 0, r.wait(ctx, t))
+	assert.NotContains(t, r.output(t), "failed", "told once")
 
 	// Without a state dir, torchrun's logs are its own.
 	r = start(ctx, t, "exit 3")

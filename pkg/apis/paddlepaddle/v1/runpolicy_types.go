@@ -11,8 +11,9 @@ type CleanPodPolicy string
 const (
 	// CleanPodPolicyNone keeps every pod of the job, stopped.
 	CleanPodPolicyNone CleanPodPolicy = "None"
-	// CleanPodPolicyRunning keeps the pods with a container that exited
-	// non-zero, stopped; the others go.
+	// CleanPodPolicyRunning keeps a failed job's pods with a container
+	// that exited non-zero, stopped; the others go, and all of a job that
+	// succeeded.
 	CleanPodPolicyRunning CleanPodPolicy = "Running"
 	// CleanPodPolicyAll keeps none: every ReplicaSet scales to 0.
 	CleanPodPolicyAll CleanPodPolicy = "All"

@@ -13,10 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 )
@@ -66,7 +68,8 @@ func forbiddenRequests(p *edlProc) float64 {
 // ServiceAccount of edl_controller.yaml, with the RBAC of that file and
 // nothing else, through a job's whole life: created, Running, grown by the
 // autoscaler, its trainers given deletion costs, a drifted Service put back,
-// deleted; then a clean shutdown
+// deleted; a failed job's pods kept and the job deleted after its TTL; then
+// a clean shutdown
 // that releases the lease in paddlecloud. No request may be refused.
 func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 	installCRD(t)
@@ -131,6 +134,25 @@ func TestControllerNeedsNoMoreThanItsServiceAccount(t *testing.T) {
 		svc, err := svcs.Get(ctx, svcName, metav1.GetOptions{})
 		return err == nil && svc.Spec.Selector["drift"] == ""
 	})
+
+	// A plain job whose trainer fails keeps that pod: its ReplicaSet is
+	// deleted, the pod patched, the other trainers deleted; then its
+	// ttlSecondsAfterFinished deletes the job.
+	failing := exampleJob(t, ns, plain)
+	failing.Name = "failing"
+	failing.Spec.RunPolicy = &v1.RunPolicy{TTLSecondsAfterFinished: ptr.To(int32(2))}
+	_, err = tj.Create(ctx, failing, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitForJob(t, ns, failing.Name, "Running", phaseIs(v1.PhaseRunning))
+	trainers := podsOf(t, ns, v1.LabelTrainer, failing.Name)
+	require.NotEmpty(t, trainers)
+	annotateExit(t, ns, trainers[0].Name, 3)
+	edl.waitFor("the failed job kept its failed trainer and was deleted after its TTL", func() bool {
+		_, err := tj.Get(ctx, failing.Name, metav1.GetOptions{})
+		kept, podErr := cp.Client.CoreV1().Pods(ns).Get(ctx, trainers[0].Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && (apierrors.IsNotFound(podErr) || podErr == nil && kept.Labels[v1.LabelKept] == failing.Name)
+	})
+	assert.Empty(t, podsOf(t, ns, v1.LabelTrainer, failing.Name), "the other trainers deleted")
 
 	// The controller's events were recorded under its own name.
 	events, err := cp.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})

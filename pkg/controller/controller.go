@@ -311,14 +311,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	stop := stopReason(job, final, obs.queued)
 	if final {
-		// Past its ttlSecondsAfterFinished, the job is deleted, and the
-		// garbage collector takes what it owns.
-		deleted, left, err := c.expire(ctx, job, obs.now)
-		if err != nil || deleted {
-			return err
-		}
-		if left > 0 {
-			c.queue.AddAfter(key, left)
+		if deleted, err := c.expire(ctx, key, job, obs.now); err != nil || deleted {
+			return err // past its TTL, the job is gone, and what it owns with it
 		}
 	}
 

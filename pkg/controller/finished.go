@@ -128,25 +128,26 @@ func keepPatch(job *v1.TrainingJob, role v1.Role) ([]byte, error) {
 }
 
 // expire deletes a finished job whose spec.runPolicy.ttlSecondsAfterFinished
-// has passed since it finished, and reports whether it did; otherwise it
-// returns how long is left (0: the job has no TTL).
-func (c *Controller) expire(ctx context.Context, job *v1.TrainingJob, now time.Time) (bool, time.Duration, error) {
+// has passed since it finished, and reports whether it did; a job whose TTL
+// has not passed is synced again when it does.
+func (c *Controller) expire(ctx context.Context, key string, job *v1.TrainingJob, now time.Time) (bool, error) {
 	rp := job.Spec.RunPolicy
 	finished := finishedAt(job)
 	if rp == nil || rp.TTLSecondsAfterFinished == nil || finished.IsZero() {
-		return false, 0, nil
+		return false, nil
 	}
 	if left := finished.Add(time.Duration(*rp.TTLSecondsAfterFinished) * time.Second).Sub(now); left > 0 {
-		return false, left, nil
+		c.queue.AddAfter(key, left)
+		return false, nil
 	}
 	background := metav1.DeletePropagationBackground
 	err := c.tjClient.PaddlepaddleV1().TrainingJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
 		PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &job.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, 0, fmt.Errorf("delete %s/%s after its ttlSecondsAfterFinished: %w", job.Namespace, job.Name, err)
+		return false, fmt.Errorf("delete %s/%s after its ttlSecondsAfterFinished: %w", job.Namespace, job.Name, err)
 	}
-	c.log.Info("deleted a finished job after its ttlSecondsAfterFinished", "job", job.Namespace+"/"+job.Name, "finished", finished)
-	return true, 0, nil
+	c.log.Info("deleted a finished job after its ttlSecondsAfterFinished", "job", key, "finished", finished)
+	return true, nil
 }
 
 // finishedAt is when the job's Complete or Failed condition became True;

@@ -45,7 +45,10 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 		return rs
 	}
 	if existing != nil && existing.DeletionTimestamp != nil {
-		return nil // a finished job's, going as its pods are kept ([Controller.keepPods])
+		// Going (a finished job's, its pods kept: [Controller.keepPods]; or
+		// deleted by someone): its deletion's event brings the job back, and
+		// a job that still needs it creates it again.
+		return nil
 	}
 	if existing == nil {
 		if stop == stopFinished {

@@ -3,6 +3,7 @@ package kubeflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -223,7 +224,7 @@ func (c *converter) finished(rp *object) error {
 	switch p := v1.CleanPodPolicy(clean); {
 	case err != nil:
 		return err
-	case ok && p != v1.CleanPodPolicyNone && p != v1.CleanPodPolicyRunning && p != v1.CleanPodPolicyAll:
+	case ok && !slices.Contains(v1.CleanPodPolicies, p):
 		c.drop(rp.path.Child("cleanPodPolicy"), "EDL's cleanPodPolicy is None, Running or All")
 	case ok:
 		run.CleanPodPolicy = p

@@ -19,6 +19,9 @@ const (
 	CleanPodPolicyAll CleanPodPolicy = "All"
 )
 
+// CleanPodPolicies are the clean-pod policies there are.
+var CleanPodPolicies = []CleanPodPolicy{CleanPodPolicyNone, CleanPodPolicyRunning, CleanPodPolicyAll}
+
 // RunPolicy is what is left of a job once it finishes (Succeeded or
 // Failed), after Kubeflow's runPolicy.
 type RunPolicy struct {

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,8 +70,8 @@ func Validate(job *TrainingJob) field.ErrorList {
 	errs = append(errs, templates(path, spec)...)
 	if rp := spec.RunPolicy; rp != nil {
 		p := path.Child("runPolicy")
-		if c := rp.CleanPodPolicy; c != "" && c != CleanPodPolicyNone && c != CleanPodPolicyRunning && c != CleanPodPolicyAll {
-			errs = append(errs, field.NotSupported(p.Child("cleanPodPolicy"), c, []CleanPodPolicy{CleanPodPolicyNone, CleanPodPolicyRunning, CleanPodPolicyAll}))
+		if c := rp.CleanPodPolicy; c != "" && !slices.Contains(CleanPodPolicies, c) {
+			errs = append(errs, field.NotSupported(p.Child("cleanPodPolicy"), c, CleanPodPolicies))
 		}
 		if rp.TTLSecondsAfterFinished != nil {
 			errs = append(errs, atLeast(p.Child("ttlSecondsAfterFinished"), *rp.TTLSecondsAfterFinished, 0)...)

@@ -133,6 +133,55 @@ func TestSyncKeepsAFailedJobsFailedPods(t *testing.T) {
 	assert.Equal(t, v1.PhaseFailed, f.getJob("mnist").Status.Phase)
 }
 
+// TestSyncFinishesAKeepItStoppedHalfWay: edl stopped part-way through
+// keeping a failed job's pods (a restart, a failed write). The next sync
+// finds the job's pods still labelled and no trainer ReplicaSet; it
+// finishes the work and makes no ReplicaSet.
+func TestSyncFinishesAKeepItStoppedHalfWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kept bool // the failed pod was patched before edl stopped
+		want []string
+	}{
+		{"after the ReplicaSet's deletion", false, []string{"patch pods mnist-trainer-z",
+			"delete pods mnist-trainer-a", "delete pods mnist-trainer-b", "delete pods mnist-trainer-c"}},
+		{"after the failed pod's patch", true, []string{
+			"delete pods mnist-trainer-a", "delete pods mnist-trainer-b", "delete pods mnist-trainer-c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := finishedJobFixture(t, "")
+			rs, ok, err := f.rsIndexer().GetByKey(testNamespace + "/mnist-trainer")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, f.rsIndexer().Delete(rs))
+			// The pods as edl left them: the healthy trainers still there.
+			for _, p := range healthyPods(f.getJob("mnist"), 3) {
+				if p.Labels[v1.LabelTrainer] != "" {
+					require.NoError(t, f.kube.Tracker().Add(p.DeepCopy()))
+				}
+			}
+			if tc.kept {
+				obj, ok, err := f.podIndexer().GetByKey(testNamespace + "/mnist-trainer-z")
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.NoError(t, f.podIndexer().Delete(obj)) // no longer the job's
+			} else {
+				require.NoError(t, f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), testNamespace, "mnist-trainer-z"))
+				require.NoError(t, f.kube.Tracker().Add(trainerPod("mnist-trainer-z", builders.Exited(2))))
+			}
+			f.feedBack()
+			f.reset()
+
+			require.NoError(t, f.sync("mnist"))
+			assert.Empty(t, f.writesOf("replicasets"), "no trainer ReplicaSet again, the pserver's already at 0")
+			assert.ElementsMatch(t, tc.want, f.writesOf("pods"))
+			kept, err := f.kube.CoreV1().Pods(testNamespace).Get(f.ctx, "mnist-trainer-z", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "mnist", kept.Labels[v1.LabelKept])
+		})
+	}
+}
+
 // TestSyncKeepsWhatThePolicySays: None keeps every pod of every role,
 // All none (every ReplicaSet scales to 0, as before runPolicy).
 func TestSyncKeepsWhatThePolicySays(t *testing.T) {

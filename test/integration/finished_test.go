@@ -56,8 +56,13 @@ func TestFailedJobKeepsItsFailedPods(t *testing.T) {
 	require.NotNil(t, kept.Status.ContainerStatuses[0].State.Terminated)
 	assert.Equal(t, int32(3), kept.Status.ContainerStatuses[0].State.Terminated.ExitCode, "its exit, as it failed")
 
-	_, err = cp.Client.AppsV1().ReplicaSets(ns).Get(testContext(t), "example-trainer", metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "the trainer ReplicaSet is gone: %v", err)
+	// Deleted with propagation Orphan, the ReplicaSet carries the orphan
+	// finalizer until the garbage collector has let its pods go.
+	err = wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, "example-trainer", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	require.NoError(t, err, "the trainer ReplicaSet is gone")
 	err = wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 1, nil

@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
@@ -105,8 +107,13 @@ func keptFailedPods(t *testing.T, cp *framework.ControlPlane, ns, job, logged st
 		require.NoError(t, err, out)
 		assert.Contains(t, out, logged, "kubectl logs %s", p.Name)
 	}
-	_, err = cp.Client.AppsV1().ReplicaSets(ns).Get(t.Context(), v1.ReplicaSetName(job, v1.RoleTrainer), metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "the trainer ReplicaSet is gone: %v", err)
+	// Deleted with propagation Orphan, the ReplicaSet carries the orphan
+	// finalizer until the garbage collector has let its pods go.
+	err = wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName(job, v1.RoleTrainer), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	require.NoError(t, err, "the trainer ReplicaSet is gone")
 	time.Sleep(10 * time.Second)
 	left, err := cp.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1.LabelTrainer + "=" + job})
 	require.NoError(t, err)

@@ -106,6 +106,11 @@ func goodputRun(t *testing.T, cp *framework.ControlPlane, policy planner.Policy,
 		job := torchJob(t, fmt.Sprintf("--epochs %d --steps-per-epoch %d", epochs, goodputEpochSz), ckpt)
 		job.Name = name
 		job.Spec.Trainer.MaxInstance = 2
+		// Each trainer limited to what it requests, as on a cluster
+		// whose trainers are Guaranteed: on the two-core node, a-flat's
+		// busy ranks would otherwise take the cores b-scales' second
+		// trainer needs, and a trainer would be worth nothing to anyone.
+		job.Spec.Trainer.Resources.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(trainer, resource.DecimalSI)
 		job.Spec.Trainer.Entrypoint = fmt.Sprintf("env EDL_BATCH_CHUNKS=%d %s", chunks, job.Spec.Trainer.Entrypoint)
 		got, err := tj.PaddlepaddleV1().TrainingJobs(ns).Create(ctx, job, metav1.CreateOptions{})
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -12,10 +13,11 @@ const goodputBatch = 64
 
 // scalesBy gives the job a progress report whose model was fitted to the
 // step times at 1 to 4 trainers on one node of a job that scales
-// (scaling), does not (flat) or slows down (slower), at a global batch of
+// (scaling), scales partly (partly), does not (flat) or slows down
+// (slower), at a global batch of
 // goodputBatch, with left the time it has left (0: not said).
 func scalesBy(kind string, left time.Duration) jobMutator {
-	m := fuzzModels()[map[string]int{"scaling": 0, "flat": 1, "slower": 2}[kind]]
+	m := fuzzModels()[map[string]int{"scaling": 0, "flat": 1, "slower": 2, "partly": 3}[kind]]
 	return func(j *Job) { j.Progress = &Progress{Model: m, Batch: goodputBatch, Nodes: 1, Left: left} }
 }
 
@@ -25,6 +27,7 @@ func scalesBy(kind string, left time.Duration) jobMutator {
 var (
 	scalingSteps = []float64{1.0, 0.52, 0.35, 0.27}
 	flatSteps    = []float64{1.0, 0.98, 0.99, 1.0}
+	partlySteps  = []float64{1.0, 0.7, 0.6, 0.55}
 )
 
 func goodputCases() []planCase {
@@ -51,6 +54,45 @@ func goodputCases() []planCase {
 			},
 			opts: Options{Now: t0},
 			want: map[string]int32{"scales": 3, "flat": 4},
+		},
+		{
+			// scales' 4th trainer adds about 0.8× (2.9× → 3.7×), partly's
+			// 2nd about 0.4× (1× → 1.4×). Per unit of work, the 2nd would
+			// cut partly's time by 0.3 of its time at one trainer, the 4th
+			// scales' by 0.08: a policy that shortened the job at the
+			// smaller size (1/S(n) − 1/S(n+1)) would give it to partly.
+			name:  "goodput: the trainer goes where throughput rises most, however far along its job is",
+			nodes: nodes("n", 1, res(5, 64, 0)),
+			jobs: []Job{
+				newJob("scales", withRange(1, 4), withCurrent(3), runningOn("n-0", "n-0", "n-0"), scalesBy("scaling", 0)),
+				newJob("partly", withRange(1, 4), runningOn("n-0"), scalesBy("partly", 0)),
+			},
+			opts:    Options{Now: t0, Policy: PolicyGoodput, MaxLoadDesired: 1},
+			want:    map[string]int32{"scales": 4},
+			reasons: map[string][]string{"scales": {"scale up by 1", "a 4th trainer adds 0.8", "a 2nd trainer would add 0.4"}},
+		},
+		{
+			// Over MaxLoadDesired (4 of 4 CPU), one trainer goes: z-partly's
+			// 2nd adds 0.4×, a-scales' 0.9×. By fulfillment (a tie) the
+			// key would pick a-scales.
+			name:  "goodput: load takes first the trainer that adds least",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs: []Job{
+				newJob("a-scales", withRange(1, 4), withCurrent(2), runningOn("n-0", "n-0"), scalesBy("scaling", 0)),
+				newJob("z-partly", withRange(1, 4), withCurrent(2), runningOn("n-0", "n-0"), scalesBy("partly", 0)),
+			},
+			opts: goodput,
+			want: map[string]int32{"z-partly": 1},
+		},
+		{
+			name:  "fulfillment: the same load takes from the first by key",
+			nodes: nodes("n", 1, res(4, 64, 0)),
+			jobs: []Job{
+				newJob("a-scales", withRange(1, 4), withCurrent(2), runningOn("n-0", "n-0"), scalesBy("scaling", 0)),
+				newJob("z-partly", withRange(1, 4), withCurrent(2), runningOn("n-0", "n-0"), scalesBy("partly", 0)),
+			},
+			opts: Options{Now: t0},
+			want: map[string]int32{"a-scales": 1},
 		},
 		{
 			name:  "goodput: jobs that report nothing share as under fulfillment",
@@ -166,4 +208,33 @@ func TestOrdinal(t *testing.T) {
 	for n, want := range map[int64]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
 		assert.Equal(t, want, ordinal(n))
 	}
+}
+
+// TestGoodputWithoutReportsIsFulfillment: a job that reports no progress
+// keeps today's treatment under goodput. Every table case of the planner
+// whose jobs report nothing gives each job the same replicas under both
+// policies — growth, rebalancing, load, pools, prices and all.
+func TestGoodputWithoutReportsIsFulfillment(t *testing.T) {
+	var cases []planCase
+	for _, f := range []func() []planCase{planCases, rebalanceCases, priceCases, poolCases, modelCases} {
+		cases = append(cases, f()...)
+	}
+	tried := 0
+	for _, tc := range cases {
+		if tc.opts.Policy != "" || slices.ContainsFunc(tc.jobs, func(j Job) bool { return j.Progress != nil }) {
+			continue
+		}
+		tried++
+		t.Run(tc.name, func(t *testing.T) {
+			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
+			fulfillment := Plan(snap, tc.jobs, tc.opts)
+			opts := tc.opts
+			opts.Policy = PolicyGoodput
+			goodput := Plan(snap, tc.jobs, opts)
+			for _, j := range tc.jobs {
+				assert.Equal(t, toOf(fulfillment, j), toOf(goodput, j), "job %s", j.Key)
+			}
+		})
+	}
+	assert.Greater(t, tried, 50, "the cases tried")
 }

@@ -187,7 +187,7 @@ func scenarioFrom(data []byte) ([]nodeSpec, []Job, []otherPod, Options) {
 // fuzzModels are the scaling models fuzzed jobs report, fitted once.
 var fuzzModels = sync.OnceValue(func() []scaling.Model {
 	var out []scaling.Model
-	for _, steps := range [][]float64{scalingSteps, flatSteps, {1.0, 1.1, 1.3, 1.6}} {
+	for _, steps := range [][]float64{scalingSteps, flatSteps, {1.0, 1.1, 1.3, 1.6}, partlySteps} {
 		var ms []scaling.Measurement
 		for i, s := range steps {
 			ms = append(ms, scaling.Measurement{Trainers: i + 1, Nodes: 1, LocalBatch: goodputBatch / float64(i+1), StepTime: s})

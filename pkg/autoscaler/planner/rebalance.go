@@ -110,7 +110,14 @@ levels:
 				heap.Pop(takers)
 				continue
 			}
-			if giver.goodput {
+			// Under goodput a job whose model is not concave can be both the
+			// giver its last trainer helps least and the taker its next one
+			// helps most: a trainer it needs most is not taken from it.
+			if giver == taker {
+				heap.Pop(givers)
+				continue
+			}
+			if giver.modelled() && taker.modelled() {
 				if !worthMoving(giver, taker) {
 					break // the trainer the giver loses least by gains the taker too little
 				}

@@ -190,7 +190,7 @@ func (p *plan) reclaimPair(jobs []*jobState, noRoom, noTake map[*jobState]bool) 
 				giver = j
 			}
 		}
-		if b < 1 && j.mayTake() && !noTake[j] && j.rebalanced == 0 {
+		if b < 1 && j.mayTake() && !noTake[j] && j.rebalanced == 0 && !j.addsTooLittleAt(j.placed+j.promised) {
 			if taker == nil || b < taker.team.below() || (b == taker.team.below() && takeFirst(j, taker)) {
 				taker = j
 			}

@@ -212,8 +212,9 @@ func TestOrdinal(t *testing.T) {
 
 // TestGoodputWithoutReportsIsFulfillment: a job that reports no progress
 // keeps today's treatment under goodput. Every table case of the planner
-// whose jobs report nothing gives each job the same replicas under both
-// policies — growth, rebalancing, load, pools, prices and all.
+// whose jobs report nothing plans alike under both policies — growth,
+// rebalancing, load, pools, prices and all: the same actions, causes and
+// reasons, and the same explanations.
 func TestGoodputWithoutReportsIsFulfillment(t *testing.T) {
 	var cases []planCase
 	for _, f := range []func() []planCase{planCases, rebalanceCases, priceCases, poolCases, modelCases} {
@@ -227,13 +228,12 @@ func TestGoodputWithoutReportsIsFulfillment(t *testing.T) {
 		tried++
 		t.Run(tc.name, func(t *testing.T) {
 			snap := clusterOf(tc.nodes, tc.jobs, tc.others...)
-			fulfillment := Plan(snap, tc.jobs, tc.opts)
+			fulfillment := Decide(snap, tc.jobs, Queue{}, tc.opts)
 			opts := tc.opts
 			opts.Policy = PolicyGoodput
-			goodput := Plan(snap, tc.jobs, opts)
-			for _, j := range tc.jobs {
-				assert.Equal(t, toOf(fulfillment, j), toOf(goodput, j), "job %s", j.Key)
-			}
+			goodput := Decide(snap, tc.jobs, Queue{}, opts)
+			assert.Equal(t, fulfillment.Actions, goodput.Actions)
+			assert.Equal(t, fulfillment.Jobs, goodput.Jobs)
 		})
 	}
 	assert.Greater(t, tried, 50, "the cases tried")

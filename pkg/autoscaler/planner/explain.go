@@ -81,7 +81,7 @@ func (p *plan) explain(j *jobState, act *ScaleAction) Explanation {
 	case j.grown > 0:
 		e.Limit = LimitGrowing
 		e.Message = fmt.Sprintf("grows by %d to %s into idle capacity; fulfillment %s", j.grown, trainersOf(j), ratio(e.Fulfillment))
-		if j.goodput {
+		if j.modelled() {
 			e.Message = fmt.Sprintf("grows by %d to %s into idle capacity; %s, the most of priority %d%s",
 				j.grown, trainersOf(j), j.gainText(j.growPlaced, "adds"), j.priority, passedNote(j))
 		}
@@ -350,7 +350,7 @@ func (p *plan) explainNoFit(j *jobState, e *Explanation, f *fitter, pending bool
 				trainers, ratio(e.Fulfillment), b.key, ratio(e.OtherFulfillment))
 			return
 		}
-	case !pending && j.fitAtStart && j.lostTo != nil && j.goodput:
+	case !pending && j.fitAtStart && j.lostTo != nil && j.modelled() && j.lostTo.modelled():
 		e.Limit, e.Other, e.OtherFulfillment = LimitFairShare, j.lostTo.key, j.lostTo.fulfillment()
 		e.Message = fmt.Sprintf("at %s: the idle room it could use went to jobs a trainer speeds up more: %s here, against %s to %s (priority %d%s)",
 			trainers, j.gainText(j.placed, "would add"), j.lostTo.gainText(j.lostTo.placed-1, "adds"), e.Other, j.lostTo.priority, arrivingNote(j.lostTo))

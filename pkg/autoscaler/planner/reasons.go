@@ -62,7 +62,7 @@ func (p *plan) growReason(j *jobState) string {
 			pl.idleText += " of its pool"
 		}
 	}
-	if j.goodput {
+	if j.modelled() {
 		return fmt.Sprintf("scale up by %d: %s; %s, the most of priority %d%s",
 			j.grown, pl.idleText, j.gainText(j.growPlaced, "adds"), j.priority, passedNote(j))
 	}
@@ -173,7 +173,7 @@ func (p *plan) rebalanceReason(j *jobState) string {
 		return fmt.Sprintf("scale down by %d: %s: its trainers above their minimum go back to team %s (%s)",
 			j.rebalanced, j.teamNote, j.reclaimWith.team.team.name, j.reclaimWith.key)
 	}
-	if j.goodput {
+	if j.modelled() && j.rebalanceTo.modelled() { // moved by worthMoving
 		return fmt.Sprintf("scale down by %d: %s; to %s, %s, more than %d× as much (priority %d)",
 			j.rebalanced, j.gainText(j.rebalancePlaced-1, "adds"), j.rebalanceTo.key, j.rebalanceTo.gainText(j.rebalanceToAt, "would add"), MoveGainFactor, j.priority)
 	}
@@ -196,7 +196,7 @@ func (p *plan) takeReason(j *jobState) string {
 		}
 		return b.String()
 	}
-	if j.goodput {
+	if j.modelled() && j.promisedBy.modelled() { // moved by worthMoving
 		fmt.Fprintf(&b, "scale up by %d: %s gives back %s for it, where it adds less; %s",
 			j.promised+j.grown, j.promisedBy.key, plural(int(j.promised), "trainer"), j.gainText(before, "adds"))
 	} else {

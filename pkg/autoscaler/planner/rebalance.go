@@ -101,7 +101,7 @@ levels:
 		heap.Init(takers)
 		for givers.Len() > 0 && takers.Len() > 0 {
 			giver, taker := givers.items[0], takers.items[0]
-			// Drop who cannot give or take any more; a job is never both.
+			// Drop who cannot give or take any more.
 			if !giver.mayGive() {
 				heap.Pop(givers)
 				continue

@@ -30,7 +30,7 @@ autoscaler:
   maxGrowPerCycle: 3
   rebalanceGap: 0.25
   maxMovesPerSecond: 25
-  policy: goodput
+  policy: fulfillment
   priceResizes: false
   dryRun: true
   gangAdmission: false
@@ -51,7 +51,7 @@ leaderElection:
 	assert.Equal(t, []string{"nvidia.com/gpu", "example.com/gpu"}, c.GPUResources)
 	assert.Equal(t, 2*time.Second, c.Autoscaler.Interval.Duration)
 	assert.Equal(t, 0.8, *c.Autoscaler.MaxLoadDesired)
-	assert.Equal(t, "goodput", *c.Autoscaler.Policy)
+	assert.Equal(t, "fulfillment", *c.Autoscaler.Policy)
 	assert.False(t, *c.Autoscaler.PriceResizes)
 	assert.False(t, *c.Autoscaler.GangAdmission)
 	assert.False(t, *c.Autoscaler.Preemption)

@@ -58,7 +58,7 @@ func TestExplainPrintsABlockPerJobAndTheCluster(t *testing.T) {
 		"other/new (Pending, priority 0)\n",
 		"  limited by   NotRunning: the job is Pending",
 		"cluster: 4 nodes; allocatable 64 CPU, 262144 MiB memory, 0 GPU; requested 61 CPU, 90000 MiB memory, 0 GPU; load CPU 0.953, memory 0.343 (max_load_desired 0.97); 1 pods wait for a node\n",
-		"options: gpuResources=nvidia.com/gpu autoscaler.interval=5s autoscaler.maxLoadDesired=0.97 autoscaler.cooldownCycles=3 autoscaler.maxGrowPerCycle=0 autoscaler.rebalanceGap=0.1 autoscaler.maxMovesPerSecond=10 autoscaler.policy=fulfillment autoscaler.priceResizes=true autoscaler.dryRun=false autoscaler.gangAdmission=true autoscaler.preemption=true autoscaler.startDeadline=10m0s autoscaler.startRetries=3 (from the defaults)\n",
+		"options: gpuResources=nvidia.com/gpu autoscaler.interval=5s autoscaler.maxLoadDesired=0.97 autoscaler.cooldownCycles=3 autoscaler.maxGrowPerCycle=0 autoscaler.rebalanceGap=0.1 autoscaler.maxMovesPerSecond=10 autoscaler.policy=goodput autoscaler.priceResizes=true autoscaler.dryRun=false autoscaler.gangAdmission=true autoscaler.preemption=true autoscaler.startDeadline=10m0s autoscaler.startRetries=3 (from the defaults)\n",
 	} {
 		assert.Contains(t, text, want)
 	}

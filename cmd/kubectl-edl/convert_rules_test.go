@@ -285,14 +285,34 @@ func TestConvertRules(t *testing.T) {
 			c := job.Spec.Trainer.Template.Spec.Containers[0]
 			assert.Equal(t, []string{"torchrun", "--log-dir=/tmp/l", "-r", "3", "train.py", "--nnodes", "3"}, c.Command,
 				"the script's own arguments are its own")
+			assert.Equal(t, ptr.To(int32(2)), job.Spec.ElasticPolicy.NProcPerNode, "--nproc_per_node 2 carried")
 		},
 		notes: []noted{
 			{workerTemplate + ".spec.containers[0].command[1]", notCarried + "torchrun's --nnodes is EDL's: it comes from spec.trainer.min-instance and max-instance"},
-			{workerTemplate + ".spec.containers[0].command[2]", notCarried + "torchrun's --nproc-per-node is EDL's"},
+			{workerTemplate + ".spec.containers[0].command[2]", "carried: spec.elasticPolicy.nProcPerNode"},
 			{workerTemplate + ".spec.containers[0].command[5]", notCarried + "torchrun's --standalone is EDL's"},
 			{workerTemplate + ".spec.containers[0].command[6]", notCarried + "torchrun's --rdzv-endpoint is EDL's"},
 			{workerTemplate + ".spec.containers[0].command[8]", notCarried + "torchrun's --max-restarts is EDL's"},
 		},
+	}, {
+		name: "the spec's number of processes over the torchrun line's",
+		sets: map[string]string{
+			"spec.nprocPerNode": `"4"`,
+			workerTemplate + ".spec.containers.0.command": "[torchrun, --nproc-per-node=8, train.py]",
+		},
+		check: func(t *testing.T, job *v1.TrainingJob) {
+			assert.Equal(t, ptr.To(int32(4)), job.Spec.ElasticPolicy.NProcPerNode)
+			assert.Equal(t, []string{"torchrun", "train.py"}, job.Spec.Trainer.Template.Spec.Containers[0].Command)
+		},
+		notes: []noted{{workerTemplate + ".spec.containers[0].command[1]", notCarried + "spec.nprocPerNode gives it"}},
+	}, {
+		name: "a torchrun line's --nproc-per-node gpu is not a number",
+		sets: map[string]string{workerTemplate + ".spec.containers.0.command": "[torchrun, --nproc-per-node, gpu, train.py]"},
+		check: func(t *testing.T, job *v1.TrainingJob) {
+			assert.Nil(t, job.Spec.ElasticPolicy)
+			assert.Equal(t, []string{"torchrun", "train.py"}, job.Spec.Trainer.Template.Spec.Containers[0].Command)
+		},
+		notes: []noted{{workerTemplate + ".spec.containers[0].command[1]", notCarried + "a number (default 1)"}},
 	}, {
 		name: "a torchrun line split between command and args",
 		sets: map[string]string{

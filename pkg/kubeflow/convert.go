@@ -102,6 +102,9 @@ func Convert(doc map[string]any) (*Job, error) {
 type converter struct {
 	*reader
 	job *v1.TrainingJob
+	// lineProcs is the --nproc-per-node of the trainers' torchrun line,
+	// which nprocs carries when the spec gives no number of its own.
+	lineProcs *procsGiven
 }
 
 // lastApplied is the annotation in which kubectl apply records an object.

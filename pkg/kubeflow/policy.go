@@ -126,26 +126,32 @@ func (c *converter) rdzvConf(ep *object, policy *v1.ElasticPolicy) error {
 	return nil
 }
 
+// procsGiven is a number of processes per trainer where the input gives it.
+type procsGiven struct {
+	path *field.Path
+	v    any
+}
+
 // nprocs carries the worker processes per trainer: spec.nprocPerNode, a
 // string in Kubeflow's newer versions, or the deprecated
-// elasticPolicy.nProcPerNode (Kubeflow refuses the two together).
+// elasticPolicy.nProcPerNode (Kubeflow refuses the two together), else the
+// --nproc-per-node of the trainers' own torchrun line.
 func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
-	type given struct {
-		path *field.Path
-		v    any
-	}
-	var all []given
+	var all []procsGiven
 	if v, ok := spec.take("nprocPerNode"); ok {
-		all = append(all, given{spec.path.Child("nprocPerNode"), v})
+		all = append(all, procsGiven{spec.path.Child("nprocPerNode"), v})
 	}
 	if ep != nil {
 		if v, ok := ep.take("nProcPerNode"); ok {
-			all = append(all, given{ep.path.Child("nProcPerNode"), v})
+			all = append(all, procsGiven{ep.path.Child("nProcPerNode"), v})
 		}
+	}
+	if c.lineProcs != nil {
+		all = append(all, *c.lineProcs)
 	}
 	for i, g := range all {
 		if i > 0 {
-			c.drop(g.path, "spec.nprocPerNode gives it")
+			c.drop(g.path, all[0].path.String()+" gives it")
 			continue
 		}
 		n, isWhole := whole(g.v)
@@ -164,6 +170,9 @@ func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
 		}
 		p := int32(n) // #nosec G115 -- 1 to 1024 above
 		policy.NProcPerNode = &p
+		if c.lineProcs != nil && g.path == c.lineProcs.path {
+			c.note(g.path, "carried: spec.elasticPolicy.nProcPerNode, which EDL gives torchrun")
+		}
 	}
 	return nil
 }

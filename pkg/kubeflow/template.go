@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -131,10 +132,19 @@ func (c *converter) launchLine(cp *field.Path, ctr *corev1.Container) {
 	drop := map[int]bool{}
 	first := len(argv) - len(words) // torchrun's first argument in argv
 	for _, o := range v1.OwnedOptions(words) {
-		c.drop(where(first+o.Index), "torchrun's --"+o.Name+" is EDL's: it comes from "+o.From)
 		for w := range o.Words {
 			drop[first+o.Index+w] = true
 		}
+		if o.Name == "nproc-per-node" {
+			// Its value, after = or the next word, is nprocs' to carry.
+			_, value, _ := strings.Cut(words[o.Index], "=")
+			if o.Words == 2 && o.Index+1 < len(words) {
+				value = words[o.Index+1]
+			}
+			c.lineProcs = &procsGiven{where(first + o.Index), value}
+			continue
+		}
+		c.drop(where(first+o.Index), "torchrun's --"+o.Name+" is EDL's: it comes from "+o.From)
 	}
 	if len(drop) == 0 {
 		return

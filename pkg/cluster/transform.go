@@ -281,6 +281,8 @@ func TransformReplicaSet(obj interface{}) (interface{}, error) {
 		spec.InitContainers = stripContainers(t.InitContainers, true)
 		spec.Overhead, spec.Resources, spec.PriorityClassName = t.Overhead, t.Resources, t.PriorityClassName
 		spec.NodeSelector, spec.Tolerations, spec.SchedulingGates = t.NodeSelector, t.Tolerations, t.SchedulingGates
+		// The trainers' account, which the job's progress Role is bound to.
+		spec.ServiceAccountName = t.ServiceAccountName
 		if a := t.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}

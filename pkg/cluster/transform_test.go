@@ -339,14 +339,16 @@ func fatReplicaSet(owned bool) *appsv1.ReplicaSet {
 }
 
 // TestTransformReplicaSetKeepsWhatIsRead: of a job's ReplicaSet the
-// controller reads the owner, the replicas and the template hash; the
-// autoscaler plans new trainers from the template's requests and where its
-// pods may run. Any other ReplicaSet keeps only what tells it apart.
+// controller reads the owner, the replicas, the template hash and the
+// trainers' account; the autoscaler plans new trainers from the template's
+// requests and where its pods may run. Any other ReplicaSet keeps only
+// what tells it apart.
 func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
 	in := fatReplicaSet(true)
 	in.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: `pods "t-1" is forbidden: exceeded quota`}}
 	in.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "paddlepaddle.org/admission"}}
+	in.Spec.Template.Spec.ServiceAccountName = "vision"
 	want := in.DeepCopy()
 	got, err := TransformReplicaSet(in)
 	require.NoError(t, err)
@@ -359,6 +361,7 @@ func TestTransformReplicaSetKeepsWhatIsRead(t *testing.T) {
 	assert.Equal(t, "7", rs.ResourceVersion)
 	assert.Equal(t, want.Status.Conditions, rs.Status.Conditions, "the controller reports refused pods from ReplicaFailure")
 	assert.Equal(t, want.Spec.Template.Spec.SchedulingGates, rs.Spec.Template.Spec.SchedulingGates, "a gated template marks a queued job")
+	assert.Equal(t, "vision", rs.Spec.Template.Spec.ServiceAccountName, "the account the progress Role is bound to")
 	assert.Nil(t, rs.ManagedFields)
 	assert.Empty(t, rs.Spec.Template.Spec.Containers[0].Env)
 	assert.Nil(t, rs.Spec.Template.Spec.Affinity.PodAntiAffinity)

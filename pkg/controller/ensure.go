@@ -116,6 +116,11 @@ func (c *Controller) ensureReplicaSet(ctx context.Context, job *v1.TrainingJob, 
 	if hash := want.Annotations[AnnotationTemplateHash]; existing.Annotations[AnnotationTemplateHash] != hash {
 		// The job's spec changed: new pods start from the new template; a
 		// ReplicaSet never restarts running ones.
+		if role == v1.RoleTrainer && want.Spec.Template.Spec.ServiceAccountName != existing.Spec.Template.Spec.ServiceAccountName {
+			if err := c.bindTrainerAccount(ctx, job); err != nil {
+				return err
+			}
+		}
 		ops = append(ops, jsonPatchOp{"replace", "/spec/template", want.Spec.Template})
 		if existing.Annotations == nil {
 			ops = append(ops, jsonPatchOp{"add", "/metadata/annotations", want.Annotations})

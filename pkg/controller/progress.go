@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,30 @@ func ProgressRoleBinding(job *v1.TrainingJob) *rbacv1.RoleBinding {
 			Kind: rbacv1.ServiceAccountKind, Namespace: job.Namespace, Name: TrainerAccount(job),
 		}},
 	}
+}
+
+// bindTrainerAccount binds ProgressRole to the account a changed trainer
+// template names, before the trainer ReplicaSet's new pods run as it, so
+// that their reports are not refused. The binding is named after the
+// account (ProgressRoleBinding's name and a hash of it): one made before
+// for the same account is left as it is, and the bindings of earlier
+// accounts stay, as the job's, until the job is deleted.
+func (c *Controller) bindTrainerAccount(ctx context.Context, job *v1.TrainingJob) error {
+	b := ProgressRoleBinding(job)
+	account := b.Subjects[0].Name
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(account))
+	b.Name = fmt.Sprintf("%s-%08x", b.Name, h.Sum32())
+	_, err := c.kubeClient.RbacV1().RoleBindings(job.Namespace).Create(ctx, b, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("bind the progress Role of %s/%s to service account %s: %w", job.Namespace, job.Name, account, err)
+	}
+	c.log.Info("bound the progress contract to the trainers' new account", "job", job.Namespace+"/"+job.Name, "serviceaccount", account)
+	c.recorder.Eventf(job, corev1.EventTypeNormal, v1.EventCreated, "Created RoleBinding %s: the trainers' new service account %s may write the training's progress", b.Name, account)
+	return nil
 }
 
 func progressMeta(job *v1.TrainingJob, name string) metav1.ObjectMeta {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	clienttesting "k8s.io/client-go/testing"
 
 	v1 "github.com/paddlepaddle/edl/pkg/apis/paddlepaddle/v1"
 	"github.com/paddlepaddle/edl/pkg/testing/builders"
@@ -122,4 +123,43 @@ func TestSyncAnnouncesTheProgressContractOnce(t *testing.T) {
 	for _, e := range f.events() {
 		assert.NotContains(t, e, "ConfigMap mnist-progress", "announced though it existed")
 	}
+}
+
+// TestSyncBindsAChangedTrainerAccount: a trainer template whose service
+// account changes gets the progress Role bound to the new account before
+// the trainer ReplicaSet's pods run as it (else their reports would be
+// refused), once; a change of the template that keeps the account binds
+// nothing.
+func TestSyncBindsAChangedTrainerAccount(t *testing.T) {
+	job := torchJob()
+	f := newFixture(t)
+	f.addJob(job)
+	f.addJobObjects(job, 2)
+	f.settle("mnist")
+
+	change := func(mutate func(*v1.TrainingJob)) {
+		changed := f.getJob("mnist")
+		mutate(changed)
+		changed.Generation++
+		f.updateJob(changed)
+		f.reset()
+		require.NoError(t, f.sync("mnist"))
+	}
+	change(func(j *v1.TrainingJob) {
+		j.Spec.Trainer.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: "vision"}}
+	})
+	writes := f.writeStrings()
+	require.GreaterOrEqual(t, len(writes), 2, "%v", writes)
+	assert.Regexp(t, `^create rolebindings mnist-progress-[0-9a-f]{8}$`, writes[0], "the binding first: %v", writes)
+	assert.Equal(t, "patch replicasets mnist-trainer", writes[1])
+	created := f.kube.Actions()[0].(clienttesting.CreateAction).GetObject().(*rbacv1.RoleBinding)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: testNamespace, Name: "vision"}}, created.Subjects)
+	assert.Equal(t, "mnist-progress", created.RoleRef.Name)
+	assert.Equal(t, job.Name, created.OwnerReferences[0].Name, "the job's, deleted with it")
+	assert.Contains(t, f.events(), "Normal Created Created RoleBinding "+created.Name+": the trainers' new service account vision may write the training's progress")
+	f.feedBack()
+
+	change(func(j *v1.TrainingJob) { j.Spec.Trainer.Template.Labels = map[string]string{"team": "a"} })
+	assert.Equal(t, []string{"patch replicasets mnist-trainer"}, f.writesOf("replicasets"))
+	assert.Empty(t, f.writesOf("rolebindings"), "the same account: nothing to bind")
 }

@@ -24,7 +24,8 @@ import (
 // and the real API server's RBAC, a job's trainer account may patch its
 // own progress ConfigMap, which the controller turns into status.progress,
 // and nothing else: not another job's progress, not its own job's status,
-// no ConfigMap it was not given.
+// no ConfigMap it was not given. An account a changed template names is
+// bound too.
 func TestTrainersWriteTheirOwnProgressAlone(t *testing.T) {
 	ns := cp.NewNamespace(t)
 	startController(t, ns)
@@ -125,4 +126,23 @@ func TestTrainersWriteTheirOwnProgressAlone(t *testing.T) {
 	b, err := cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, "b-progress", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, b.Data, "b's progress untouched")
+
+	// a's trainers change account through their template: the new
+	// account may write a's progress by the time the ReplicaSet's new pods
+	// run as it.
+	_, err = tj.PaddlepaddleV1().TrainingJobs(ns).Patch(ctx, "a", types.MergePatchType,
+		[]byte(`{"spec":{"trainer":{"template":{"spec":{"serviceAccountName":"vision"}}}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, v1.ReplicaSetName("a", v1.RoleTrainer), metav1.GetOptions{})
+		return err == nil && rs.Spec.Template.Spec.ServiceAccountName == "vision", nil
+	})
+	require.NoError(t, err, "a's trainers run as vision")
+	cfg.Impersonate.UserName = fmt.Sprintf("system:serviceaccount:%s:vision", ns)
+	asVision, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = asVision.CoreV1().ConfigMaps(ns).Patch(ctx, "a-progress", types.MergePatchType, report(6000, now), metav1.PatchOptions{})
+	require.NoError(t, err, "vision writes a's progress")
+	_, err = asVision.CoreV1().ConfigMaps(ns).Patch(ctx, "b-progress", types.MergePatchType, report(1, now), metav1.PatchOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "vision may not write b's progress: %v", err)
 }

@@ -297,7 +297,7 @@ func TestConvertRules(t *testing.T) {
 	}, {
 		name: "the spec's number of processes over the torchrun line's",
 		sets: map[string]string{
-			"spec.nprocPerNode": `"4"`,
+			"spec.nprocPerNode":                           `"4"`,
 			workerTemplate + ".spec.containers.0.command": "[torchrun, --nproc-per-node=8, train.py]",
 		},
 		check: func(t *testing.T, job *v1.TrainingJob) {

@@ -306,6 +306,19 @@ func TestConvertRules(t *testing.T) {
 		},
 		notes: []noted{{workerTemplate + ".spec.containers[0].command[1]", notCarried + "spec.nprocPerNode gives it"}},
 	}, {
+		name: "the torchrun line's number of processes where the spec's is not a number",
+		sets: map[string]string{
+			"spec.nprocPerNode":                           "auto",
+			workerTemplate + ".spec.containers.0.command": "[torchrun, --nproc_per_node=2, train.py]",
+		},
+		check: func(t *testing.T, job *v1.TrainingJob) {
+			assert.Equal(t, ptr.To(int32(2)), job.Spec.ElasticPolicy.NProcPerNode)
+		},
+		notes: []noted{
+			{"spec.nprocPerNode", notCarried + "a number (default 1)"},
+			{workerTemplate + ".spec.containers[0].command[1]", "carried: spec.elasticPolicy.nProcPerNode"},
+		},
+	}, {
 		name: "a torchrun line's --nproc-per-node gpu is not a number",
 		sets: map[string]string{workerTemplate + ".spec.containers.0.command": "[torchrun, --nproc-per-node, gpu, train.py]"},
 		check: func(t *testing.T, job *v1.TrainingJob) {

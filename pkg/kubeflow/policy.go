@@ -135,7 +135,8 @@ type procsGiven struct {
 // nprocs carries the worker processes per trainer: spec.nprocPerNode, a
 // string in Kubeflow's newer versions, or the deprecated
 // elasticPolicy.nProcPerNode (Kubeflow refuses the two together), else the
-// --nproc-per-node of the trainers' own torchrun line.
+// --nproc-per-node of the trainers' own torchrun line: the first of these
+// that is a number EDL takes.
 func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
 	var all []procsGiven
 	if v, ok := spec.take("nprocPerNode"); ok {
@@ -149,9 +150,10 @@ func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
 	if c.lineProcs != nil {
 		all = append(all, *c.lineProcs)
 	}
-	for i, g := range all {
-		if i > 0 {
-			c.drop(g.path, all[0].path.String()+" gives it")
+	var carried *field.Path // the first number EDL can take is carried
+	for _, g := range all {
+		if carried != nil {
+			c.drop(g.path, carried.String()+" gives it")
 			continue
 		}
 		n, isWhole := whole(g.v)
@@ -169,7 +171,7 @@ func (c *converter) nprocs(spec, ep *object, policy *v1.ElasticPolicy) error {
 			continue
 		}
 		p := int32(n) // #nosec G115 -- 1 to 1024 above
-		policy.NProcPerNode = &p
+		policy.NProcPerNode, carried = &p, g.path
 		if c.lineProcs != nil && g.path == c.lineProcs.path {
 			c.note(g.path, "carried: spec.elasticPolicy.nProcPerNode, which EDL gives torchrun")
 		}

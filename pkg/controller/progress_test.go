@@ -152,7 +152,13 @@ func TestSyncBindsAChangedTrainerAccount(t *testing.T) {
 	require.GreaterOrEqual(t, len(writes), 2, "%v", writes)
 	assert.Regexp(t, `^create rolebindings mnist-progress-[0-9a-f]{8}$`, writes[0], "the binding first: %v", writes)
 	assert.Equal(t, "patch replicasets mnist-trainer", writes[1])
-	created := f.kube.Actions()[0].(clienttesting.CreateAction).GetObject().(*rbacv1.RoleBinding)
+	var created *rbacv1.RoleBinding
+	for _, a := range f.writes() {
+		if c, ok := a.(clienttesting.CreateAction); ok && a.GetResource().Resource == "rolebindings" {
+			created = c.GetObject().(*rbacv1.RoleBinding)
+		}
+	}
+	require.NotNil(t, created, "%v", writes)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: testNamespace, Name: "vision"}}, created.Subjects)
 	assert.Equal(t, "mnist-progress", created.RoleRef.Name)
 	assert.Equal(t, job.Name, created.OwnerReferences[0].Name, "the job's, deleted with it")
